@@ -1,0 +1,81 @@
+# kgate top-level build. Each room contributes a module.mk fragment; this file holds the shared
+# flags, the pattern rules and the user-facing targets (all, test, demo, sanitize, bench, install).
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+LIBEXECDIR ?= $(LIBDIR)/kgate
+PLUGINDIR ?= $(LIBDIR)/kgate/plugins
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share/kgate
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)/kgate
+MANDIR ?= $(PREFIX)/share/man
+
+CC ?= cc
+BUILD ?= build
+SAN ?=
+PKGS := libseccomp libcap yaml-0.1 jansson libcurl libprotobuf-c
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
+
+# Paths the binary falls back to when it runs from the build tree are baked in as the installed
+# ones; KGATE_HOME or the location of /proc/self/exe overrides them at run time.
+DEFS := -D_GNU_SOURCE -DKG_LIBEXECDIR='"$(LIBEXECDIR)"' -DKG_PLUGINDIR='"$(PLUGINDIR)"' \
+	-DKG_DATADIR='"$(DATADIR)"' -DKG_SYSCONFDIR='"$(SYSCONFDIR)"' -DKG_INCLUDEDIR='"$(INCLUDEDIR)"'
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+OPT ?= -O2 -g
+CFLAGS ?=
+KG_CFLAGS := -std=c11 $(OPT) $(WARN) $(DEFS) -fPIC -fstack-protector-strong -D_FORTIFY_SOURCE=2 \
+	-Iinclude -Icommon -I. -I$(BUILD) $(PKG_CFLAGS) $(SAN) $(CFLAGS)
+ifneq ($(SAN),)
+KG_CFLAGS := $(filter-out -D_FORTIFY_SOURCE=2,$(KG_CFLAGS)) -O1 -fno-omit-frame-pointer
+endif
+KG_LDFLAGS := $(SAN) -Wl,-z,relro,-z,now $(LDFLAGS)
+
+all:
+
+# Rooms add sources and targets here.
+include $(sort $(wildcard */module.mk))
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(KG_CFLAGS) -MMD -MP -c $< -o $@
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+.PHONY: all deps test unit-test integration-test demo sanitize bench clean install test-gpu cppcheck
+
+deps:
+	@scripts/deps.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/demo.sh $(BUILD)
+
+test: deps
+	@$(MAKE) --no-print-directory all tests
+	@scripts/run-tests.sh $(BUILD)
+
+sanitize: deps
+	@$(MAKE) --no-print-directory BUILD=build-san SAN='-fsanitize=address,undefined -fno-sanitize-recover=all' all tests
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 KGATE_SANITIZE=1 \
+		scripts/run-tests.sh build-san
+
+cppcheck:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
+		--suppress=missingIncludeSystem -Iinclude -Icommon -I. $(CPPCHECK_DIRS)
+
+clean:
+	rm -rf $(BUILD) build-san
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(INCLUDEDIR)/kgate \
+		$(DESTDIR)$(DATADIR) $(DESTDIR)$(SYSCONFDIR) $(DESTDIR)$(PLUGINDIR)
+	install -m 0644 include/kgate/*.h $(DESTDIR)$(INCLUDEDIR)/kgate/
+
+# Test and bench programs: rooms append to TEST_BINS and BENCH_BINS (paths under $(BUILD)).
+tests: $(TEST_BINS)
+bench: deps
+	@$(MAKE) --no-print-directory all $(BENCH_BINS)
+	@scripts/bench.sh $(BUILD)

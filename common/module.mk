@@ -1,0 +1,7 @@
+# common: helpers shared by every room.
+COMMON_SRCS := common/common.c
+COMMON_LIB := $(BUILD)/libkgcommon.a
+$(COMMON_LIB): $(COMMON_SRCS:%.c=$(BUILD)/%.o)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+CPPCHECK_DIRS += common

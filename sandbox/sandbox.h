@@ -1,0 +1,159 @@
+/* sandbox: runs one untrusted program in a child process behind namespaces, Landlock, seccomp,
+ * dropped capabilities and limits, and reports how it ended. It knows nothing of kernels or
+ * tensors: the verifier hands it an argv, fds and paths; it hands back a structured outcome. */
+#ifndef KG_SANDBOX_H
+#define KG_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kg_common.h"
+
+enum kg_sb_profile {
+	KG_SB_PROFILE_COMPILE, /* may exec the toolchain and fork; no network; writes only scratch */
+	KG_SB_PROFILE_RUN_CPU, /* one process, no exec after start, no network */
+	KG_SB_PROFILE_RUN_CUDA, /* like run-cpu plus /dev/nvidia*, the driver's /proc and /sys reads */
+};
+const char *kg_sb_profile_name(enum kg_sb_profile p);
+int kg_sb_profile_parse(const char *name, enum kg_sb_profile *out);
+
+/* Isolation layers, as a bitmask. Spawn brings up every layer it can; `required` ones that fail
+ * make the spawn fail (KG_SB_END_SETUP), the others are recorded in layers_failed. */
+enum {
+	KG_SB_LAYER_USERNS = 1u << 0,
+	KG_SB_LAYER_MOUNTNS = 1u << 1,
+	KG_SB_LAYER_PIDNS = 1u << 2,
+	KG_SB_LAYER_NETNS = 1u << 3,
+	KG_SB_LAYER_IPCNS = 1u << 4,
+	KG_SB_LAYER_UTSNS = 1u << 5,
+	KG_SB_LAYER_NO_NEW_PRIVS = 1u << 6,
+	KG_SB_LAYER_CAPS = 1u << 7,
+	KG_SB_LAYER_RLIMITS = 1u << 8,
+	KG_SB_LAYER_CGROUP = 1u << 9,
+	KG_SB_LAYER_LANDLOCK = 1u << 10,
+	KG_SB_LAYER_SECCOMP = 1u << 11,
+	KG_SB_LAYER_COUNT_ = 12,
+};
+const char *kg_sb_layer_name(unsigned bit);
+/* "userns,mountns,..." for a mask; returns out. */
+char *kg_sb_layers_str(unsigned mask, char *out, size_t outsz);
+/* Parses one layer name ("landlock"); 0 when unknown. */
+unsigned kg_sb_layer_parse(const char *name);
+
+struct kg_sb_limits {
+	double wall_s; /* watchdog: the whole process group is killed after this; 0 = 60 s */
+	uint32_t cpu_s; /* RLIMIT_CPU; 0 = derived from wall_s */
+	uint64_t mem_bytes; /* RLIMIT_AS (run-cpu and compile), cgroup memory.max, and the bound that a
+	                     * single mmap/mremap may not exceed (reported as KG_SB_END_MEMORY) */
+	uint32_t nproc; /* RLIMIT_NPROC and cgroup pids.max; 0 = profile default */
+	uint32_t nofile; /* RLIMIT_NOFILE; 0 = 64 */
+	uint64_t fsize; /* RLIMIT_FSIZE; 0 = 64 MiB */
+	uint64_t tmpfs_bytes; /* size of the private /tmp; 0 = 64 MiB */
+	size_t output_keep; /* bytes of stdout+stderr kept for the report; 0 = 64 KiB */
+	uint64_t output_max; /* total output after which the child is killed (output_limit); 0 = 64 MiB */
+};
+
+enum {
+	KG_SB_PATH_RW = 1u << 0, /* writable (scratch); otherwise read-only */
+	KG_SB_PATH_EXEC = 1u << 1, /* may be executed / mapped executable */
+	KG_SB_PATH_DEV = 1u << 2, /* a device node (bind-mounted, read-write) */
+	KG_SB_PATH_OPTIONAL = 1u << 3, /* skip silently when absent on the host */
+};
+
+/* A host path made visible inside the sandbox (bind mount, plus a Landlock rule). */
+struct kg_sb_path {
+	const char *host;
+	const char *inside; /* NULL: same path inside */
+	unsigned flags;
+};
+
+struct kg_sb_spec {
+	enum kg_sb_profile profile;
+	const char *const *argv; /* argv[0]: absolute path as seen inside the sandbox */
+	const char *const *envp; /* complete environment; NULL = empty */
+	const char *cwd; /* inside; NULL = "/tmp" */
+	const int *fds; /* handed over: fds[i] becomes fd 3+i in the child; all others are closed */
+	int n_fds;
+	const struct kg_sb_path *paths; /* added to the profile's own system paths */
+	int n_paths;
+	struct kg_sb_limits limits;
+	unsigned required; /* layers that must come up */
+	unsigned disabled; /* layers not to attempt (tests, and hosts that forbid them) */
+	/* 0: spawn applies the profile's seccomp filter right before execve.
+	 * 1: spawn applies only a baseline deny filter; the program initialises (CUDA context, buffers)
+	 *    and then calls kg_sb_seccomp_apply() itself, before it loads anything untrusted. */
+	int seccomp_deferred;
+	int allow_threads; /* run profiles: clone of threads allowed in the filter */
+	int stdin_fd; /* -1: /dev/null */
+};
+
+enum kg_sb_end {
+	KG_SB_END_RUNNING = 0,
+	KG_SB_END_EXIT, /* exited by itself: exit_code */
+	KG_SB_END_SIGNAL, /* killed by a signal it raised or caused: signo (sandbox.crash) */
+	KG_SB_END_TIMEOUT, /* the watchdog or the caller's deadline (sandbox.timeout) */
+	KG_SB_END_SYSCALL, /* a denied system call: syscall names it (sandbox.syscall) */
+	KG_SB_END_MEMORY, /* over the memory bound (sandbox.memory) */
+	KG_SB_END_OUTPUT_LIMIT, /* printed more than output_max (sandbox.output_limit) */
+	KG_SB_END_SETUP, /* a required layer could not be set up (sandbox.setup) */
+	KG_SB_END_KILLED, /* the caller killed it for its own reasons */
+};
+/* The stable reason code for an end ("sandbox.timeout"); NULL for EXIT and RUNNING. */
+const char *kg_sb_end_reason(enum kg_sb_end end);
+
+struct kg_sb_outcome {
+	enum kg_sb_end end;
+	int exit_code;
+	int signo;
+	int syscall_nr; /* -1 when not known */
+	char syscall[48]; /* name of the denied call, "" when not known */
+	char detail[512]; /* for a human: "socket(AF_INET, ...) denied", "mmap of 30 GiB > 4 GiB" */
+	unsigned layers_active;
+	unsigned layers_failed;
+	const char *output; /* first output_keep bytes of stdout+stderr, NUL-terminated; owned by child */
+	size_t output_len;
+	uint64_t output_total; /* all bytes the child wrote, kept or not */
+	double wall_s;
+	long maxrss_kb;
+};
+
+struct kg_sb_child;
+
+/* Starts the program. On success *out owns the child; it is running. When a required layer fails,
+ * returns -EPERM with the layer named in e and nothing is left running. */
+int kg_sb_spawn(const struct kg_sb_spec *spec, struct kg_sb_child **out, kg_error *e);
+
+/* Waits until the caller's fd is readable, the child ends, or timeout_ms passes (-1: no limit but
+ * the watchdog), servicing the sandbox's own fds meanwhile (output capture, seccomp notifications,
+ * the watchdog). Returns 1 when fd is readable, 0 on timeout, KG_SB_ENDED when the child ended. */
+#define KG_SB_ENDED 2
+int kg_sb_wait_fd(struct kg_sb_child *c, int fd, int timeout_ms);
+
+/* Kills the whole process tree now and records why (TIMEOUT for a caller's deadline, KILLED
+ * otherwise). Does not wait. */
+void kg_sb_kill(struct kg_sb_child *c, enum kg_sb_end why);
+
+/* Waits for the end (the watchdog still applies), reaps, fills *o. Safe to call twice. */
+int kg_sb_wait(struct kg_sb_child *c, struct kg_sb_outcome *o);
+
+pid_t kg_sb_pid(const struct kg_sb_child *c);
+unsigned kg_sb_layers_active(const struct kg_sb_child *c);
+/* Kills the child if it still runs, reaps it, frees everything. NULL is fine. */
+void kg_sb_free(struct kg_sb_child *c);
+
+/* --- called inside the sandboxed program (seccomp_deferred = 1) --- */
+
+struct kg_sb_filter_opts {
+	enum kg_sb_profile profile;
+	int allow_threads;
+	uint64_t mem_bytes; /* 0: no mmap size rule */
+	const int *ioctl_fds; /* run-cuda: ioctl allowed only on these fds (the driver's) */
+	int n_ioctl_fds;
+};
+/* Applies the profile's allowlist to every thread of the calling process (TSYNC) and passes the
+ * notification fd to the supervising parent, so that a denied call is reported by name. Call it
+ * after initialisation and before loading untrusted code. */
+int kg_sb_seccomp_apply(const struct kg_sb_filter_opts *o, kg_error *e);
+
+#endif

@@ -1,0 +1,36 @@
+#!/bin/sh
+# Installs the Debian packages kgate builds and tests with. As root it runs apt-get; otherwise it
+# prints the exact command and fails, so that a missing package is never a mystery later.
+# Usage: scripts/deps.sh [--packaging]   (--packaging adds what `make deb` and `make rpm` need)
+set -eu
+
+pkgs="gcc libc6-dev make pkg-config libseccomp-dev libcap-dev libprotobuf-c-dev protobuf-c-compiler
+libcurl4-openssl-dev libyaml-dev libjansson-dev libcmocka-dev python3 binutils"
+if [ "${1:-}" = "--packaging" ]; then
+	pkgs="$pkgs dpkg-dev fakeroot lintian rpm"
+fi
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+	echo "deps.sh: not a Debian system; install the equivalents of: $pkgs" >&2
+	exit 0
+fi
+
+missing=""
+for p in $pkgs; do
+	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[ "$st" = "installed" ] || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+cmd="apt-get install -y --no-install-recommends$missing"
+if [ "$(id -u)" -eq 0 ]; then
+	echo "deps.sh: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq || true
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing
+else
+	echo "deps.sh: missing packages; run as root:" >&2
+	echo "  sudo apt-get update && sudo $cmd" >&2
+	exit 1
+fi
