@@ -23,7 +23,8 @@ CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 # ones; KGATE_HOME or the location of /proc/self/exe overrides them at run time.
 DEFS := -D_GNU_SOURCE -DKG_LIBEXECDIR='"$(LIBEXECDIR)"' -DKG_PLUGINDIR='"$(PLUGINDIR)"' \
 	-DKG_DATADIR='"$(DATADIR)"' -DKG_SYSCONFDIR='"$(SYSCONFDIR)"' -DKG_INCLUDEDIR='"$(INCLUDEDIR)"'
-WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter \
+	-Wno-format-truncation
 OPT ?= -O2 -g
 CFLAGS ?=
 KG_CFLAGS := -std=c11 $(OPT) $(WARN) $(DEFS) -fPIC -fstack-protector-strong -D_FORTIFY_SOURCE=2 \
@@ -38,9 +39,12 @@ all:
 # Rooms add sources and targets here.
 include $(sort $(wildcard */module.mk))
 
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(KG_CFLAGS) -MMD -MP -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(KG_CFLAGS) -MMD -MP -c $< -o $@
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -1,6 +1,5 @@
 /* Implementation of the shared helpers in kg_common.h: errors, buffers, files, clock, hashing.
  * Library code returns errors; nothing here exits. */
-#define _GNU_SOURCE
 #include "kg_common.h"
 
 #include <dirent.h>
@@ -190,11 +189,11 @@ int kg_mkdirs(const char *path, int mode, kg_error *e)
 	return 0;
 }
 
-static int rmtree_at(int dirfd, const char *name)
+static int rmtree_at(int parent, const char *name)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return unlinkat(dirfd, name, 0) && errno != ENOENT ? -errno : 0;
+		return unlinkat(parent, name, 0) && errno != ENOENT ? -errno : 0;
 	DIR *d = fdopendir(fd);
 	if (!d) {
 		close(fd);
@@ -207,7 +206,7 @@ static int rmtree_at(int dirfd, const char *name)
 		rmtree_at(dirfd(d), de->d_name);
 	}
 	closedir(d);
-	return unlinkat(dirfd, name, AT_REMOVEDIR) && errno != ENOENT ? -errno : 0;
+	return unlinkat(parent, name, AT_REMOVEDIR) && errno != ENOENT ? -errno : 0;
 }
 
 int kg_rmtree(const char *path)

@@ -1,0 +1,66 @@
+/* Verification policies: how hard kgate looks (trials, input classes, shapes), how strict it is
+ * (tolerance, precision, symbols, speed gate) and how the sandbox is bounded. Loaded from YAML;
+ * unknown keys and bad values are errors naming file and line. Schema: policy/SCHEMA.md. */
+#ifndef KG_POLICY_H
+#define KG_POLICY_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "kg_common.h"
+
+#define KG_POLICY_MAX_LIST 256
+
+enum kg_precision { KG_PREC_FP32 = 0, KG_PREC_TF32, KG_PREC_FP16, KG_PREC_BF16 };
+enum kg_shape_mode { KG_SHAPES_NOMINAL = 0, KG_SHAPES_VARIANTS };
+
+struct kg_policy {
+	char path[PATH_MAX]; /* "" for the built-in defaults */
+	/* correctness */
+	double atol, rtol; /* < 0: the task's own */
+	enum kg_precision precision; /* the lowest precision accepted; widens the tolerance */
+	int trials; /* seeds per input class */
+	unsigned classes; /* mask over enum kg_input_class */
+	enum kg_shape_mode shapes;
+	char shape_set[32]; /* base shape set ("nominal", "ci", ...) */
+	double async_delay_ms; /* how long after return outputs are re-read (check.async_escape) */
+	/* timing */
+	int warmup, iterations;
+	double min_speedup; /* speed gate: 0 = none */
+	double max_spread; /* timing spread (p90-p10)/median above which the timing is flagged noisy */
+	/* sandbox */
+	double wall_s; /* per step (compile, each run session) */
+	uint64_t memory_bytes;
+	uint32_t cpu_s;
+	uint32_t nproc;
+	unsigned required_layers; /* KG_SB_LAYER_* mask */
+	int threads; /* candidates may start threads */
+	/* static checks */
+	int n_symbols;
+	char symbols[KG_POLICY_MAX_LIST][64]; /* allowed undefined dynamic symbols; '*' globs */
+	int n_flags;
+	char flags[64][64]; /* compiler flags a candidate may ask for */
+	int n_libraries;
+	char libraries[32][64]; /* DT_NEEDED entries allowed; '*' globs */
+	/* gpu */
+	int gpu_required;
+	int compute_sanitizer;
+};
+
+/* The built-in defaults (what policy/default.yaml also spells out). */
+void kg_policy_defaults(struct kg_policy *p);
+/* Loads a policy file over the defaults. */
+int kg_policy_load(const char *path, struct kg_policy *p, kg_error *e);
+/* Finds a policy by name ("default", "strict") or path. */
+int kg_policy_find(const char *name_or_path, struct kg_policy *p, kg_error *e);
+
+const char *kg_precision_name(enum kg_precision p);
+/* Widens a task tolerance to what the policy's precision accepts. */
+void kg_policy_tolerance(const struct kg_policy *p, double task_atol, double task_rtol, double task_rms, double *atol,
+			 double *rtol, double *rms);
+/* 1 when sym matches the allowlist. */
+int kg_policy_symbol_allowed(const struct kg_policy *p, const char *sym);
+int kg_policy_flag_allowed(const struct kg_policy *p, const char *flag);
+int kg_policy_library_allowed(const struct kg_policy *p, const char *lib);
+
+#endif

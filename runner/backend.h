@@ -1,0 +1,32 @@
+/* The runner's device backends: the CPU one (host memory, wall clock) and the CUDA one (device
+ * arena mirrored from the shared one, CUDA events, loaded with dlopen). The protocol loop in
+ * main.c is the same for both. */
+#ifndef KG_RUNNER_BACKEND_H
+#define KG_RUNNER_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct kg_rbackend {
+	const char *name;
+	/* Called before the seccomp filter: create contexts, allocate, open everything needed. */
+	int (*init)(struct kg_rbackend *b, void *arena, size_t arena_size, char *err, size_t errsz);
+	/* fds the driver needs ioctl on after the filter (CUDA), or none. */
+	int (*driver_fds)(struct kg_rbackend *b, int *fds, int max);
+	/* Pointer the candidate sees for an arena offset. */
+	void *(*ptr)(struct kg_rbackend *b, uint64_t offset);
+	void *(*stream)(struct kg_rbackend *b);
+	int (*upload)(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz);
+	int (*flush)(struct kg_rbackend *b, uint64_t *bytes, char *err, size_t errsz);
+	/* Calls fn around the backend's timer; *ns is the runner's measure. */
+	int (*run)(struct kg_rbackend *b, void (*fn)(void *), void *arg, uint64_t *ns, char *err, size_t errsz);
+	int (*download)(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz);
+	int (*settle)(struct kg_rbackend *b, uint32_t delay_ms, size_t bytes, char *err, size_t errsz);
+	void *state;
+};
+
+extern struct kg_rbackend kg_rbackend_cpu;
+/* NULL when this build has no CUDA backend. */
+struct kg_rbackend *kg_rbackend_cuda(void);
+
+#endif

@@ -1,0 +1,245 @@
+/* kgate-run: hosts one candidate or reference inside the sandbox. It maps the arena, initialises
+ * its backend, applies the seccomp filter, and only then loads the untrusted .so, so that even
+ * its constructors run filtered. After that it obeys the parent's commands (runner/wire.h). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <kgate/kernel.h>
+
+#include "runner/backend.h"
+#include "runner/wire.h"
+#include "sandbox/sandbox.h"
+
+typedef int (*kg_forward_fn)(const kg_tensor *, int, kg_tensor *, int, void *);
+
+struct call {
+	kg_forward_fn fwd;
+	kg_tensor in[KG_WIRE_MAX_TENSORS], out[KG_WIRE_MAX_TENSORS];
+	int n_in, n_out;
+	void *stream;
+	int rc;
+};
+
+static void call_forward(void *arg)
+{
+	struct call *c = arg;
+	c->rc = c->fwd(c->in, c->n_in, c->out, c->n_out, c->stream);
+}
+
+static int send_reply(int fd, struct kg_wire_reply *r)
+{
+	r->magic = KG_WIRE_MAGIC;
+	ssize_t n;
+	do
+		n = send(fd, r, sizeof(*r), MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)sizeof(*r) ? 0 : -1;
+}
+
+static void fill_tensor(struct kg_rbackend *b, kg_tensor *t, const struct kg_wire_tensor *w)
+{
+	memset(t, 0, sizeof(*t));
+	t->data = b->ptr(b, w->offset);
+	t->dtype = w->dtype;
+	t->ndim = w->ndim;
+	int64_t stride = 1;
+	for (int d = w->ndim - 1; d >= 0; d--) {
+		t->shape[d] = w->shape[d];
+		t->stride[d] = stride;
+		stride *= w->shape[d];
+	}
+}
+
+static int setup_ok(const struct kg_wire_cmd *c, size_t arena_size)
+{
+	if (c->n_in > KG_WIRE_MAX_TENSORS || c->n_out > KG_WIRE_MAX_TENSORS ||
+	    c->n_in + c->n_out > KG_WIRE_MAX_TENSORS || c->arena_size > arena_size)
+		return 0;
+	for (uint32_t i = 0; i < c->n_in + c->n_out; i++)
+		if (c->t[i].ndim < 1 || c->t[i].ndim > KG_MAX_DIMS || c->t[i].offset >= arena_size)
+			return 0;
+	return 1;
+}
+
+static int serve(int ctl, struct kg_rbackend *b, size_t arena_size)
+{
+	struct call call = {0};
+	void *handle = NULL;
+	size_t in_use = 0;
+	for (;;) {
+		struct kg_wire_cmd cmd;
+		ssize_t n = recv(ctl, &cmd, sizeof(cmd), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)
+			return 0; /* parent went away */
+		if (n != (ssize_t)sizeof(cmd) || cmd.magic != KG_WIRE_MAGIC)
+			return 2;
+		struct kg_wire_reply r = {.op = cmd.op, .seq = cmd.seq};
+		switch (cmd.op) {
+		case KG_OP_LOAD: {
+			cmd.path[sizeof(cmd.path) - 1] = '\0';
+			handle = dlopen(cmd.path, RTLD_NOW | RTLD_LOCAL);
+			if (!handle) {
+				r.status = KG_WS_ERROR;
+				snprintf(r.msg, sizeof(r.msg), "dlopen: %s", dlerror());
+				break;
+			}
+			const int *abi = dlsym(handle, "kg_abi_version");
+			call.fwd = (kg_forward_fn)dlsym(handle, "kg_forward");
+			if (!abi || *abi != KG_ABI_VERSION) {
+				r.status = KG_WS_ABI;
+				snprintf(r.msg, sizeof(r.msg), abi ? "kg_abi_version is %d, kgate speaks %d"
+								   : "kg_abi_version is not exported (use KG_CANDIDATE;)",
+					 abi ? *abi : 0, KG_ABI_VERSION);
+			} else if (!call.fwd) {
+				r.status = KG_WS_NOSYM;
+				snprintf(r.msg, sizeof(r.msg), "kg_forward is not exported");
+			}
+			break;
+		}
+		case KG_OP_SETUP:
+			if (!setup_ok(&cmd, arena_size)) {
+				r.status = KG_WS_ERROR;
+				snprintf(r.msg, sizeof(r.msg), "bad SETUP record");
+				break;
+			}
+			call.n_in = (int)cmd.n_in;
+			call.n_out = (int)cmd.n_out;
+			in_use = cmd.arena_size;
+			break;
+		case KG_OP_UPLOAD:
+			if (b->upload(b, in_use, r.msg, sizeof(r.msg)))
+				r.status = KG_WS_CUDA;
+			break;
+		case KG_OP_FLUSH:
+			if (b->flush(b, &r.info, r.msg, sizeof(r.msg)))
+				r.status = KG_WS_CUDA;
+			break;
+		case KG_OP_RUN:
+			if (!call.fwd) {
+				r.status = KG_WS_ERROR;
+				snprintf(r.msg, sizeof(r.msg), "RUN before a successful LOAD");
+				break;
+			}
+			/* Descriptors are rebuilt for every call: the candidate may have scribbled on the
+			 * previous ones. */
+			for (int i = 0; i < call.n_in; i++)
+				fill_tensor(b, &call.in[i], &cmd.t[i]);
+			for (int i = 0; i < call.n_out; i++)
+				fill_tensor(b, &call.out[i], &cmd.t[call.n_in + i]);
+			call.stream = b->stream(b);
+			call.rc = -1;
+			if (b->run(b, call_forward, &call, &r.elapsed_ns, r.msg, sizeof(r.msg)))
+				r.status = KG_WS_CUDA;
+			r.rc = call.rc;
+			break;
+		case KG_OP_DOWNLOAD:
+			if (b->download(b, in_use, r.msg, sizeof(r.msg)))
+				r.status = KG_WS_CUDA;
+			break;
+		case KG_OP_SETTLE:
+			if (b->settle(b, cmd.delay_ms, in_use, r.msg, sizeof(r.msg)))
+				r.status = KG_WS_CUDA;
+			break;
+		case KG_OP_NOP:
+			break;
+		case KG_OP_QUIT:
+			send_reply(ctl, &r);
+			return 0;
+		default:
+			r.status = KG_WS_ERROR;
+			snprintf(r.msg, sizeof(r.msg), "unknown op %u", cmd.op);
+		}
+		if (send_reply(ctl, &r))
+			return 3;
+	}
+	(void)handle; /* stays loaded until exit: unloading would run candidate destructors mid-protocol */
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: kgate-run --backend cpu|cuda [--threads] [--mem BYTES]\n"
+			"  (started by kgate inside its sandbox; fd 3 is the control socket, fd 4 the arena)\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *backend = "cpu";
+	int threads = 0;
+	unsigned long long mem = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
+			backend = argv[++i];
+		} else if (!strcmp(argv[i], "--threads")) {
+			threads = 1;
+		} else if (!strcmp(argv[i], "--mem") && i + 1 < argc) {
+			mem = strtoull(argv[++i], NULL, 10);
+		} else {
+			usage();
+			return 2;
+		}
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	struct kg_rbackend *b = NULL;
+	enum kg_sb_profile profile = KG_SB_PROFILE_RUN_CPU;
+	if (!strcmp(backend, "cpu")) {
+		b = &kg_rbackend_cpu;
+	} else if (!strcmp(backend, "cuda")) {
+		b = kg_rbackend_cuda();
+		profile = KG_SB_PROFILE_RUN_CUDA;
+	}
+	struct kg_wire_reply hello = {.op = KG_OP_HELLO};
+	int ctl = KG_WIRE_CTL_FD;
+	struct stat st;
+	void *arena = MAP_FAILED;
+	if (!b) {
+		hello.status = KG_WS_ERROR;
+		snprintf(hello.msg, sizeof(hello.msg), "backend '%s' is not available in this build", backend);
+		goto fail;
+	}
+	if (fstat(KG_WIRE_ARENA_FD, &st) || st.st_size <= 0) {
+		hello.status = KG_WS_ERROR;
+		snprintf(hello.msg, sizeof(hello.msg), "no arena on fd %d", KG_WIRE_ARENA_FD);
+		goto fail;
+	}
+	arena = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, KG_WIRE_ARENA_FD, 0);
+	if (arena == MAP_FAILED) {
+		hello.status = KG_WS_ERROR;
+		snprintf(hello.msg, sizeof(hello.msg), "mmap arena: %s", strerror(errno));
+		goto fail;
+	}
+	if (b->init(b, arena, (size_t)st.st_size, hello.msg, sizeof(hello.msg))) {
+		hello.status = b == &kg_rbackend_cpu ? KG_WS_ERROR : KG_WS_CUDA;
+		goto fail;
+	}
+	if (getenv("KGATE_SB_NOTIFY_FD")) {
+		int fds[64];
+		int nfds = b->driver_fds(b, fds, 64);
+		struct kg_sb_filter_opts fo = {
+			.profile = profile, .allow_threads = threads, .mem_bytes = mem,
+			.ioctl_fds = fds, .n_ioctl_fds = nfds > 0 ? nfds : 0,
+		};
+		kg_error e = {0};
+		if (kg_sb_seccomp_apply(&fo, &e)) {
+			hello.status = KG_WS_ERROR;
+			snprintf(hello.msg, sizeof(hello.msg), "seccomp: %s", e.msg);
+			goto fail;
+		}
+	}
+	if (send_reply(ctl, &hello))
+		return 3;
+	return serve(ctl, b, (size_t)st.st_size);
+fail:
+	send_reply(ctl, &hello);
+	return 1;
+}

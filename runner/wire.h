@@ -1,0 +1,70 @@
+/* The control protocol between the verifier (parent) and kgate-run (the process that hosts a
+ * candidate or a reference). Fixed-size records over a SOCK_SEQPACKET pair; tensors travel in a
+ * shared memory arena, never on this channel. Nothing the runner sends is trusted by the parent
+ * beyond what it can cross-check. */
+#ifndef KG_WIRE_H
+#define KG_WIRE_H
+
+#include <stdint.h>
+
+#include <kgate/kernel.h>
+
+#define KG_WIRE_MAGIC 0x6b67775au /* "kgwZ" */
+#define KG_WIRE_MAX_TENSORS 16
+
+/* fds the runner finds at start: */
+#define KG_WIRE_CTL_FD 3 /* SOCK_SEQPACKET to the parent */
+#define KG_WIRE_ARENA_FD 4 /* memfd holding the arena */
+
+enum kg_wire_op {
+	KG_OP_HELLO = 1, /* runner -> parent once it is initialised and filtered */
+	KG_OP_LOAD, /* dlopen the .so at path, check kg_abi_version, resolve kg_forward */
+	KG_OP_SETUP, /* describe the tensors (offsets in the arena) for the next runs */
+	KG_OP_UPLOAD, /* CUDA: copy the arena (inputs, poisoned outputs, guards) to the device */
+	KG_OP_FLUSH, /* evict caches (CPU: stream over a large buffer; CUDA: overwrite L2) */
+	KG_OP_RUN, /* call kg_forward once and time it */
+	KG_OP_DOWNLOAD, /* CUDA: copy outputs and guard bands back into the arena */
+	KG_OP_SETTLE, /* wait delay_ms (CUDA: after a device-wide sync), then DOWNLOAD again */
+	KG_OP_NOP, /* round-trip calibration */
+	KG_OP_QUIT,
+};
+
+struct kg_wire_tensor {
+	uint64_t offset; /* byte offset in the arena */
+	int32_t dtype;
+	int32_t ndim;
+	int64_t shape[KG_MAX_DIMS];
+};
+
+struct kg_wire_cmd {
+	uint32_t magic;
+	uint32_t op;
+	uint64_t seq;
+	uint64_t arena_size; /* SETUP: bytes of the arena in use (UPLOAD/DOWNLOAD copy this much) */
+	uint32_t n_in, n_out;
+	struct kg_wire_tensor t[KG_WIRE_MAX_TENSORS]; /* inputs then outputs */
+	uint32_t delay_ms; /* SETTLE */
+	uint32_t pad;
+	char path[512]; /* LOAD: path inside the sandbox */
+};
+
+enum kg_wire_status {
+	KG_WS_OK = 0,
+	KG_WS_ERROR = 1, /* the runner could not do it (msg says why) */
+	KG_WS_ABI = 2, /* LOAD: kg_abi_version missing or different */
+	KG_WS_NOSYM = 3, /* LOAD: kg_forward missing */
+	KG_WS_CUDA = 4, /* a CUDA call failed (msg names it); the kernel faulted or hung the context */
+};
+
+struct kg_wire_reply {
+	uint32_t magic;
+	uint32_t op;
+	uint64_t seq;
+	int32_t status; /* kg_wire_status */
+	int32_t rc; /* RUN: what kg_forward returned */
+	uint64_t elapsed_ns; /* RUN: the runner's own measure (CPU clock or CUDA events) */
+	uint64_t info; /* HELLO: backend capabilities; FLUSH: bytes flushed */
+	char msg[400];
+};
+
+#endif

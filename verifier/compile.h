@@ -1,0 +1,31 @@
+/* Building a candidate or a reference into a .so, inside the `compile` sandbox profile: the
+ * compiler sees the toolchain, kgate's headers and its own scratch directory, nothing else. */
+#ifndef KG_COMPILE_H
+#define KG_COMPILE_H
+
+#include "kg_common.h"
+#include "sandbox/sandbox.h"
+
+struct kg_compile_opts {
+	const char *lang; /* "c" or "cuda" */
+	const char *cuda_home; /* for "cuda"; NULL = $CUDA_HOME or /usr/local/cuda */
+	const char *arch; /* for "cuda": "sm_90a"; NULL = compute_90a */
+	const char *const *flags; /* extra flags, already checked against the policy */
+	int n_flags;
+	struct kg_sb_limits limits;
+	unsigned required_layers, disabled_layers;
+};
+
+struct kg_compile_result {
+	int ok; /* the .so exists */
+	struct kg_sb_outcome outcome; /* how the compiler ended */
+	char log[8192]; /* compiler output, bounded */
+	double seconds;
+};
+
+/* Compiles src (host path) into workdir/out_name. workdir must exist and be empty. Returns 0 when
+ * the compiler ran (see r->ok for success), negative errno when it could not be started. */
+int kg_compile(const char *src, const char *workdir, const char *out_name, const struct kg_compile_opts *o,
+	       struct kg_compile_result *r, kg_error *e);
+
+#endif

@@ -1,0 +1,67 @@
+/* GPU discovery through the driver API, loaded at run time. Only device attributes are read:
+ * contexts are created in the sandboxed runners, never in kgate itself. */
+#include "verifier/gpu.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int (*cu_init_t)(unsigned);
+typedef int (*cu_count_t)(int *);
+typedef int (*cu_get_t)(int *, int);
+typedef int (*cu_name_t)(char *, int, int);
+typedef int (*cu_attr_t)(int *, int, int);
+typedef int (*cu_mem_t)(size_t *, int);
+typedef int (*cu_errstr_t)(int, const char **);
+
+#define CU_ATTR_SM_COUNT 16
+#define CU_ATTR_CC_MAJOR 75
+#define CU_ATTR_CC_MINOR 76
+
+void kg_gpu_probe(struct kg_gpu_info *g)
+{
+	memset(g, 0, sizeof(*g));
+	const char *force = getenv("KGATE_NO_GPU");
+	if (force && *force && strcmp(force, "0")) {
+		snprintf(g->why, sizeof(g->why), "KGATE_NO_GPU is set");
+		return;
+	}
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(g->why, sizeof(g->why), "libcuda.so.1 not loadable (no NVIDIA driver)");
+		return;
+	}
+	cu_init_t init = (cu_init_t)dlsym(h, "cuInit");
+	cu_count_t count = (cu_count_t)dlsym(h, "cuDeviceGetCount");
+	cu_get_t get = (cu_get_t)dlsym(h, "cuDeviceGet");
+	cu_name_t name = (cu_name_t)dlsym(h, "cuDeviceGetName");
+	cu_attr_t attr = (cu_attr_t)dlsym(h, "cuDeviceGetAttribute");
+	cu_mem_t mem = (cu_mem_t)dlsym(h, "cuDeviceTotalMem_v2");
+	cu_errstr_t errstr = (cu_errstr_t)dlsym(h, "cuGetErrorString");
+	int n = 0, dev = 0, rc;
+	if (!init || !count || !get || !name || !attr) {
+		snprintf(g->why, sizeof(g->why), "libcuda lacks the driver API entry points");
+		goto out;
+	}
+	if ((rc = init(0)) || (rc = count(&n)) || n < 1 || (rc = get(&dev, 0))) {
+		const char *s = NULL;
+		if (rc && errstr)
+			errstr(rc, &s);
+		snprintf(g->why, sizeof(g->why), "%s", n < 1 && !rc ? "no CUDA device" : s ? s : "cuInit failed");
+		goto out;
+	}
+	name(g->name, sizeof(g->name), dev);
+	attr(&g->cc_major, CU_ATTR_CC_MAJOR, dev);
+	attr(&g->cc_minor, CU_ATTR_CC_MINOR, dev);
+	attr(&g->sm_count, CU_ATTR_SM_COUNT, dev);
+	size_t bytes = 0;
+	if (mem && !mem(&bytes, dev))
+		g->mem_bytes = (long long)bytes;
+	/* Hopper gets the arch-specific target so wgmma and setmaxnreg are available. */
+	snprintf(g->arch, sizeof(g->arch), "%d%d%s", g->cc_major, g->cc_minor, g->cc_major == 9 ? "a" : "");
+	g->present = 1;
+out:
+	/* The handle stays open: unloading libcuda after cuInit is not supported by the driver. */
+	(void)h;
+}

@@ -1,0 +1,60 @@
+/* A run session: one kgate-run process in the sandbox hosting one .so (a candidate or a
+ * reference), driven over the control socket. Everything the runner reports is only a claim; the
+ * session adds the parent's own measurements next to it. */
+#ifndef KG_SESSION_H
+#define KG_SESSION_H
+
+#include <stdint.h>
+
+#include "kg_common.h"
+#include "runner/wire.h"
+#include "sandbox/sandbox.h"
+#include "verifier/arena.h"
+
+struct kg_session_opts {
+	const char *backend; /* "cpu" or "cuda" */
+	const char *so_path; /* host path of the .so to load */
+	struct kg_sb_limits limits;
+	unsigned required_layers;
+	unsigned disabled_layers;
+	int threads;
+	double call_timeout_s; /* per command; the sandbox's wall limit bounds the whole session */
+};
+
+struct kg_session {
+	struct kg_sb_child *sb;
+	int ctl;
+	uint64_t seq;
+	struct kg_arena *arena;
+	struct kg_sb_outcome outcome;
+	int ended;
+	double call_timeout_s;
+	uint64_t nop_ns; /* median round trip of a NOP, measured after LOAD */
+	char msg[400]; /* the runner's message for the last failed command */
+};
+
+enum {
+	KG_SESSION_OK = 0,
+	KG_SESSION_ENDED = 1, /* the runner died or was killed: see outcome */
+	KG_SESSION_FAILED = 2, /* the runner answered with an error status: see msg */
+};
+
+/* Starts the runner, waits for HELLO, loads the .so. On a runner-side failure (dlopen, ABI,
+ * the process dying during load) returns KG_SESSION_ENDED/FAILED with the details filled;
+ * negative errno only for infrastructure failures. */
+int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, struct kg_arena *a, kg_error *e);
+/* Sends SETUP for the arena's current layout. */
+int kg_session_setup(struct kg_session *s, kg_error *e);
+/* One command. *r gets the reply; *parent_ns (optional) the parent's round-trip time. */
+int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t delay_ms, struct kg_wire_reply *r,
+		    uint64_t *parent_ns, kg_error *e);
+/* QUIT, wait, reap. Fills outcome. */
+void kg_session_close(struct kg_session *s);
+/* Close, then free the sandbox child (the outcome's output goes with it). */
+void kg_session_free(struct kg_session *s);
+
+/* Host paths of kgate's own files, found relative to the running binary or installed. */
+int kg_path_runner(char *out, size_t outsz);
+int kg_path_include(char *out, size_t outsz);
+
+#endif

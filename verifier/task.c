@@ -1,0 +1,420 @@
+/* Manifest parsing and validation. A manifest is user input: each field is type-checked, each
+ * expression evaluated for every shape set before the task is accepted. */
+#include "verifier/task.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kg_yaml.h"
+#include "verifier/dtype.h"
+#include "verifier/inputs.h"
+
+/* Bounds that keep a hostile manifest from asking for absurd allocations. */
+#define KG_TASK_MAX_ELEMS (1ll << 34)
+
+static int parse_dims_map(kg_yaml *y, yaml_node_t *n, const struct kg_task *t, const char *field, int partial,
+			  kg_dims *out, kg_error *e)
+{
+	int rc = kg_yaml_expect(y, n, YAML_MAPPING_NODE, field, e);
+	if (rc)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < kg_yaml_map_len(n); i++) {
+		yaml_node_t *k = kg_yaml_map_key(y, n, i);
+		const char *name = kg_yaml_scalar(k);
+		int known = 0;
+		for (int j = 0; name && j < t->n_dims; j++)
+			known |= !strcmp(t->dims[j], name);
+		if (!known)
+			return kg_err(e, -EINVAL, "%s:%d: field '%s': '%s' is not a declared dimension", y->path,
+				      kg_yaml_line(k), field, name ? name : "?");
+		char sub[128];
+		snprintf(sub, sizeof(sub), "%s.%s", field, name);
+		int64_t v;
+		if ((rc = kg_yaml_int(y, kg_yaml_map_val(y, n, i), sub, 1, 1ll << 32, &v, e)))
+			return rc;
+		kg_dims_set(out, name, v);
+	}
+	if (!partial) {
+		for (int j = 0; j < t->n_dims; j++) {
+			int64_t v;
+			if (kg_dims_get(out, t->dims[j], &v))
+				return kg_err(e, -EINVAL, "%s:%d: field '%s': dimension '%s' has no value", y->path,
+					      kg_yaml_line(n), field, t->dims[j]);
+		}
+	}
+	return 0;
+}
+
+static int parse_tensor(kg_yaml *y, yaml_node_t *n, const char *field, struct kg_tensor_spec *s, kg_error *e)
+{
+	static const char *const keys[] = {"name", "dtype", "shape", "role", NULL};
+	int rc = kg_yaml_check_keys(y, n, keys, field, e);
+	if (rc)
+		return rc;
+	char sub[128], buf[64];
+	snprintf(sub, sizeof(sub), "%s.name", field);
+	if ((rc = kg_yaml_str(y, kg_yaml_get(y, n, "name"), sub, s->name, sizeof(s->name), e)))
+		return rc;
+	snprintf(sub, sizeof(sub), "%s.dtype", field);
+	yaml_node_t *dn = kg_yaml_get(y, n, "dtype");
+	if ((rc = kg_yaml_str(y, dn, sub, buf, sizeof(buf), e)))
+		return rc;
+	if (kg_dtype_parse(buf, &s->dtype))
+		return kg_err(e, -EINVAL, "%s:%d: field '%s': unknown dtype '%s' (f32 f16 bf16 i32 i64 u8)", y->path,
+			      kg_yaml_line(dn), sub, buf);
+	s->role = KG_ROLE_ACTIVATION;
+	yaml_node_t *rn = kg_yaml_get(y, n, "role");
+	if (rn) {
+		snprintf(sub, sizeof(sub), "%s.role", field);
+		if ((rc = kg_yaml_str(y, rn, sub, buf, sizeof(buf), e)))
+			return rc;
+		if (!strcmp(buf, "weight"))
+			s->role = KG_ROLE_WEIGHT;
+		else if (!strcmp(buf, "bias"))
+			s->role = KG_ROLE_BIAS;
+		else if (strcmp(buf, "activation"))
+			return kg_err(e, -EINVAL, "%s:%d: field '%s': expected activation, weight or bias, got '%s'",
+				      y->path, kg_yaml_line(rn), sub, buf);
+	}
+	snprintf(sub, sizeof(sub), "%s.shape", field);
+	yaml_node_t *sn = kg_yaml_get(y, n, "shape");
+	if ((rc = kg_yaml_expect(y, sn, YAML_SEQUENCE_NODE, sub, e)))
+		return rc;
+	s->ndim = kg_yaml_seq_len(sn);
+	if (s->ndim < 1 || s->ndim > KG_MAX_DIMS)
+		return kg_err(e, -EINVAL, "%s:%d: field '%s': between 1 and %d dimensions", y->path, kg_yaml_line(sn),
+			      sub, KG_MAX_DIMS);
+	for (int i = 0; i < s->ndim; i++) {
+		char sub2[160];
+		snprintf(sub2, sizeof(sub2), "%s[%d]", sub, i);
+		if ((rc = kg_yaml_str(y, kg_yaml_seq_item(y, sn, i), sub2, s->dim[i], sizeof(s->dim[i]), e)))
+			return rc;
+	}
+	return 0;
+}
+
+static int parse_tensors(kg_yaml *y, yaml_node_t *root, const char *key, struct kg_tensor_spec *arr, int *n,
+			 kg_error *e)
+{
+	yaml_node_t *l = kg_yaml_get(y, root, key);
+	int rc = kg_yaml_expect(y, l, YAML_SEQUENCE_NODE, key, e);
+	if (rc)
+		return rc;
+	*n = kg_yaml_seq_len(l);
+	if (*n < 1 || *n > KG_MAX_TENSORS)
+		return kg_err(e, -EINVAL, "%s:%d: field '%s': between 1 and %d tensors", y->path, kg_yaml_line(l), key,
+			      KG_MAX_TENSORS);
+	for (int i = 0; i < *n; i++) {
+		char field[64];
+		snprintf(field, sizeof(field), "%s[%d]", key, i);
+		if ((rc = parse_tensor(y, kg_yaml_seq_item(y, l, i), field, &arr[i], e)))
+			return rc;
+	}
+	return 0;
+}
+
+static int check_shapes(const struct kg_task *t, const kg_dims *d, const char *what, kg_error *e)
+{
+	for (int io = 0; io < 2; io++) {
+		const struct kg_tensor_spec *arr = io ? t->outputs : t->inputs;
+		int n = io ? t->n_outputs : t->n_inputs;
+		for (int i = 0; i < n; i++) {
+			int64_t shape[KG_MAX_DIMS];
+			int rc = kg_task_shape(&arr[i], d, shape, e);
+			if (rc)
+				return kg_err_wrap(e, rc, "%s: %s '%s' under %s", t->path, io ? "output" : "input",
+						   arr[i].name, what);
+			if (kg_shape_numel(arr[i].ndim, shape) > KG_TASK_MAX_ELEMS)
+				return kg_err(e, -ERANGE, "%s: %s '%s' under %s has more than 2^34 elements", t->path,
+					      io ? "output" : "input", arr[i].name, what);
+		}
+	}
+	return 0;
+}
+
+static int resolve_ref(kg_yaml *y, yaml_node_t *n, const struct kg_task *t, const char *field, char *out,
+		       size_t outsz, kg_error *e)
+{
+	char rel[PATH_MAX];
+	int rc = kg_yaml_str(y, n, field, rel, sizeof(rel), e);
+	if (rc)
+		return rc;
+	if (kg_path_join(out, outsz, t->dir, rel))
+		return kg_err(e, -ENAMETOOLONG, "%s: field '%s': path too long", y->path, field);
+	if (access(out, R_OK))
+		return kg_err(e, -ENOENT, "%s:%d: field '%s': cannot read %s", y->path, kg_yaml_line(n), field, out);
+	return 0;
+}
+
+static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
+{
+	static const char *const keys[] = {"kgate_task", "name", "description", "dims", "shapes", "variants",
+					   "inputs", "outputs", "tolerance", "cost", "reference", "nonfinite",
+					   "exclude_classes", NULL};
+	yaml_node_t *root = kg_yaml_root(y);
+	int rc = kg_yaml_check_keys(y, root, keys, "task", e);
+	if (rc)
+		return rc;
+	int64_t ver;
+	if ((rc = kg_yaml_int(y, kg_yaml_get(y, root, "kgate_task"), "kgate_task", 1, 1, &ver, e)))
+		return rc;
+	if ((rc = kg_yaml_str(y, kg_yaml_get(y, root, "name"), "name", t->name, sizeof(t->name), e)))
+		return rc;
+	yaml_node_t *dn = kg_yaml_get(y, root, "description");
+	if (dn && (rc = kg_yaml_str(y, dn, "description", t->description, sizeof(t->description), e)))
+		return rc;
+
+	yaml_node_t *dims = kg_yaml_get(y, root, "dims");
+	if ((rc = kg_yaml_expect(y, dims, YAML_SEQUENCE_NODE, "dims", e)))
+		return rc;
+	t->n_dims = kg_yaml_seq_len(dims);
+	if (t->n_dims < 1 || t->n_dims > KG_MAX_SYMS)
+		return kg_err(e, -EINVAL, "%s:%d: field 'dims': between 1 and %d names", y->path, kg_yaml_line(dims),
+			      KG_MAX_SYMS);
+	for (int i = 0; i < t->n_dims; i++) {
+		yaml_node_t *it = kg_yaml_seq_item(y, dims, i);
+		kg_dims probe = {0};
+		if ((rc = kg_yaml_str(y, it, "dims", t->dims[i], sizeof(t->dims[i]), e)))
+			return rc;
+		if (kg_dims_set(&probe, t->dims[i], 1))
+			return kg_err(e, -EINVAL, "%s:%d: field 'dims': '%s' is not a valid name", y->path,
+				      kg_yaml_line(it), t->dims[i]);
+	}
+
+	yaml_node_t *shapes = kg_yaml_get(y, root, "shapes");
+	if ((rc = kg_yaml_expect(y, shapes, YAML_MAPPING_NODE, "shapes", e)))
+		return rc;
+	if (!kg_yaml_get(y, shapes, "nominal"))
+		return kg_err(e, -EINVAL, "%s:%d: field 'shapes': a 'nominal' shape set is required", y->path,
+			      kg_yaml_line(shapes));
+	if (kg_yaml_map_len(shapes) > KG_MAX_SHAPESETS)
+		return kg_err(e, -EINVAL, "%s:%d: field 'shapes': at most %d shape sets", y->path,
+			      kg_yaml_line(shapes), KG_MAX_SHAPESETS);
+	t->n_shapesets = 1; /* slot 0 is nominal, whatever its position in the file */
+	for (int i = 0; i < kg_yaml_map_len(shapes); i++) {
+		const char *nm = kg_yaml_scalar(kg_yaml_map_key(y, shapes, i));
+		if (!nm || strlen(nm) >= KG_NAME_LEN)
+			return kg_err(e, -EINVAL, "%s:%d: field 'shapes': bad shape set name", y->path,
+				      kg_yaml_line(kg_yaml_map_key(y, shapes, i)));
+		struct kg_shapeset *ss = !strcmp(nm, "nominal") ? &t->shapesets[0] : &t->shapesets[t->n_shapesets++];
+		char field[64];
+		snprintf(ss->name, sizeof(ss->name), "%s", nm);
+		snprintf(field, sizeof(field), "shapes.%s", nm);
+		if ((rc = parse_dims_map(y, kg_yaml_map_val(y, shapes, i), t, field, 0, &ss->dims, e)))
+			return rc;
+	}
+
+	yaml_node_t *vars = kg_yaml_get(y, root, "variants");
+	if (vars) {
+		if ((rc = kg_yaml_expect(y, vars, YAML_SEQUENCE_NODE, "variants", e)))
+			return rc;
+		t->n_variants = kg_yaml_seq_len(vars);
+		if (t->n_variants > KG_MAX_VARIANTS)
+			return kg_err(e, -EINVAL, "%s:%d: field 'variants': at most %d", y->path, kg_yaml_line(vars),
+				      KG_MAX_VARIANTS);
+		for (int i = 0; i < t->n_variants; i++) {
+			char field[64];
+			snprintf(field, sizeof(field), "variants[%d]", i);
+			if ((rc = parse_dims_map(y, kg_yaml_seq_item(y, vars, i), t, field, 1, &t->variants[i], e)))
+				return rc;
+		}
+	}
+
+	if ((rc = parse_tensors(y, root, "inputs", t->inputs, &t->n_inputs, e)) ||
+	    (rc = parse_tensors(y, root, "outputs", t->outputs, &t->n_outputs, e)))
+		return rc;
+
+	static const char *const tol_keys[] = {"atol", "rtol", "rms", NULL};
+	yaml_node_t *tol = kg_yaml_get(y, root, "tolerance");
+	if ((rc = kg_yaml_check_keys(y, tol, tol_keys, "tolerance", e)) ||
+	    (rc = kg_yaml_double(y, kg_yaml_get(y, tol, "atol"), "tolerance.atol", &t->atol, e)) ||
+	    (rc = kg_yaml_double(y, kg_yaml_get(y, tol, "rtol"), "tolerance.rtol", &t->rtol, e)))
+		return rc;
+	yaml_node_t *rms = kg_yaml_get(y, tol, "rms");
+	if (rms && (rc = kg_yaml_double(y, rms, "tolerance.rms", &t->rms_tol, e)))
+		return rc;
+	if (t->atol < 0 || t->rtol < 0 || t->rms_tol < 0 || t->atol > 1 || t->rtol > 1 || t->rms_tol > 1)
+		return kg_err(e, -ERANGE, "%s:%d: field 'tolerance': atol, rtol and rms must lie in [0, 1]", y->path,
+			      kg_yaml_line(tol));
+
+	yaml_node_t *cost = kg_yaml_get(y, root, "cost");
+	if (cost) {
+		static const char *const cost_keys[] = {"bytes", "flops", NULL};
+		if ((rc = kg_yaml_check_keys(y, cost, cost_keys, "cost", e)))
+			return rc;
+		yaml_node_t *b = kg_yaml_get(y, cost, "bytes"), *f = kg_yaml_get(y, cost, "flops");
+		if (b && (rc = kg_yaml_str(y, b, "cost.bytes", t->cost_bytes, sizeof(t->cost_bytes), e)))
+			return rc;
+		if (f && (rc = kg_yaml_str(y, f, "cost.flops", t->cost_flops, sizeof(t->cost_flops), e)))
+			return rc;
+	}
+
+	static const char *const ref_keys[] = {"c", "cuda", NULL};
+	yaml_node_t *ref = kg_yaml_get(y, root, "reference");
+	if ((rc = kg_yaml_check_keys(y, ref, ref_keys, "reference", e)) ||
+	    (rc = resolve_ref(y, kg_yaml_get(y, ref, "c"), t, "reference.c", t->ref_c, sizeof(t->ref_c), e)))
+		return rc;
+	yaml_node_t *rcu = kg_yaml_get(y, ref, "cuda");
+	if (rcu && (rc = resolve_ref(y, rcu, t, "reference.cuda", t->ref_cuda, sizeof(t->ref_cuda), e)))
+		return rc;
+
+	yaml_node_t *nf = kg_yaml_get(y, root, "nonfinite");
+	if (nf && (rc = kg_yaml_bool(y, nf, "nonfinite", &t->nonfinite, e)))
+		return rc;
+
+	yaml_node_t *ex = kg_yaml_get(y, root, "exclude_classes");
+	if (ex) {
+		if ((rc = kg_yaml_expect(y, ex, YAML_SEQUENCE_NODE, "exclude_classes", e)))
+			return rc;
+		for (int i = 0; i < kg_yaml_seq_len(ex); i++) {
+			yaml_node_t *it = kg_yaml_seq_item(y, ex, i);
+			char nm[32];
+			enum kg_input_class c;
+			if ((rc = kg_yaml_str(y, it, "exclude_classes", nm, sizeof(nm), e)))
+				return rc;
+			if (kg_class_parse(nm, &c))
+				return kg_err(e, -EINVAL, "%s:%d: field 'exclude_classes': unknown class '%s'", y->path,
+					      kg_yaml_line(it), nm);
+			t->classes_excluded |= 1u << c;
+		}
+	}
+
+	/* Every shape must evaluate now, not halfway through a verification. */
+	for (int i = 0; i < t->n_shapesets; i++) {
+		char what[64];
+		snprintf(what, sizeof(what), "shape set '%s'", t->shapesets[i].name);
+		if ((rc = check_shapes(t, &t->shapesets[i].dims, what, e)))
+			return rc;
+		for (int v = 0; v < t->n_variants; v++) {
+			kg_dims d;
+			kg_task_variant_dims(t, &t->shapesets[i].dims, v, &d);
+			snprintf(what, sizeof(what), "variant %d over '%s'", v, t->shapesets[i].name);
+			if ((rc = check_shapes(t, &d, what, e)))
+				return rc;
+		}
+		const char *formulas[2] = {t->cost_bytes, t->cost_flops};
+		for (int f = 0; f < 2; f++) {
+			if (!formulas[f][0])
+				continue;
+			char msg[256];
+			int64_t v;
+			if (kg_expr_eval(formulas[f], &t->shapesets[i].dims, &v, msg, sizeof(msg)))
+				return kg_err(e, -EINVAL, "%s: field 'cost.%s': %s", t->path, f ? "flops" : "bytes",
+					      msg);
+		}
+	}
+	return 0;
+}
+
+int kg_task_load(const char *path, struct kg_task *t, kg_error *e)
+{
+	kg_yaml y;
+	memset(t, 0, sizeof(*t));
+	char *abs = realpath(path, NULL);
+	if (!abs)
+		return kg_err(e, -errno, "task %s: %s", path, strerror(errno));
+	snprintf(t->path, sizeof(t->path), "%s", abs);
+	kg_dirname(abs, t->dir, sizeof(t->dir));
+	free(abs);
+	int rc = kg_yaml_load(&y, t->path, e);
+	if (rc)
+		return rc;
+	rc = parse_task(&y, t, e);
+	kg_yaml_free(&y);
+	return rc;
+}
+
+int kg_task_find(const char *name_or_path, struct kg_task *t, kg_error *e)
+{
+	if (strchr(name_or_path, '/') || strstr(name_or_path, ".yaml"))
+		return kg_task_load(name_or_path, t, e);
+	const char *bases[4];
+	int nb = 0;
+	char home_tasks[PATH_MAX];
+	const char *env = getenv("KGATE_TASKS");
+	if (env && *env)
+		bases[nb++] = env;
+	const char *home = getenv("KGATE_HOME");
+	if (home && *home) {
+		snprintf(home_tasks, sizeof(home_tasks), "%s/tasks", home);
+		bases[nb++] = home_tasks;
+	}
+	bases[nb++] = KG_DATADIR "/tasks";
+	bases[nb++] = "tasks";
+	for (int i = 0; i < nb; i++) {
+		char p[PATH_MAX];
+		if (snprintf(p, sizeof(p), "%s/%s/task.yaml", bases[i], name_or_path) >= (int)sizeof(p))
+			continue;
+		if (!access(p, R_OK))
+			return kg_task_load(p, t, e);
+	}
+	return kg_err(e, -ENOENT, "task '%s' not found (looked in $KGATE_TASKS, $KGATE_HOME/tasks, %s/tasks, ./tasks)",
+		      name_or_path, KG_DATADIR);
+}
+
+const struct kg_shapeset *kg_task_shapeset(const struct kg_task *t, const char *name)
+{
+	for (int i = 0; i < t->n_shapesets; i++)
+		if (!strcmp(t->shapesets[i].name, name))
+			return &t->shapesets[i];
+	return NULL;
+}
+
+void kg_task_variant_dims(const struct kg_task *t, const kg_dims *base, int i, kg_dims *out)
+{
+	*out = *base;
+	const kg_dims *v = &t->variants[i];
+	for (int j = 0; j < v->n; j++)
+		kg_dims_set(out, v->name[j], v->val[j]);
+}
+
+int kg_task_shape(const struct kg_tensor_spec *s, const kg_dims *d, int64_t shape[KG_MAX_DIMS], kg_error *e)
+{
+	for (int i = 0; i < s->ndim; i++) {
+		char msg[256];
+		int rc = kg_expr_eval(s->dim[i], d, &shape[i], msg, sizeof(msg));
+		if (rc)
+			return kg_err(e, rc, "dimension %d: %s", i, msg);
+		if (shape[i] < 1 || shape[i] > (1ll << 32))
+			return kg_err(e, -ERANGE, "dimension %d ('%s') is %lld, outside [1, 2^32]", i, s->dim[i],
+				      (long long)shape[i]);
+	}
+	return 0;
+}
+
+int64_t kg_shape_numel(int ndim, const int64_t *shape)
+{
+	int64_t n = 1;
+	for (int i = 0; i < ndim; i++) {
+		if (__builtin_mul_overflow(n, shape[i], &n))
+			return INT64_MAX;
+	}
+	return n;
+}
+
+int kg_task_cost(const struct kg_task *t, const char *formula, const kg_dims *d, double *out)
+{
+	(void)t;
+	if (!formula[0])
+		return -ENOENT;
+	int64_t v;
+	char msg[128];
+	int rc = kg_expr_eval(formula, d, &v, msg, sizeof(msg));
+	if (rc)
+		return rc;
+	*out = (double)v;
+	return 0;
+}
+
+void kg_dims_str(const kg_dims *d, char *out, size_t outsz)
+{
+	size_t len = 0;
+	out[0] = '\0';
+	for (int i = 0; i < d->n && len < outsz; i++)
+		len += (size_t)snprintf(out + len, outsz - len, "%s%s=%lld", i ? " " : "", d->name[i],
+					(long long)d->val[i]);
+}

@@ -1,0 +1,83 @@
+/* Task manifests: what a kernel must compute (tensors, symbolic shapes, tolerance, cost formulas)
+ * and where its trusted references live. Parsed strictly from YAML; see tasks/README.md. */
+#ifndef KG_TASK_H
+#define KG_TASK_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include <kgate/kernel.h>
+
+#include "kg_common.h"
+#include "verifier/expr.h"
+
+#define KG_MAX_TENSORS 8
+#define KG_MAX_SHAPESETS 8
+#define KG_MAX_VARIANTS 12
+#define KG_NAME_LEN 32
+#define KG_EXPR_LEN 128
+
+enum kg_role {
+	KG_ROLE_ACTIVATION = 0, /* data flowing through the op */
+	KG_ROLE_WEIGHT, /* learnable parameter: randomised like data, never left at a default init */
+	KG_ROLE_BIAS,
+};
+
+struct kg_tensor_spec {
+	char name[KG_NAME_LEN];
+	kg_dtype dtype;
+	enum kg_role role;
+	int ndim;
+	char dim[KG_MAX_DIMS][KG_EXPR_LEN];
+};
+
+struct kg_shapeset {
+	char name[KG_NAME_LEN];
+	kg_dims dims;
+};
+
+struct kg_task {
+	char name[64];
+	char description[512];
+	char path[PATH_MAX]; /* manifest file */
+	char dir[PATH_MAX]; /* directory holding it; references are relative to it */
+	int n_dims;
+	char dims[KG_MAX_SYMS][KG_SYM_LEN]; /* declared symbolic dimensions */
+	int n_shapesets;
+	struct kg_shapeset shapesets[KG_MAX_SHAPESETS]; /* [0] is always "nominal" */
+	int n_variants;
+	kg_dims variants[KG_MAX_VARIANTS]; /* partial: dims not named keep the base shape's value */
+	int n_inputs;
+	struct kg_tensor_spec inputs[KG_MAX_TENSORS];
+	int n_outputs;
+	struct kg_tensor_spec outputs[KG_MAX_TENSORS];
+	double atol, rtol;
+	double rms_tol; /* extra absolute slack, relative to the RMS of the reference output */
+	char cost_bytes[KG_EXPR_LEN]; /* fewest bytes moved through memory */
+	char cost_flops[KG_EXPR_LEN];
+	char ref_c[PATH_MAX]; /* absolute path of the trusted C reference */
+	char ref_cuda[PATH_MAX]; /* "" when the task has no CUDA reference */
+	int nonfinite; /* the reference defines NaN/Inf inputs (propagates them) */
+	unsigned classes_excluded; /* input classes that make no sense for this task (bitmask) */
+};
+
+/* Loads and validates a manifest: every shape expression must evaluate for every shape set and
+ * variant, and every size must be positive and bounded. */
+int kg_task_load(const char *path, struct kg_task *t, kg_error *e);
+/* Finds a task by name under the task search path (KGATE_TASKS, the source tree, DATADIR), or
+ * loads the file when name is a path. */
+int kg_task_find(const char *name_or_path, struct kg_task *t, kg_error *e);
+
+const struct kg_shapeset *kg_task_shapeset(const struct kg_task *t, const char *name);
+/* Dims of variant i applied over base. */
+void kg_task_variant_dims(const struct kg_task *t, const kg_dims *base, int i, kg_dims *out);
+
+/* Concrete tensor shape under dims. */
+int kg_task_shape(const struct kg_tensor_spec *s, const kg_dims *d, int64_t shape[KG_MAX_DIMS], kg_error *e);
+int64_t kg_shape_numel(int ndim, const int64_t *shape);
+/* Evaluates a cost formula; -ENOENT when the task has none. */
+int kg_task_cost(const struct kg_task *t, const char *formula, const kg_dims *d, double *out);
+/* "R=64 C=1000" */
+void kg_dims_str(const kg_dims *d, char *out, size_t outsz);
+
+#endif

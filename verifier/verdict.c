@@ -1,0 +1,101 @@
+/* Verdict bookkeeping: reasons and checks are appended as the verification goes; the final
+ * decision is derived from them, never set by hand. */
+#include "verifier/verdict.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kg_verdict_init(struct kg_verdict *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->exit_code = KG_EXIT_INTERNAL;
+}
+
+void kg_verdict_free(struct kg_verdict *v)
+{
+	free(v->reasons);
+	free(v->checks);
+	v->reasons = NULL;
+	v->checks = NULL;
+	v->n_reasons = v->n_checks = v->cap_reasons = v->cap_checks = 0;
+}
+
+static void *grow(void *arr, int *cap, int n, size_t elem)
+{
+	if (n < *cap)
+		return arr;
+	int ncap = *cap ? *cap * 2 : 8;
+	void *p = realloc(arr, (size_t)ncap * elem);
+	if (!p)
+		return NULL;
+	*cap = ncap;
+	return p;
+}
+
+struct kg_reason *kg_verdict_add_reason(struct kg_verdict *v, const char *code, const char *fmt, ...)
+{
+	static struct kg_reason oom_slot;
+	struct kg_reason *arr = grow(v->reasons, &v->cap_reasons, v->n_reasons, sizeof(*arr));
+	struct kg_reason *r;
+	if (arr) {
+		v->reasons = arr;
+		r = &arr[v->n_reasons++];
+	} else if (v->n_reasons) {
+		r = &v->reasons[v->n_reasons - 1];
+	} else {
+		r = &oom_slot; /* the run cannot be trusted any more: make it an internal error */
+		snprintf(v->internal_error, sizeof(v->internal_error), "out of memory recording reason %s", code);
+	}
+	memset(r, 0, sizeof(*r));
+	r->index = -1;
+	snprintf(r->code, sizeof(r->code), "%s", code);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->message, sizeof(r->message), fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+struct kg_check *kg_verdict_add_check(struct kg_verdict *v, const char *name, enum kg_check_status st,
+				      double seconds, const char *fmt, ...)
+{
+	static struct kg_check oom_check;
+	struct kg_check *arr = grow(v->checks, &v->cap_checks, v->n_checks, sizeof(*arr));
+	struct kg_check *c = &oom_check;
+	if (arr) {
+		v->checks = arr;
+		c = &arr[v->n_checks++];
+	}
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->status = st;
+	c->seconds = seconds;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->detail, sizeof(c->detail), fmt, ap);
+	va_end(ap);
+	return c;
+}
+
+int kg_verdict_has_reason(const struct kg_verdict *v, const char *code)
+{
+	for (int i = 0; i < v->n_reasons; i++)
+		if (!strcmp(v->reasons[i].code, code))
+			return 1;
+	return 0;
+}
+
+void kg_verdict_finish(struct kg_verdict *v)
+{
+	if (v->internal_error[0]) {
+		v->accepted = 0;
+		v->exit_code = KG_EXIT_INTERNAL;
+	} else if (v->n_reasons) {
+		v->accepted = 0;
+		v->exit_code = KG_EXIT_REJECTED;
+	} else {
+		v->accepted = 1;
+		v->exit_code = KG_EXIT_ACCEPTED;
+	}
+}

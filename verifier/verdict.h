@@ -1,0 +1,94 @@
+/* The verdict of one verification: accepted or not, every reason with the details a reviewer
+ * needs, every check that ran, and the measurements. Reports are rendered from this alone. */
+#ifndef KG_VERDICT_H
+#define KG_VERDICT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kg_common.h"
+
+/* Exit codes of `kgate verify`. */
+enum { KG_EXIT_ACCEPTED = 0, KG_EXIT_REJECTED = 1, KG_EXIT_USAGE = 2, KG_EXIT_INTERNAL = 3 };
+
+struct kg_reason {
+	char code[40]; /* stable, dotted: "check.mismatch" */
+	char message[600];
+	char input_class[16]; /* "" when not about a trial */
+	uint64_t seed; /* trial seed (revealed after the run) */
+	int has_seed;
+	char shape[128]; /* "R=64 C=1000" */
+	char tensor[32];
+	int64_t index; /* flat element index, -1 when none */
+	char index_str[96];
+	int has_values;
+	double expected, got;
+};
+
+enum kg_check_status { KG_CHECK_PASS = 0, KG_CHECK_FAIL, KG_CHECK_SKIP };
+
+struct kg_check {
+	char name[48]; /* "correctness", "canary", "timing", ... */
+	enum kg_check_status status;
+	char detail[300];
+	double seconds;
+};
+
+struct kg_timing {
+	int n;
+	double median_ms, p10_ms, p90_ms, min_ms, max_ms, spread; /* spread = (p90-p10)/median */
+	double parent_median_ms; /* what the parent's own clock saw per call */
+};
+
+struct kg_verdict {
+	int accepted;
+	int exit_code;
+	char task[64];
+	char candidate[4096];
+	char backend[8];
+	char policy[4096];
+	char shape_set[32];
+	char dims[128];
+	uint64_t master_seed;
+	char layers_active[256], layers_failed[256];
+	char compile_log[4096];
+	int n_reasons, cap_reasons;
+	struct kg_reason *reasons;
+	int n_checks, cap_checks;
+	struct kg_check *checks;
+	int trials_run; /* correctness trials (class x seed x shape) */
+	char degenerate_classes[160];
+	int timed; /* timing section valid */
+	struct kg_timing cand, ref;
+	double speedup; /* ref median / candidate median */
+	double bytes, flops; /* cost of one call at the nominal dims, 0 when unknown */
+	double cand_gbps, cand_gflops, roofline; /* roofline: fraction of the measured ceiling */
+	double ceiling_gbps;
+	double t_compile_s, t_reference_s, t_checks_s, t_timing_s, t_total_s;
+	char device[128];
+	char internal_error[512]; /* exit 3 */
+};
+
+void kg_verdict_init(struct kg_verdict *v);
+void kg_verdict_free(struct kg_verdict *v);
+/* Appends a reason; returns it so callers can fill the optional fields. Never NULL: on memory
+ * exhaustion the last slot is reused, so a rejection can never be lost. */
+struct kg_reason *kg_verdict_add_reason(struct kg_verdict *v, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+struct kg_check *kg_verdict_add_check(struct kg_verdict *v, const char *name, enum kg_check_status st,
+				      double seconds, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+int kg_verdict_has_reason(const struct kg_verdict *v, const char *code);
+/* Sets accepted/exit_code from the reasons and the internal error. */
+void kg_verdict_finish(struct kg_verdict *v);
+
+/* Reports (verifier/report.c). Each returns 0 or a negative errno. */
+int kg_report_json(const struct kg_verdict *v, const char *path, kg_error *e);
+int kg_report_sarif(const struct kg_verdict *v, const char *path, kg_error *e);
+int kg_report_junit(const struct kg_verdict *v, const char *path, kg_error *e);
+int kg_report_text(const struct kg_verdict *v, const char *path, kg_error *e);
+/* "json:out.json" etc.; path "-" is stdout. */
+int kg_report_write(const struct kg_verdict *v, const char *spec, kg_error *e);
+/* The JSON document as a string (caller frees), for the agents' feedback. */
+char *kg_report_json_string(const struct kg_verdict *v);
+
+#endif

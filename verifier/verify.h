@@ -1,0 +1,34 @@
+/* kg_verify: the whole verification of one candidate against one task under one policy, from
+ * compiling to the verdict. The CLI, the search loop and the tests all go through here. */
+#ifndef KG_VERIFY_H
+#define KG_VERIFY_H
+
+#include <stdint.h>
+
+#include "kg_common.h"
+#include "verifier/verdict.h"
+
+struct kg_verify_opts {
+	const char *task; /* name or manifest path */
+	const char *candidate; /* source: .c (CPU backend) or .cu (CUDA backend) */
+	const char *policy; /* name or path; NULL: "default" if found, else built-in defaults */
+	const char *backend; /* "cpu", "cuda"; NULL: from the candidate's extension */
+	const char *shape_set; /* overrides the policy's */
+	const char *shapes_mode; /* "nominal" | "variants": overrides the policy's */
+	const char *const *flags; /* compiler flags asked for; each must be allowed by the policy */
+	int n_flags;
+	uint64_t seed; /* master seed; only with has_seed (reproducing a report) */
+	int has_seed;
+	int trials; /* > 0 overrides the policy */
+	int iterations; /* >= 0 overrides the policy (0: no timing) */
+	unsigned disabled_layers; /* sandbox layers not to attempt */
+	int progress; /* progress line on stderr */
+	int keep_workdir;
+};
+
+/* Runs the verification and fills v (exit_code says accepted / rejected / internal error).
+ * Returns a negative errno only for usage or configuration errors (exit 2), e.g. an unknown task,
+ * a malformed policy, a missing candidate file; e says what. */
+int kg_verify(const struct kg_verify_opts *o, struct kg_verdict *v, kg_error *e);
+
+#endif
