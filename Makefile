@@ -36,6 +36,14 @@ KG_LDFLAGS := $(SAN) -Wl,-z,relro,-z,now $(LDFLAGS)
 
 all:
 
+# Library names are fixed here, before the rooms' fragments, so that any fragment can depend on
+# any library whatever the include order.
+COMMON_LIB := $(BUILD)/libkgcommon.a
+SANDBOX_LIB := $(BUILD)/libkgsandbox.a
+POLICY_LIB := $(BUILD)/libkgpolicy.a
+VERIFIER_LIB := $(BUILD)/libkgverifier.a
+KG_CORE_LIBS := $(VERIFIER_LIB) $(POLICY_LIB) $(SANDBOX_LIB) $(COMMON_LIB)
+
 # Rooms add sources and targets here.
 include $(sort $(wildcard */module.mk))
 
@@ -83,3 +91,4 @@ tests: $(TEST_BINS)
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BINS)
 	@scripts/bench.sh $(BUILD)
+.SECONDARY:

@@ -31,6 +31,8 @@ static void verify_usage(FILE *f)
 		"  --shape-set NAME    base shapes from the task (nominal, ci, ...); default: the policy's\n"
 		"  --shapes MODE       nominal (base shape only) or variants (also the task's variants)\n"
 		"  --backend B         cpu or cuda (default: from the file extension)\n"
+		"  --reference B       run the task's reference on backend B (cpu: the C reference, also for a\n"
+		"                      CUDA candidate; used to check the CUDA references themselves)\n"
 		"  --flag F            pass a compiler flag (must be allowed by the policy); repeatable\n"
 		"  --seed S            reuse a master seed from an earlier report (reproduction)\n"
 		"  --trials N          seeds per input class (overrides the policy)\n"
@@ -51,6 +53,7 @@ static int cmd_verify(int argc, char **argv)
 		{"seed", required_argument, 0, 'x'},	  {"trials", required_argument, 0, 't'},
 		{"iterations", required_argument, 0, 'i'}, {"no-layer", required_argument, 0, 'L'},
 		{"keep", no_argument, 0, 'k'},		  {"quiet", no_argument, 0, 'q'},
+		{"reference", required_argument, 0, 'R'},
 		{"progress", no_argument, 0, 'P'},	  {"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -80,6 +83,9 @@ static int cmd_verify(int argc, char **argv)
 			break;
 		case 'b':
 			o.backend = optarg;
+			break;
+		case 'R':
+			o.reference_backend = optarg;
 			break;
 		case 'f':
 			if (n_flags >= 32) {

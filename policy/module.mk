@@ -1,6 +1,5 @@
 # policy: YAML verification policies.
 POLICY_SRCS := policy/policy.c
-POLICY_LIB := $(BUILD)/libkgpolicy.a
 $(POLICY_LIB): $(POLICY_SRCS:%.c=$(BUILD)/%.o)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^

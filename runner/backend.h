@@ -18,8 +18,10 @@ struct kg_rbackend {
 	void *(*stream)(struct kg_rbackend *b);
 	int (*upload)(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz);
 	int (*flush)(struct kg_rbackend *b, uint64_t *bytes, char *err, size_t errsz);
-	/* Calls fn around the backend's timer; *ns is the runner's measure. */
-	int (*run)(struct kg_rbackend *b, void (*fn)(void *), void *arg, uint64_t *ns, char *err, size_t errsz);
+	/* Calls fn around the backend's timer; *ns is the runner's measure, *tail_ns how long the
+	 * device stayed busy after the candidate's own stream finished (work on other streams). */
+	int (*run)(struct kg_rbackend *b, void (*fn)(void *), void *arg, uint64_t *ns, uint64_t *tail_ns, char *err,
+		   size_t errsz);
 	int (*download)(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz);
 	int (*settle)(struct kg_rbackend *b, uint32_t delay_ms, size_t bytes, char *err, size_t errsz);
 	void *state;

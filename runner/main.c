@@ -138,7 +138,7 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size)
 				fill_tensor(b, &call.out[i], &cmd.t[call.n_in + i]);
 			call.stream = b->stream(b);
 			call.rc = -1;
-			if (b->run(b, call_forward, &call, &r.elapsed_ns, r.msg, sizeof(r.msg)))
+			if (b->run(b, call_forward, &call, &r.elapsed_ns, &r.info, r.msg, sizeof(r.msg)))
 				r.status = KG_WS_CUDA;
 			r.rc = call.rc;
 			break;

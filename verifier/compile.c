@@ -18,7 +18,7 @@ int kg_compile(const char *src, const char *workdir, const char *out_name, const
 	       struct kg_compile_result *r, kg_error *e)
 {
 	char *text = NULL, inc[PATH_MAX], dst[PATH_MAX], out_inside[PATH_MAX], cc_path[PATH_MAX];
-	char cuda_home[PATH_MAX], nvcc_path[PATH_MAX + 16], gencode[64];
+	char cuda_home[PATH_MAX], nvcc_path[PATH_MAX + 16], gencode[64], rpath[PATH_MAX + 32], libargs[4][40];
 	size_t len = 0;
 	struct kg_sb_child *c = NULL;
 	int is_cuda = o->lang && !strcmp(o->lang, "cuda");
@@ -49,6 +49,13 @@ int kg_compile(const char *src, const char *workdir, const char *out_name, const
 		argv[ac++] = "-shared";
 		argv[ac++] = "-Xcompiler";
 		argv[ac++] = "-fPIC";
+		/* The shared runtime: the runner initialises it before the filter, and the candidate's
+		 * imports stay a short list of cuda* symbols instead of cudart_static's dlopen and
+		 * pthread internals. */
+		argv[ac++] = "-cudart";
+		argv[ac++] = "shared";
+		snprintf(rpath, sizeof(rpath), "-Xlinker=-rpath,%s/lib64", cuda_home);
+		argv[ac++] = rpath;
 		argv[ac++] = "-I/kgate/include";
 		argv[ac++] = "-o";
 		argv[ac++] = out_inside;
@@ -71,6 +78,10 @@ int kg_compile(const char *src, const char *workdir, const char *out_name, const
 	}
 	for (int i = 0; i < o->n_flags && ac < 90; i++)
 		argv[ac++] = o->flags[i];
+	for (int i = 0; i < o->n_libs && i < 4; i++) {
+		snprintf(libargs[i], sizeof(libargs[i]), "-l%s", o->libs[i]);
+		argv[ac++] = libargs[i];
+	}
 	if (!is_cuda)
 		argv[ac++] = "-lm";
 	argv[ac] = NULL;

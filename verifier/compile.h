@@ -12,6 +12,8 @@ struct kg_compile_opts {
 	const char *arch; /* for "cuda": "sm_90a"; NULL = compute_90a */
 	const char *const *flags; /* extra flags, already checked against the policy */
 	int n_flags;
+	const char (*libs)[32]; /* libraries to link ("cublas" -> -lcublas): trusted references only */
+	int n_libs;
 	struct kg_sb_limits limits;
 	unsigned required_layers, disabled_layers;
 };

@@ -1,6 +1,5 @@
 # verifier: tasks, inputs, checks, timing, verdicts and reports.
 VERIFIER_SRCS := $(wildcard verifier/*.c)
-VERIFIER_LIB := $(BUILD)/libkgverifier.a
 $(VERIFIER_LIB): $(VERIFIER_SRCS:%.c=$(BUILD)/%.o)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^

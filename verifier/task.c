@@ -253,7 +253,7 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 			return rc;
 	}
 
-	static const char *const ref_keys[] = {"c", "cuda", NULL};
+	static const char *const ref_keys[] = {"c", "cuda", "cuda_libs", NULL};
 	yaml_node_t *ref = kg_yaml_get(y, root, "reference");
 	if ((rc = kg_yaml_check_keys(y, ref, ref_keys, "reference", e)) ||
 	    (rc = resolve_ref(y, kg_yaml_get(y, ref, "c"), t, "reference.c", t->ref_c, sizeof(t->ref_c), e)))
@@ -261,6 +261,24 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 	yaml_node_t *rcu = kg_yaml_get(y, ref, "cuda");
 	if (rcu && (rc = resolve_ref(y, rcu, t, "reference.cuda", t->ref_cuda, sizeof(t->ref_cuda), e)))
 		return rc;
+	yaml_node_t *libs = kg_yaml_get(y, ref, "cuda_libs");
+	if (libs) {
+		if ((rc = kg_yaml_expect(y, libs, YAML_SEQUENCE_NODE, "reference.cuda_libs", e)))
+			return rc;
+		if (kg_yaml_seq_len(libs) > 4)
+			return kg_err(e, -E2BIG, "%s:%d: field 'reference.cuda_libs': at most 4", y->path, kg_yaml_line(libs));
+		for (int i = 0; i < kg_yaml_seq_len(libs); i++) {
+			yaml_node_t *it = kg_yaml_seq_item(y, libs, i);
+			char *lib = t->ref_libs[t->n_ref_libs];
+			if ((rc = kg_yaml_str(y, it, "reference.cuda_libs", lib, KG_NAME_LEN, e)))
+				return rc;
+			for (const char *p = lib; *p; p++)
+				if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+					return kg_err(e, -EINVAL, "%s:%d: field 'reference.cuda_libs': bad library name '%s'",
+						      y->path, kg_yaml_line(it), lib);
+			t->n_ref_libs++;
+		}
+	}
 
 	yaml_node_t *nf = kg_yaml_get(y, root, "nonfinite");
 	if (nf && (rc = kg_yaml_bool(y, nf, "nonfinite", &t->nonfinite, e)))

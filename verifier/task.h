@@ -57,6 +57,8 @@ struct kg_task {
 	char cost_flops[KG_EXPR_LEN];
 	char ref_c[PATH_MAX]; /* absolute path of the trusted C reference */
 	char ref_cuda[PATH_MAX]; /* "" when the task has no CUDA reference */
+	int n_ref_libs;
+	char ref_libs[4][KG_NAME_LEN]; /* libraries the CUDA reference links ("cublas") */
 	int nonfinite; /* the reference defines NaN/Inf inputs (propagates them) */
 	unsigned classes_excluded; /* input classes that make no sense for this task (bitmask) */
 };

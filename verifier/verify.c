@@ -35,8 +35,8 @@ struct vctx {
 	struct kg_verdict *v;
 	struct kg_policy pol;
 	struct kg_task task;
-	const char *backend;
-	int is_cuda;
+	const char *backend, *ref_backend;
+	int is_cuda, ref_is_cuda;
 	char work[PATH_MAX];
 	char ref_so[PATH_MAX + 32], cand_so[PATH_MAX + 32];
 	struct kg_arena ra, ca;
@@ -213,8 +213,9 @@ static int make_workdir(struct vctx *c, kg_error *e)
 	return 0;
 }
 
-static int compile_one(struct vctx *c, const char *src, const char *sub, char *so_out, size_t so_sz,
-		       struct kg_compile_result *r, const char *const *flags, int n_flags, kg_error *e)
+static int compile_one(struct vctx *c, const char *src, const char *sub, int cuda, char *so_out, size_t so_sz,
+		       struct kg_compile_result *r, const char *const *flags, int n_flags, const char (*libs)[32],
+		       int n_libs, kg_error *e)
 {
 	char dir[PATH_MAX + 32];
 	snprintf(dir, sizeof(dir), "%s/%s", c->work, sub);
@@ -223,15 +224,17 @@ static int compile_one(struct vctx *c, const char *src, const char *sub, char *s
 	if (geteuid() == 0 && chown(dir, 65534, 65534))
 		return kg_err(e, -errno, "chown %s: %s", dir, strerror(errno));
 	struct kg_compile_opts co = {
-		.lang = c->is_cuda ? "cuda" : "c",
+		.lang = cuda ? "cuda" : "c",
 		.arch = c->gpu.arch[0] ? c->gpu.arch : NULL,
 		.flags = flags,
 		.n_flags = n_flags,
+		.libs = libs,
+		.n_libs = n_libs,
 		.limits = c->limits,
 		.required_layers = c->pol.required_layers,
 		.disabled_layers = c->o->disabled_layers,
 	};
-	co.limits.wall_s = c->is_cuda ? 300 : 120;
+	co.limits.wall_s = cuda ? 300 : 120;
 	co.limits.mem_bytes = 4ull << 30;
 	co.limits.nproc = 64;
 	int rc = kg_compile(src, dir, "kernel.so", &co, r, e);
@@ -363,6 +366,7 @@ static int ref_run(struct vctx *c, int flush, uint64_t *ns)
 struct cand_result {
 	int ok; /* the call came back and kg_forward returned 0 */
 	uint64_t child_ns, parent_ns;
+	uint64_t tail_ns; /* device busy after the candidate's stream was done */
 };
 
 static double cand_timeout_s(struct vctx *c)
@@ -409,6 +413,7 @@ static void cand_run(struct vctx *c, int flush, enum kg_input_class cls, uint64_
 		return;
 	}
 	res->child_ns = r.elapsed_ns;
+	res->tail_ns = r.info;
 	if (r.rc) {
 		if (!already_reported(c, "check.return_code", cls))
 			trial_reason(c, "check.return_code", cls, seed, "kg_forward returned %d", r.rc);
@@ -617,6 +622,20 @@ static int async_check(struct vctx *c, enum kg_input_class cls, uint64_t seed)
 	return 0;
 }
 
+/* Work left running on other streams when the call's own stream was done: it escaped the timer.
+ * The bound leaves room for the synchronisation's own latency. */
+static int tail_check(struct vctx *c, const struct cand_result *res, enum kg_input_class cls, uint64_t seed)
+{
+	if (res->tail_ns <= 200000 + res->child_ns / 10)
+		return 0;
+	if (!already_reported(c, "check.async_escape", cls))
+		trial_reason(c, "check.async_escape", cls, seed,
+			     "the device stayed busy %.3f ms after the candidate's stream finished (%.3f ms): work was "
+			     "launched outside the given stream",
+			     (double)res->tail_ns / 1e6, (double)res->child_ns / 1e6);
+	return 1;
+}
+
 /* One correctness trial. */
 static void run_trial(struct vctx *c, enum kg_input_class cls, uint64_t seed, int with_async)
 {
@@ -638,6 +657,7 @@ static void run_trial(struct vctx *c, enum kg_input_class cls, uint64_t seed, in
 	int failed = integrity_checks(c, cls, seed, "after the call");
 	if (res.ok)
 		failed |= compare_outputs(c, cls, seed, "check.mismatch", "after the call");
+	failed |= tail_check(c, &res, cls, seed);
 	shortcut_checks(c, cls, seed);
 	if (with_async && !failed && res.ok)
 		async_check(c, cls, seed);
@@ -721,6 +741,7 @@ static void run_timing(struct vctx *c)
 		int failed = integrity_checks(c, KG_CLASS_NORMAL, seed, "during timing");
 		if (res.ok)
 			failed |= compare_outputs(c, KG_CLASS_NORMAL, seed, "check.stale_result", "during timing");
+		failed |= tail_check(c, &res, KG_CLASS_NORMAL, seed);
 		if (failed || !res.ok)
 			break;
 		if (i < 0)
@@ -732,7 +753,7 @@ static void run_timing(struct vctx *c)
 		 * impossible, and one much shorter than it hides work outside the measured region. */
 		if (res.child_ns > res.parent_ns + 20000 && impossible < 0)
 			impossible = i;
-		double g = (double)res.parent_ns - (double)c->cs.nop_ns - (double)res.child_ns;
+		double g = (double)res.parent_ns - (double)c->cs.nop_ns - (double)res.child_ns - (double)res.tail_ns;
 		gap[i] = g / 1e6;
 	}
 	if (c->cand_dead || c->v->internal_error[0] || c->v->n_reasons)
@@ -814,7 +835,11 @@ static int resolve_setup(struct vctx *c, kg_error *e)
 	if (strcmp(c->backend, "cpu") && strcmp(c->backend, "cuda"))
 		return kg_err(e, -EINVAL, "unknown backend '%s' (cpu, cuda)", c->backend);
 	c->is_cuda = !strcmp(c->backend, "cuda");
-	if (c->is_cuda && !c->task.ref_cuda[0])
+	c->ref_backend = o->reference_backend ? o->reference_backend : c->backend;
+	if (strcmp(c->ref_backend, "cpu") && strcmp(c->ref_backend, "cuda"))
+		return kg_err(e, -EINVAL, "unknown reference backend '%s' (cpu, cuda)", c->ref_backend);
+	c->ref_is_cuda = !strcmp(c->ref_backend, "cuda");
+	if (c->ref_is_cuda && !c->task.ref_cuda[0])
 		return kg_err(e, -EINVAL, "task '%s' has no CUDA reference", c->task.name);
 	for (int i = 0; i < o->n_flags; i++)
 		if (!kg_policy_flag_allowed(&c->pol, o->flags[i]))
@@ -903,6 +928,7 @@ static void start_sessions(struct vctx *c)
 		so.limits.mem_bytes = 0; /* ASan reserves terabytes of shadow: no address-space bound */
 	/* Reference: trusted code, same sandbox; threads allowed (a reference may use them). */
 	so.so_path = c->ref_so;
+	so.backend = c->ref_backend;
 	so.threads = 1;
 	int rc = kg_session_start(&c->rs, &so, &c->ra, &e);
 	c->rs_up = 1;
@@ -916,6 +942,7 @@ static void start_sessions(struct vctx *c)
 		return;
 	}
 	so.so_path = c->cand_so;
+	so.backend = c->backend;
 	so.threads = c->pol.threads;
 	rc = kg_session_start(&c->cs, &so, &c->ca, &e);
 	c->cs_up = 1;
@@ -1024,7 +1051,7 @@ int kg_verify(const struct kg_verify_opts *o, struct kg_verdict *v, kg_error *e)
 	}
 	v->master_seed = c->master;
 
-	if (c->is_cuda) {
+	if (c->is_cuda || c->ref_is_cuda) {
 		kg_gpu_probe(&c->gpu);
 		snprintf(v->device, sizeof(v->device), "%s", c->gpu.present ? c->gpu.name : "no GPU");
 		if (!c->gpu.present && c->pol.gpu_required) {
@@ -1043,12 +1070,16 @@ int kg_verify(const struct kg_verify_opts *o, struct kg_verdict *v, kg_error *e)
 	struct kg_compile_result cr;
 	uint64_t t0 = kg_now_ns();
 	kg_error ce = {0};
-	const char *ref_src = c->is_cuda ? c->task.ref_cuda : c->task.ref_c;
-	if (compile_one(c, ref_src, "ref", c->ref_so, sizeof(c->ref_so), &cr, NULL, 0, &ce) || !cr.ok) {
+	const char *ref_src = c->ref_is_cuda ? c->task.ref_cuda : c->task.ref_c;
+	if (compile_one(c, ref_src, "ref", c->ref_is_cuda, c->ref_so, sizeof(c->ref_so), &cr, NULL, 0,
+			c->ref_is_cuda ? (const char(*)[32])c->task.ref_libs : NULL, c->ref_is_cuda ? c->task.n_ref_libs : 0,
+			&ce) ||
+	    !cr.ok) {
 		internal_error(c, "compiling the reference %s failed: %s", ref_src, ce.msg[0] ? ce.msg : cr.log);
 		goto finish;
 	}
-	if (compile_one(c, o->candidate, "cand", c->cand_so, sizeof(c->cand_so), &cr, o->flags, o->n_flags, &ce)) {
+	if (compile_one(c, o->candidate, "cand", c->is_cuda, c->cand_so, sizeof(c->cand_so), &cr, o->flags, o->n_flags,
+			NULL, 0, &ce)) {
 		if (ce.code == -EPERM)
 			kg_verdict_add_reason(v, "sandbox.setup", "compile: %s", ce.msg);
 		else

@@ -13,6 +13,8 @@ struct kg_verify_opts {
 	const char *candidate; /* source: .c (CPU backend) or .cu (CUDA backend) */
 	const char *policy; /* name or path; NULL: "default" if found, else built-in defaults */
 	const char *backend; /* "cpu", "cuda"; NULL: from the candidate's extension */
+	const char *reference_backend; /* "cpu" runs the C reference even for a CUDA candidate (used
+					* to check the CUDA references themselves); NULL: same as backend */
 	const char *shape_set; /* overrides the policy's */
 	const char *shapes_mode; /* "nominal" | "variants": overrides the policy's */
 	const char *const *flags; /* compiler flags asked for; each must be allowed by the policy */

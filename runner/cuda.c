@@ -1,0 +1,303 @@
+/* CUDA backend of the runner. libcuda (and the CUDA runtime the candidate links) are loaded with
+ * dlopen and fully initialised before the seccomp filter: context, device arena, streams, events,
+ * the L2 flush buffer. The device arena mirrors the shared one byte for byte, guard bands
+ * included, so the parent's checks are the same as on the CPU. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runner/backend.h"
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef void *CUstream;
+typedef void *CUevent;
+typedef unsigned long long CUdeviceptr;
+
+#define CU_STREAM_NON_BLOCKING 0x1
+#define CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE 38
+
+struct cu_api {
+	CUresult (*init)(unsigned);
+	CUresult (*device_get)(CUdevice *, int);
+	CUresult (*primary_retain)(CUcontext *, CUdevice);
+	CUresult (*ctx_set_current)(CUcontext);
+	CUresult (*ctx_synchronize)(void);
+	CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+	CUresult (*memcpy_htod_async)(CUdeviceptr, const void *, size_t, CUstream);
+	CUresult (*memcpy_dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
+	CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+	CUresult (*memset_d32_async)(CUdeviceptr, unsigned, size_t, CUstream);
+	CUresult (*stream_create)(CUstream *, unsigned);
+	CUresult (*stream_synchronize)(CUstream);
+	CUresult (*event_create)(CUevent *, unsigned);
+	CUresult (*event_record)(CUevent, CUstream);
+	CUresult (*event_synchronize)(CUevent);
+	CUresult (*event_elapsed)(float *, CUevent, CUevent);
+	CUresult (*device_attr)(int *, int, CUdevice);
+	CUresult (*host_register)(void *, size_t, unsigned);
+	CUresult (*error_string)(CUresult, const char **);
+};
+
+struct cuda_state {
+	struct cu_api cu;
+	void *lib;
+	CUdevice dev;
+	CUcontext ctx;
+	CUdeviceptr arena_dev;
+	unsigned char *arena_host;
+	size_t arena_size;
+	CUstream stream; /* the candidate's */
+	CUstream copy; /* ours, non-blocking so it never waits behind the candidate's other work */
+	CUevent ev0, ev1;
+	CUdeviceptr flush;
+	size_t flush_bytes;
+	unsigned flush_value;
+};
+
+static struct cuda_state cs;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cu_fail(CUresult rc, const char *what, char *err, size_t errsz)
+{
+	const char *s = NULL;
+	if (cs.cu.error_string)
+		cs.cu.error_string(rc, &s);
+	snprintf(err, errsz, "%s: CUDA error %d (%s)", what, rc, s ? s : "unknown");
+	return -EIO;
+}
+
+#define CU_CHECK(call, what)                                                                                         \
+	do {                                                                                                         \
+		CUresult rc_ = (call);                                                                               \
+		if (rc_)                                                                                             \
+			return cu_fail(rc_, what, err, errsz);                                                       \
+	} while (0)
+
+static int load_api(char *err, size_t errsz)
+{
+	cs.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+	if (!cs.lib) {
+		snprintf(err, errsz, "no NVIDIA driver: %s", dlerror());
+		return -ENOENT;
+	}
+	static const struct {
+		const char *name;
+		size_t off;
+	} syms[] = {
+		{"cuInit", offsetof(struct cu_api, init)},
+		{"cuDeviceGet", offsetof(struct cu_api, device_get)},
+		{"cuDevicePrimaryCtxRetain", offsetof(struct cu_api, primary_retain)},
+		{"cuCtxSetCurrent", offsetof(struct cu_api, ctx_set_current)},
+		{"cuCtxSynchronize", offsetof(struct cu_api, ctx_synchronize)},
+		{"cuMemAlloc_v2", offsetof(struct cu_api, mem_alloc)},
+		{"cuMemcpyHtoDAsync_v2", offsetof(struct cu_api, memcpy_htod_async)},
+		{"cuMemcpyDtoHAsync_v2", offsetof(struct cu_api, memcpy_dtoh_async)},
+		{"cuMemcpyDtoDAsync_v2", offsetof(struct cu_api, memcpy_dtod_async)},
+		{"cuMemsetD32Async", offsetof(struct cu_api, memset_d32_async)},
+		{"cuStreamCreate", offsetof(struct cu_api, stream_create)},
+		{"cuStreamSynchronize", offsetof(struct cu_api, stream_synchronize)},
+		{"cuEventCreate", offsetof(struct cu_api, event_create)},
+		{"cuEventRecord", offsetof(struct cu_api, event_record)},
+		{"cuEventSynchronize", offsetof(struct cu_api, event_synchronize)},
+		{"cuEventElapsedTime", offsetof(struct cu_api, event_elapsed)},
+		{"cuDeviceGetAttribute", offsetof(struct cu_api, device_attr)},
+		{"cuMemHostRegister_v2", offsetof(struct cu_api, host_register)},
+		{"cuGetErrorString", offsetof(struct cu_api, error_string)},
+	};
+	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+		void *p = dlsym(cs.lib, syms[i].name);
+		if (!p) {
+			snprintf(err, errsz, "libcuda lacks %s", syms[i].name);
+			return -ENOSYS;
+		}
+		memcpy((char *)&cs.cu + syms[i].off, &p, sizeof(p));
+	}
+	return 0;
+}
+
+/* The candidate links the shared CUDA runtime. Loading and initialising it here, before the
+ * filter, binds it to the primary context we made current, and keeps its first-use setup (which
+ * opens files and spawns threads) out of the filtered phase. */
+static int init_cudart(char *err, size_t errsz)
+{
+	const char *path = getenv("KGATE_CUDART");
+	void *h = dlopen(path && *path ? path : "libcudart.so", RTLD_NOW | RTLD_GLOBAL);
+	if (!h)
+		h = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
+	if (!h)
+		h = dlopen("libcudart.so.12", RTLD_NOW | RTLD_GLOBAL);
+	if (!h) {
+		snprintf(err, errsz, "cannot load the CUDA runtime: %s", dlerror());
+		return -ENOENT;
+	}
+	int (*set_device)(int) = (int (*)(int))dlsym(h, "cudaSetDevice");
+	int (*cuda_free)(void *) = (int (*)(void *))dlsym(h, "cudaFree");
+	if (!set_device || !cuda_free) {
+		snprintf(err, errsz, "the CUDA runtime lacks cudaSetDevice/cudaFree");
+		return -ENOSYS;
+	}
+	int rc = set_device(0);
+	if (!rc)
+		rc = cuda_free(NULL);
+	if (rc) {
+		snprintf(err, errsz, "CUDA runtime initialisation failed: error %d", rc);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int cuda_init(struct kg_rbackend *b, void *arena, size_t arena_size, char *err, size_t errsz)
+{
+	int rc = load_api(err, errsz);
+	if (rc)
+		return rc;
+	CU_CHECK(cs.cu.init(0), "cuInit");
+	CU_CHECK(cs.cu.device_get(&cs.dev, 0), "cuDeviceGet");
+	CU_CHECK(cs.cu.primary_retain(&cs.ctx, cs.dev), "cuDevicePrimaryCtxRetain");
+	CU_CHECK(cs.cu.ctx_set_current(cs.ctx), "cuCtxSetCurrent");
+	if ((rc = init_cudart(err, errsz)))
+		return rc;
+	cs.arena_host = arena;
+	cs.arena_size = arena_size;
+	CU_CHECK(cs.cu.mem_alloc(&cs.arena_dev, arena_size), "cuMemAlloc (arena)");
+	/* Pinning the shared arena makes the copies DMA at full speed; failing that, pageable works. */
+	cs.cu.host_register(arena, arena_size, 0);
+	CU_CHECK(cs.cu.stream_create(&cs.stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+	CU_CHECK(cs.cu.stream_create(&cs.copy, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+	CU_CHECK(cs.cu.event_create(&cs.ev0, 0), "cuEventCreate");
+	CU_CHECK(cs.cu.event_create(&cs.ev1, 0), "cuEventCreate");
+	int l2 = 0;
+	cs.cu.device_attr(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, cs.dev);
+	cs.flush_bytes = (size_t)(l2 > 0 ? l2 : 64 << 20) * 2;
+	CU_CHECK(cs.cu.mem_alloc(&cs.flush, cs.flush_bytes), "cuMemAlloc (L2 flush buffer)");
+	b->state = &cs;
+	return 0;
+}
+
+static int cuda_driver_fds(struct kg_rbackend *b, int *fds, int max)
+{
+	(void)b;
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < max) {
+		char link[64], target[PATH_MAX];
+		int fd = atoi(de->d_name);
+		if (de->d_name[0] == '.' || fd == dirfd(d))
+			continue;
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
+		ssize_t len = readlink(link, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue;
+		target[len] = '\0';
+		if (!strncmp(target, "/dev/nvidia", 11))
+			fds[n++] = fd;
+	}
+	closedir(d);
+	return n;
+}
+
+static void *cuda_ptr(struct kg_rbackend *b, uint64_t offset)
+{
+	(void)b;
+	return (void *)(uintptr_t)(cs.arena_dev + offset);
+}
+
+static void *cuda_stream(struct kg_rbackend *b)
+{
+	(void)b;
+	return cs.stream;
+}
+
+static int cuda_upload(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz)
+{
+	(void)b;
+	CU_CHECK(cs.cu.memcpy_htod_async(cs.arena_dev, cs.arena_host, bytes, cs.copy), "upload");
+	CU_CHECK(cs.cu.stream_synchronize(cs.copy), "upload (sync)");
+	return 0;
+}
+
+static int cuda_flush(struct kg_rbackend *b, uint64_t *bytes, char *err, size_t errsz)
+{
+	(void)b;
+	/* A different value each time, so no cache or compression shortcut can keep old lines. */
+	cs.flush_value = cs.flush_value * 1664525u + 1013904223u;
+	CU_CHECK(cs.cu.memset_d32_async(cs.flush, cs.flush_value, cs.flush_bytes / 4, cs.stream), "L2 flush");
+	CU_CHECK(cs.cu.stream_synchronize(cs.stream), "L2 flush (sync)");
+	*bytes = cs.flush_bytes;
+	return 0;
+}
+
+static int cuda_run(struct kg_rbackend *b, void (*fn)(void *), void *arg, uint64_t *ns, uint64_t *tail_ns, char *err,
+		    size_t errsz)
+{
+	(void)b;
+	CU_CHECK(cs.cu.event_record(cs.ev0, cs.stream), "cuEventRecord");
+	fn(arg);
+	CU_CHECK(cs.cu.event_record(cs.ev1, cs.stream), "cuEventRecord (after kg_forward)");
+	CU_CHECK(cs.cu.event_synchronize(cs.ev1), "the candidate's kernel");
+	float ms = 0;
+	CU_CHECK(cs.cu.event_elapsed(&ms, cs.ev0, cs.ev1), "cuEventElapsedTime");
+	*ns = (uint64_t)((double)ms * 1e6);
+	/* Work the candidate put on other streams keeps the device busy past ev1. */
+	uint64_t t0 = now_ns();
+	CU_CHECK(cs.cu.ctx_synchronize(), "device-wide synchronisation after kg_forward");
+	*tail_ns = now_ns() - t0;
+	return 0;
+}
+
+static int cuda_download(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz)
+{
+	(void)b;
+	CU_CHECK(cs.cu.memcpy_dtoh_async(cs.arena_host, cs.arena_dev, bytes, cs.copy), "download");
+	CU_CHECK(cs.cu.stream_synchronize(cs.copy), "download (sync)");
+	return 0;
+}
+
+static int cuda_settle(struct kg_rbackend *b, uint32_t delay_ms, size_t bytes, char *err, size_t errsz)
+{
+	uint64_t t0 = now_ns();
+	CU_CHECK(cs.cu.ctx_synchronize(), "device-wide synchronisation");
+	uint64_t waited = (now_ns() - t0) / 1000000u;
+	if (waited < delay_ms) {
+		struct timespec ts = {.tv_sec = (delay_ms - waited) / 1000,
+				      .tv_nsec = (long)((delay_ms - waited) % 1000) * 1000000L};
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
+	return cuda_download(b, bytes, err, errsz);
+}
+
+static struct kg_rbackend cuda_backend = {
+	.name = "cuda",
+	.init = cuda_init,
+	.driver_fds = cuda_driver_fds,
+	.ptr = cuda_ptr,
+	.stream = cuda_stream,
+	.upload = cuda_upload,
+	.flush = cuda_flush,
+	.run = cuda_run,
+	.download = cuda_download,
+	.settle = cuda_settle,
+};
+
+struct kg_rbackend *kg_rbackend_cuda(void)
+{
+	return &cuda_backend;
+}

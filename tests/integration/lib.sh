@@ -1,0 +1,41 @@
+# Shared helpers for the integration scripts: run the real kgate binary, assert the exit code and
+# the reason codes in its JSON report. Sourced, not run.
+B=${KGATE_BUILD:-build}
+KGATE="$B/kgate"
+failures=0
+checked=0
+tmp=$(mktemp -d /tmp/kgate-it-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# expect EXIT REASON TASK CANDIDATE [kgate args...]
+# REASON is a reason code that must appear in the report, or "-" for none (accepted runs must
+# have no reasons at all).
+expect() {
+	want_exit=$1 want_code=$2 task=$3 cand=$4
+	shift 4
+	checked=$((checked + 1))
+	json="$tmp/report-$checked.json"
+	"$KGATE" verify "$task" "$cand" --quiet --report "json:$json" "$@" >"$tmp/out" 2>&1
+	rc=$?
+	codes=$(python3 -c 'import json,sys; print(" ".join(r["code"] for r in json.load(open(sys.argv[1]))["reasons"]))' "$json" 2>/dev/null)
+	ok=1
+	[ "$rc" = "$want_exit" ] || ok=0
+	if [ "$want_code" = "-" ]; then
+		[ -z "$codes" ] || ok=0
+	else
+		case " $codes " in *" $want_code "*) ;; *) ok=0 ;; esac
+	fi
+	if [ $ok = 1 ]; then
+		echo "ok   $task $(basename "$cand"): exit $rc ${codes:-(no reasons)}"
+	else
+		failures=$((failures + 1))
+		echo "FAIL $task $(basename "$cand"): want exit $want_exit with $want_code, got exit $rc with '${codes}'"
+		sed 's/^/     | /' "$tmp/out" | tail -n 30
+		[ -f "$json" ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print("     |", r["code"], r["message"]) for r in d["reasons"]]; print("     | error:", d.get("error",""))' "$json"
+	fi
+}
+
+finish() {
+	echo "$checked checked, $failures failed"
+	[ $failures -eq 0 ]
+}

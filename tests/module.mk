@@ -1,0 +1,9 @@
+# tests: cmocka unit tests of the verifier, policy and common rooms (one program per file, run
+# one process each by scripts/run-tests.sh) and the integration scripts in tests/integration/.
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/test_%.c=$(BUILD)/tests/bin/unit-%)
+$(BUILD)/tests/bin/unit-%: $(BUILD)/tests/unit/test_%.o $(KG_CORE_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(KG_LDFLAGS) -o $@ $< -Wl,--start-group $(KG_CORE_LIBS) -Wl,--end-group $(PKG_LIBS) $(CMOCKA_LIBS) -ldl -lpthread -lm
+TEST_BINS += $(UNIT_BINS)
+CPPCHECK_DIRS += tests/unit

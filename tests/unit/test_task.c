@@ -1,0 +1,184 @@
+/* Unit tests of task manifests: the shipped tasks load, and malformed manifests fail with a
+ * message naming the file, the line and the field, without crashing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "verifier/task.h"
+
+static char dir[] = "/tmp/kgate-test-task-XXXXXX";
+
+static int setup(void **state)
+{
+	(void)state;
+	if (!mkdtemp(dir))
+		return -1;
+	char p[256];
+	snprintf(p, sizeof(p), "%s/ref.c", dir);
+	FILE *f = fopen(p, "w");
+	if (!f)
+		return -1;
+	fputs("/* empty */\n", f);
+	fclose(f);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) ? -1 : 0;
+}
+
+static const char *good =
+	"kgate_task: 1\n"
+	"name: t\n"
+	"dims: [R, C]\n"
+	"shapes:\n"
+	"  ci: {R: 2, C: 3}\n"
+	"  nominal: {R: 4, C: 5}\n"
+	"variants:\n"
+	"  - {C: 1}\n"
+	"inputs:\n"
+	"  - {name: x, dtype: f32, shape: [R, C]}\n"
+	"  - {name: w, dtype: bf16, shape: [C], role: weight}\n"
+	"outputs:\n"
+	"  - {name: y, dtype: f32, shape: [R, (C+1)/2]}\n"
+	"tolerance: {atol: 1e-5, rtol: 1e-4, rms: 1e-6}\n"
+	"cost: {bytes: 8*R*C, flops: 2*R*C}\n"
+	"reference: {c: ref.c}\n"
+	"exclude_classes: [identity]\n";
+
+/* Writes text as task.yaml, loads it, returns rc and the message. */
+static int load_text(const char *text, struct kg_task *t, kg_error *e)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/task.yaml", dir);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	memset(e, 0, sizeof(*e));
+	return kg_task_load(p, t, e);
+}
+
+static void test_good(void **state)
+{
+	(void)state;
+	struct kg_task *t = malloc(sizeof(*t));
+	kg_error e;
+	assert_int_equal(load_text(good, t, &e), 0);
+	assert_string_equal(t->name, "t");
+	assert_string_equal(t->shapesets[0].name, "nominal");
+	assert_int_equal(t->n_shapesets, 2);
+	assert_int_equal(t->inputs[1].role, KG_ROLE_WEIGHT);
+	assert_int_equal(t->inputs[1].dtype, KG_BF16);
+	int64_t shape[KG_MAX_DIMS];
+	assert_int_equal(kg_task_shape(&t->outputs[0], &t->shapesets[0].dims, shape, &e), 0);
+	assert_int_equal(shape[1], 3);
+	kg_dims v;
+	kg_task_variant_dims(t, &t->shapesets[0].dims, 0, &v);
+	int64_t c;
+	assert_int_equal(kg_dims_get(&v, "C", &c), 0);
+	assert_int_equal(c, 1);
+	double cost;
+	assert_int_equal(kg_task_cost(t, t->cost_flops, &t->shapesets[0].dims, &cost), 0);
+	assert_true(cost == 40);
+	assert_true(t->rms_tol == 1e-6);
+	free(t);
+}
+
+struct bad_case {
+	const char *from, *to; /* replace `from` in the good manifest by `to` */
+	const char *expect[3]; /* substrings of the message */
+};
+
+static void test_malformed(void **state)
+{
+	(void)state;
+	static const struct bad_case cases[] = {
+		{"rtol: 1e-4", "rtol: lots", {":14:", "tolerance.rtol", "lots"}},
+		{"dtype: bf16", "dtype: f99", {":11:", "inputs[1].dtype", "f99"}},
+		{"name: t\n", "name: t\nnmae: x\n", {":3:", "unknown key 'nmae'", NULL}},
+		{"{C: 1}", "{Q: 1}", {":8:", "'Q' is not a declared dimension", NULL}},
+		{"(C+1)/2", "(C+1)/0", {"division by zero", "output 'y'", NULL}},
+		{"(C+1)/2", "(C-9)", {"outside [1, 2^32]", NULL, NULL}},
+		{"  nominal: {R: 4, C: 5}\n", "", {"'nominal' shape set is required", NULL, NULL}},
+		{"{c: ref.c}", "{c: missing.c}", {":16:", "reference.c", "missing.c"}},
+		{"role: weight", "role: wieght", {":11:", "inputs[1].role", NULL}},
+		{"shape: [R, C]}", "shape: R}", {":10:", "inputs[0].shape", "expected a list"}},
+		{"kgate_task: 1", "kgate_task: 2", {":1:", "kgate_task", "outside"}},
+		{"dims: [R, C]", "dims: [R, C", {"YAML syntax error", NULL, NULL}},
+		{"{R: 2, C: 3}", "{R: -2, C: 3}", {":5:", "shapes.ci.R", NULL}},
+		{"[identity]", "[idenity]", {":17:", "unknown class 'idenity'", NULL}},
+		{"bytes: 8*R*C", "bytes: 8*R*X", {"cost.bytes", "unknown dimension 'X'", NULL}},
+	};
+	struct kg_task *t = malloc(sizeof(*t));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[4096];
+		const char *at = strstr(good, cases[i].from);
+		assert_non_null(at);
+		snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - good), good, cases[i].to, at + strlen(cases[i].from));
+		kg_error e;
+		int rc = load_text(text, t, &e);
+		if (rc == 0)
+			fail_msg("case %zu loaded but should not", i);
+		assert_non_null(strstr(e.msg, "task.yaml"));
+		for (int k = 0; k < 3 && cases[i].expect[k]; k++)
+			if (!strstr(e.msg, cases[i].expect[k]))
+				fail_msg("case %zu: '%s' not in: %s", i, cases[i].expect[k], e.msg);
+	}
+	free(t);
+}
+
+static void test_garbage_never_crashes(void **state)
+{
+	(void)state;
+	static const char *inputs[] = {
+		"", "---\n", "[]", "- a\n- b\n", "kgate_task: [1]\n", "{{{{", "name: *alias\n",
+		"a: &x [*x]\n", "kgate_task: 1\nname: {a: b}\n", "\x00\x01\x02", "kgate_task: 1\ndims: []\n",
+	};
+	struct kg_task *t = malloc(sizeof(*t));
+	for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+		kg_error e;
+		assert_int_not_equal(load_text(inputs[i], t, &e), 0);
+		assert_true(strlen(e.msg) > 0);
+	}
+	free(t);
+}
+
+static void test_shipped_tasks(void **state)
+{
+	(void)state;
+	const char *names[] = {"softmax", "layernorm", "matmul", "conv_relu_pool"};
+	struct kg_task *t = malloc(sizeof(*t));
+	const char *home = getenv("KGATE_HOME");
+	for (size_t i = 0; i < 4; i++) {
+		char p[512];
+		snprintf(p, sizeof(p), "%s/tasks/%s/task.yaml", home ? home : ".", names[i]);
+		kg_error e = {0};
+		if (kg_task_load(p, t, &e))
+			fail_msg("%s: %s", names[i], e.msg);
+		assert_non_null(kg_task_shapeset(t, "ci"));
+		assert_true(t->cost_bytes[0] && t->cost_flops[0]);
+	}
+	free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_good),
+		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_garbage_never_crashes),
+		cmocka_unit_test(test_shipped_tasks),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
