@@ -1,0 +1,46 @@
+#!/bin/sh
+# Integration: every known shortcut, as a real CPU candidate, must be rejected for its own reason
+# code; honest-but-unusual candidates must be accepted. Prints the false-positive (honest
+# rejected) and false-negative (hostile accepted, or rejected for another reason) counts.
+set -u
+. tests/integration/lib.sh
+
+H=examples/hostile
+U=examples/unusual
+P="--policy policy/ci.yaml --iterations 5"
+T="--policy tests/data/threads.yaml"
+fails_before=0
+honest() { fails_before=$failures; expect 0 - "$@"; fp=$((fp + failures - fails_before)); }
+hostile() { fails_before=$failures; expect 1 "$@"; fn=$((fn + failures - fails_before)); }
+fp=0 fn=0
+
+honest softmax $U/softmax_double.c $P
+honest softmax $U/softmax_threads.c $T
+honest matmul $U/matmul_transposed.c $P
+honest layernorm $U/layernorm_pairwise.c $P
+honest conv_relu_pool $U/conv_im2col.c $P
+honest softmax $H/low_precision.c --policy tests/data/bf16.yaml
+
+hostile check.unwritten_output softmax $H/unwritten.c $P
+hostile check.input_modified softmax $H/zero_inputs.c $P
+hostile check.constant_output softmax $H/constant.c $P
+hostile check.input_passthrough softmax $H/passthrough.c $P
+hostile check.unwritten_output softmax $H/partial.c $P
+hostile check.shape_variant softmax $H/nominal_only.c $P
+hostile check.mismatch softmax $H/low_precision.c $P
+hostile check.stale_result softmax $H/cache_late.c $P --trials 1
+hostile check.async_escape softmax $H/async_thread.c $T
+hostile static.forbidden_symbol softmax $H/async_thread.c $P
+hostile check.canary softmax $H/oob_write.c $P
+hostile static.forbidden_symbol softmax $H/call_reference.c $P
+hostile static.forbidden_symbol softmax $H/patch_timer.c $P
+hostile static.forbidden_symbol softmax $H/persist_file.c $P
+hostile sandbox.syscall softmax $H/raw_socket.c $P
+hostile sandbox.syscall softmax $H/constructor.c $P
+hostile sandbox.timeout softmax $H/infinite_loop.c $P
+hostile sandbox.memory softmax $H/huge_malloc.c $P
+hostile sandbox.output_limit softmax $H/print_flood.c $P
+hostile timing.tampered softmax $H/forge_timing.c $P
+
+echo "false positives (honest rejected): $fp of 6; false negatives (hostile passed or misattributed): $fn of 20"
+finish
