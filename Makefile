@@ -56,7 +56,7 @@ $(BUILD)/%.o: %.c
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-.PHONY: all deps test unit-test integration-test demo sanitize bench clean install test-gpu cppcheck
+.PHONY: all deps test tests demo sanitize bench clean install test-gpu cppcheck
 
 deps:
 	@scripts/deps.sh
@@ -92,3 +92,8 @@ bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BINS)
 	@scripts/bench.sh $(BUILD)
 .SECONDARY:
+
+# The CUDA suite; run it on a GPU machine (through the device tool in development).
+test-gpu: deps
+	@$(MAKE) --no-print-directory all
+	@KGATE_HOME=$(CURDIR) KGATE_BUILD=$(BUILD) sh tests/gpu/run.sh

@@ -10,6 +10,7 @@
 #include <dirent.h>
 
 #include "cli/commands.h"
+#include "cli/doctor.h"
 #include "sandbox/sandbox.h"
 #include "verifier/task.h"
 #include "verifier/verify.h"
@@ -230,7 +231,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: kgate COMMAND [options]\ncommands:\n"
 		   "  verify TASK CANDIDATE   verify one candidate kernel (kgate verify --help)\n"
-		   "  tasks                   list the installed tasks\n");
+		   "  tasks                   list the installed tasks\n"
+		   "  doctor [--gpu]          what this host offers: sandbox layers, toolchains, GPU\n");
 	for (const struct kg_command *c = kg_extra_commands; c && c->name; c++)
 		fprintf(f, "  %-23s %s\n", c->name, c->help);
 	fprintf(f, "  version                 print the version\n");
@@ -247,6 +249,8 @@ int main(int argc, char **argv)
 		return cmd_verify(argc - 1, argv + 1);
 	if (!strcmp(cmd, "tasks"))
 		return cmd_tasks(argc - 1, argv + 1);
+	if (!strcmp(cmd, "doctor"))
+		return kg_cmd_doctor(argc - 1, argv + 1);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
 		printf("kgate %s (candidate ABI %d)\n", KG_VERSION, KG_ABI_VERSION);
 		return 0;
