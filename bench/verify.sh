@@ -1,0 +1,62 @@
+#!/bin/sh
+# `make bench`, verifier part: the time to verify one candidate end to end and its breakdown, the
+# spread of repeated timings of one kernel, and (on a GPU) the trusted references' times beside
+# the figures in the product brief, all measured in this one run.
+set -u
+B=${KGATE_BUILD:-build}
+K="$B/kgate"
+export KGATE_HOME="${KGATE_HOME:-$(pwd)}"
+out=$(mktemp -d /tmp/kgate-bench-XXXXXX)
+trap 'rm -rf "$out"' EXIT
+
+summary() { # summary JSON LABEL
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); t = d.get("timing", {}); du = d["durations"]
+print(f"{sys.argv[2]}: verdict {d['verdict']} at {d['dims']} on {d['device']}")
+print(f"  end to end {du['total_s']:.2f} s = compile {du['compile_s']:.2f} + sandbox start {du['sandbox_start_s']:.2f}"
+      f" + checks {du['checks_s']:.2f} + timing {du['timing_s']:.2f} (+ setup/teardown)")
+if t:
+    c, r = t["candidate"], t["reference"]
+    print(f"  candidate {c['median_ms']:.4f} ms (spread {100*c['spread']:.2f} %), reference {r['median_ms']:.4f} ms "
+          f"(spread {100*r['spread']:.2f} %), speedup {t['speedup']:.3f}x, {t['gbps']:.1f} GB/s"
+          + (f" = {100*t['roofline']:.1f} % of {t['ceiling_gbps']:.0f} GB/s" if t['roofline'] else ""))
+PY
+}
+
+echo "kgate bench: verification (CPU backend, ci shapes)"
+"$K" verify softmax examples/softmax/online.c --policy policy/ci.yaml --quiet --report json:"$out/cpu.json"
+summary "$out/cpu.json" "softmax online.c (cpu)"
+
+if ! "$K" doctor --gpu >/dev/null 2>&1; then
+	echo "no GPU here: the GPU measurements are skipped"
+	exit 0
+fi
+echo
+echo "kgate bench: verification on the GPU ($("$K" doctor --gpu))"
+"$K" verify softmax examples/cuda/softmax/online.cu --policy policy/default.yaml --trials 1 --quiet \
+	--report json:"$out/gpu-e2e.json"
+summary "$out/gpu-e2e.json" "softmax online.cu, default policy (all classes, variants)"
+echo
+echo "trusted references at the nominal shapes (CUDA events, L2 flushed, fresh inputs, median of 20):"
+for t in softmax layernorm matmul conv_relu_pool; do
+	"$K" verify $t tasks/$t/reference.cu --policy bench/bench.yaml --quiet --report json:"$out/ref-$t.json"
+done
+python3 - "$out" <<'PY'
+import json, os, sys
+brief = {"softmax": (1.05, 0.78), "layernorm": (8.16, 0.33), "matmul": (2.68, None), "conv_relu_pool": (None, None)}
+print(f"  {'task':<16}{'kgate ref ms':>13}{'spread':>9}{'GB/s':>9}{'GFLOP/s':>10}{'brief eager':>13}{'brief compile':>15}{'eager/ref':>11}")
+for t, (eager, comp) in brief.items():
+    d = json.load(open(os.path.join(sys.argv[1], f"ref-{t}.json")))
+    tm = d.get("timing")
+    if not tm:
+        print(f"  {t:<16} (no timing: {d['verdict']}) {d.get('error','')}")
+        continue
+    r = tm["reference"]["median_ms"]
+    gbps = tm["bytes"] / (r * 1e-3) / 1e9 if r else 0
+    gfl = tm["flops"] / (r * 1e-3) / 1e9 if r else 0
+    e = f"{eager:.2f}" if eager else "-"
+    c = f"{comp:.2f}" if comp else "-"
+    ratio = f"{eager / r:.2f}x" if eager and r else "-"
+    print(f"  {t:<16}{r:>13.4f}{100*tm['reference']['spread']:>8.2f}%{gbps:>9.0f}{gfl:>10.0f}{e:>13}{c:>15}{ratio:>11}")
+PY
