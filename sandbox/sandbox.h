@@ -45,7 +45,8 @@ struct kg_sb_limits {
 	double wall_s; /* watchdog: the whole process group is killed after this; 0 = 60 s */
 	uint32_t cpu_s; /* RLIMIT_CPU; 0 = derived from wall_s */
 	uint64_t mem_bytes; /* RLIMIT_AS (run-cpu and compile), cgroup memory.max, and the bound that a
-	                     * single mmap/mremap may not exceed (reported as KG_SB_END_MEMORY) */
+	                     * single mmap/mremap may not exceed (reported as KG_SB_END_MEMORY);
+	                     * 0 = 8 GiB for compile and run-cpu, no bound for run-cuda */
 	uint32_t nproc; /* RLIMIT_NPROC and cgroup pids.max; 0 = profile default */
 	uint32_t nofile; /* RLIMIT_NOFILE; 0 = 64 */
 	uint64_t fsize; /* RLIMIT_FSIZE; 0 = 64 MiB */
@@ -120,13 +121,21 @@ struct kg_sb_outcome {
 
 struct kg_sb_child;
 
+/* Environment a program spawned with seccomp_deferred = 1 finds (kg_sb_seccomp_apply reads it):
+ * the fd of the socket the seccomp listener goes back over (3 + n_fds), and n_fds. */
+#define KG_SB_ENV_NOTIFY_FD "KGATE_SB_NOTIFY_FD"
+#define KG_SB_ENV_NFDS "KGATE_SB_NFDS"
+
 /* Starts the program. On success *out owns the child; it is running. When a required layer fails,
  * returns -EPERM with the layer named in e and nothing is left running. */
 int kg_sb_spawn(const struct kg_sb_spec *spec, struct kg_sb_child **out, kg_error *e);
 
 /* Waits until the caller's fd is readable, the child ends, or timeout_ms passes (-1: no limit but
  * the watchdog), servicing the sandbox's own fds meanwhile (output capture, seccomp notifications,
- * the watchdog). Returns 1 when fd is readable, 0 on timeout, KG_SB_ENDED when the child ended. */
+ * the watchdog). Returns 1 when fd is readable, 0 on timeout, KG_SB_ENDED when the child ended.
+ * A readable fd wins over the end (it may hold the program's last words; at EOF stop passing it:
+ * fd = -1 waits for the end alone). The watchdog and the seccomp notifications are serviced only
+ * while the caller is in here or in kg_sb_wait; RLIMIT_CPU bounds a child nobody waits for. */
 #define KG_SB_ENDED 2
 int kg_sb_wait_fd(struct kg_sb_child *c, int fd, int timeout_ms);
 
@@ -139,8 +148,17 @@ int kg_sb_wait(struct kg_sb_child *c, struct kg_sb_outcome *o);
 
 pid_t kg_sb_pid(const struct kg_sb_child *c);
 unsigned kg_sb_layers_active(const struct kg_sb_child *c);
+/* Why layers failed or came up reduced ("cgroup: no writable cgroup2 tree with memory, pids"),
+ * "" when all came up; owned by c. */
+const char *kg_sb_notes(const struct kg_sb_child *c);
 /* Kills the child if it still runs, reaps it, frees everything. NULL is fine. */
 void kg_sb_free(struct kg_sb_child *c);
+
+/* When kgate runs as root, the sandboxed program runs as the unprivileged outer uid/gid 65534
+ * (uid 0 inside its user namespace), so a scratch tree it must write to (KG_SB_PATH_RW) has to
+ * belong to that id: this chowns the tree at dir, which the caller created, to it (symlinks are not
+ * followed). A no-op when kgate does not run as root. */
+int kg_sb_chown_scratch(const char *dir, kg_error *e);
 
 /* --- called inside the sandboxed program (seccomp_deferred = 1) --- */
 

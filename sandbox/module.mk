@@ -1,0 +1,26 @@
+# sandbox: the isolation layer every untrusted step runs in (namespaces, mounts, Landlock, seccomp,
+# capabilities, limits). Library, its tests (tests/sandbox) and its bench (bench/sandbox.mk).
+SANDBOX_SRCS := $(wildcard sandbox/*.c)
+SANDBOX_LIB := $(BUILD)/libkgsandbox.a
+$(SANDBOX_LIB): $(SANDBOX_SRCS:%.c=$(BUILD)/%.o)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+all: $(SANDBOX_LIB)
+CPPCHECK_DIRS += sandbox
+
+SANDBOX_LINK := $(SANDBOX_LIB) $(COMMON_LIB)
+# the helper runs inside the sandbox: link only what it needs, so that it loads fast
+SANDBOX_HELPER_LIBS := $(shell pkg-config --libs libseccomp libcap 2>/dev/null || echo -lseccomp -lcap)
+SANDBOX_HELPERS := $(BUILD)/tests/helpers/try-syscall
+
+$(BUILD)/tests/helpers/try-syscall: $(BUILD)/tests/sandbox/try-syscall.o $(SANDBOX_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(KG_LDFLAGS) $^ -o $@ $(SANDBOX_HELPER_LIBS) -ldl -lm
+
+$(BUILD)/tests/bin/sandbox_%: $(BUILD)/tests/sandbox/sandbox_%.o $(SANDBOX_LINK) $(SANDBOX_HELPERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(KG_LDFLAGS) $(filter %.o %.a,$^) -o $@ $(CMOCKA_LIBS) $(PKG_LIBS) -lm
+
+TEST_BINS += $(BUILD)/tests/bin/sandbox_api $(BUILD)/tests/bin/sandbox_syscalls
+
+include bench/sandbox.mk

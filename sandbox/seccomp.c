@@ -1,0 +1,431 @@
+/* The seccomp layer: per-profile allowlists (libseccomp), the baseline deny list for programs that
+ * apply their own filter later, and kg_sb_seccomp_apply for those programs. Denials go to the
+ * supervising parent as user notifications so that they can be reported by name; where that is not
+ * available the filter kills instead. To extend a profile, add the call to its table below; calls
+ * that need argument checks have their own rule further down. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "sb_int.h"
+
+#ifndef ARCH_SET_FS
+#define ARCH_SET_FS 0x1002
+#define ARCH_GET_FS 0x1003
+#endif
+#ifndef ARCH_CET_STATUS
+#define ARCH_CET_STATUS 0x3001
+#endif
+
+/* Namespace flags: no profile may create namespaces (kernel attack surface, and a way around the
+ * pid namespace's kill semantics). */
+#define NS_FLAGS                                                                                   \
+	((uint64_t)(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |    \
+		    CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME))
+
+/* What a loaded .so doing math needs, and what the dynamic loader needs to load it (the verifier
+ * separately refuses candidates importing mprotect). */
+static const char *const run_cpu_allow[] = {
+	"read", "write", "readv", "writev", "pread64", "pwrite64", "lseek", "close",
+	"fstat", "newfstatat", "statx", "stat", "lstat",
+	"openat", "open", "access", "faccessat", "faccessat2", /* paths: mounts + Landlock */
+	"readlink", "getcwd", "getdents64",
+	"munmap", "mprotect", "madvise", "brk",
+	"futex", "set_robust_list", "rseq", "set_tid_address",
+	"exit", "exit_group", "restart_syscall",
+	"rt_sigreturn", "rt_sigaction", "rt_sigprocmask", "sigaltstack",
+	"clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time",
+	"getrandom", "sched_yield", "sched_getaffinity", "getcpu",
+	"getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid", "uname",
+	"sysinfo", "getrusage", "times", "getrlimit",
+	"dup", "dup2", "dup3", "poll", "ppoll",
+};
+
+/* run-cpu plus what the CUDA runtime's threads do after context creation. Not measured here (no
+ * GPU on the build host): start small, extend from the syscall names the reports give. */
+static const char *const run_cuda_allow[] = {
+	"epoll_wait", "epoll_pwait", "epoll_ctl", "select", "pselect6",
+	"sched_getparam", "sched_getscheduler",
+};
+
+/* Derived with strace -f on gcc/cc1/as/collect2/ld (cc -O2 -shared -fPIC, with and without errors,
+ * g++ -pthread) and nvcc/cudafe++/cicc/ptxas/fatbinary/nvlink, plus the close relatives of each
+ * (the *at and 64 forms) so that another libc or toolchain version does not trip. */
+static const char *const compile_allow[] = {
+	"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "lseek", "close",
+	"close_range", "fstat", "newfstatat", "statx", "stat", "lstat", "statfs", "fstatfs",
+	"open", "openat", "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getcwd",
+	"chdir", "fchdir", "getdents64", "umask", "chmod", "fchmod", "fchmodat",
+	"rename", "renameat", "renameat2", "unlink", "unlinkat", "mkdir", "mkdirat", "rmdir",
+	"link", "linkat", "symlink", "symlinkat", "ftruncate", "fallocate", "fsync", "fdatasync",
+	"utimensat", "fadvise64", "copy_file_range", "sendfile",
+	"munmap", "mprotect", "madvise", "brk", "mincore",
+	"futex", "set_robust_list", "rseq", "set_tid_address",
+	"execve", "vfork", "fork", "wait4", "waitid", "kill", "tgkill", "tkill",
+	"pipe", "pipe2", "dup", "dup2", "dup3", "poll", "ppoll", "select", "pselect6",
+	"exit", "exit_group", "restart_syscall",
+	"rt_sigreturn", "rt_sigaction", "rt_sigprocmask", "rt_sigsuspend", "sigaltstack",
+	"alarm", "setitimer", "getitimer",
+	"clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time", "times",
+	"getrandom", "sched_yield", "sched_getaffinity", "sched_get_priority_max",
+	"sched_get_priority_min", "sched_getparam", "sched_getscheduler", "getcpu",
+	"getpid", "gettid", "getppid", "getpgrp", "getuid", "geteuid", "getgid", "getegid",
+	"getgroups", "uname", "sysinfo", "getrusage",
+	/* gcc raises its soft stack limit; the hard limits hold without CAP_SYS_RESOURCE */
+	"getrlimit", "setrlimit", "prlimit64",
+};
+
+/* Deny list for seccomp_deferred programs until they apply their profile: what no initialisation
+ * needs and what would let the program (or anything it loads early) escape or see the host. */
+static const char *const baseline_deny[] = {
+	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
+	"mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
+	"move_mount", "open_tree", "mount_setattr", "open_by_handle_at", "name_to_handle_at",
+	"bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
+	"io_uring_register", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+	"delete_module", "keyctl", "add_key", "request_key", "unshare", "setns",
+	"acct", "swapon", "swapoff", "reboot", "syslog", "quotactl", "quotactl_fd", "lookup_dcookie",
+	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "uselib", "ioperm", "iopl",
+	"vhangup", "nfsservctl", "sysfs", "_sysctl",
+	"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
+	"setfsuid", "setfsgid",
+};
+
+static int add(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n,
+	       const struct scmp_arg_cmp *cmp)
+{
+	int nr = seccomp_syscall_resolve_name(name);
+	if (nr == __NR_SCMP_ERROR)
+		return 0; /* not on this architecture */
+	return seccomp_rule_add_array(ctx, action, nr, n, cmp);
+}
+
+static int allow_all(scmp_filter_ctx ctx, const char *const *names, size_t n)
+{
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = add(ctx, SCMP_ACT_ALLOW, names[i], 0, NULL);
+	return rc;
+}
+
+/* allow `name` when argument `arg` (32 bits) equals one of vals */
+static int allow_arg_in(scmp_filter_ctx ctx, const char *name, unsigned arg, const uint64_t *vals,
+			size_t n)
+{
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct scmp_arg_cmp c = SCMP_CMP32(arg, SCMP_CMP_EQ, vals[i]);
+		rc = add(ctx, SCMP_ACT_ALLOW, name, 1, &c);
+	}
+	return rc;
+}
+
+static scmp_filter_ctx new_ctx(uint32_t def)
+{
+	scmp_filter_ctx ctx = seccomp_init(def);
+	if (!ctx)
+		return NULL;
+	/* int 0x80 and x32 calls would bypass a filter written for x86_64 numbers */
+	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) ||
+	    seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2)) {
+		seccomp_release(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+static int memory_rules(scmp_filter_ctx ctx, uint64_t mem)
+{
+	int rc;
+	if (!mem) {
+		if ((rc = add(ctx, SCMP_ACT_ALLOW, "mmap", 0, NULL)))
+			return rc;
+		return add(ctx, SCMP_ACT_ALLOW, "mremap", 0, NULL);
+	}
+	/* a longer mapping goes to the parent, which reports it as over the memory bound */
+	struct scmp_arg_cmp len = SCMP_A1(SCMP_CMP_LE, mem);
+	if ((rc = add(ctx, SCMP_ACT_ALLOW, "mmap", 1, &len)))
+		return rc;
+	struct scmp_arg_cmp newlen = SCMP_A2(SCMP_CMP_LE, mem);
+	return add(ctx, SCMP_ACT_ALLOW, "mremap", 1, &newlen);
+}
+
+int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, kg_error *e)
+{
+	scmp_filter_ctx ctx = new_ctx(fp->notify ? SCMP_ACT_NOTIFY : SCMP_ACT_KILL_PROCESS);
+	int rc = 0;
+	if (!ctx)
+		return kg_err(e, -ENOMEM, "seccomp: cannot create a filter");
+	static const uint64_t tty_ioctls[] = {TCGETS, TIOCGWINSZ, FIONREAD};
+	static const uint64_t fcntl_cmds[] = {F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD,
+		F_DUPFD_CLOEXEC};
+	static const uint64_t prctl_ops[] = {PR_SET_NAME, PR_GET_NAME};
+	static const uint64_t arch_ops[] = {ARCH_SET_FS, ARCH_GET_FS, ARCH_CET_STATUS};
+	/* glibc tries clone3 first and falls back to clone, whose flags a filter can see */
+	if ((rc = add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL)))
+		goto out;
+	if ((rc = memory_rules(ctx, fp->mem_bytes)))
+		goto out;
+	if ((rc = allow_arg_in(ctx, "ioctl", 1, tty_ioctls, KG_ARRAY_LEN(tty_ioctls))) ||
+	    (rc = allow_arg_in(ctx, "prctl", 0, prctl_ops, KG_ARRAY_LEN(prctl_ops))) ||
+	    (rc = allow_arg_in(ctx, "arch_prctl", 0, arch_ops, KG_ARRAY_LEN(arch_ops))))
+		goto out;
+	/* the control channel (handed fds) and the notify socket, nothing else (no socket() anyway) */
+	static const char *const msg_calls[] = {"sendmsg", "recvmsg", "sendto", "recvfrom"};
+	for (size_t i = 0; i < KG_ARRAY_LEN(msg_calls) && !rc; i++) {
+		struct scmp_arg_cmp c = SCMP_A0_32(SCMP_CMP_LT, (uint32_t)fp->fd_limit);
+		rc = add(ctx, SCMP_ACT_ALLOW, msg_calls[i], 1, &c);
+	}
+	if (rc)
+		goto out;
+
+	if (fp->profile == KG_SB_PROFILE_COMPILE) {
+		if ((rc = allow_all(ctx, compile_allow, KG_ARRAY_LEN(compile_allow))))
+			goto out;
+		/* build tools also lock files (ccache, make -j) and size their pipes */
+		static const uint64_t compile_fcntl[] = {F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD,
+			F_DUPFD_CLOEXEC, F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW,
+			F_GETPIPE_SZ, F_SETPIPE_SZ};
+		if ((rc = allow_arg_in(ctx, "fcntl", 1, compile_fcntl, KG_ARRAY_LEN(compile_fcntl))))
+			goto out;
+		struct scmp_arg_cmp nons = SCMP_A0_64(SCMP_CMP_MASKED_EQ, NS_FLAGS, 0);
+		rc = add(ctx, SCMP_ACT_ALLOW, "clone", 1, &nons);
+		goto out;
+	}
+
+	if ((rc = allow_all(ctx, run_cpu_allow, KG_ARRAY_LEN(run_cpu_allow))) ||
+	    (rc = allow_arg_in(ctx, "fcntl", 1, fcntl_cmds, KG_ARRAY_LEN(fcntl_cmds))))
+		goto out;
+	/* rlimits may be read, never set (raising is the point of a call) */
+	struct scmp_arg_cmp getonly = SCMP_A2_64(SCMP_CMP_EQ, 0);
+	if ((rc = add(ctx, SCMP_ACT_ALLOW, "prlimit64", 1, &getonly)))
+		goto out;
+	if (fp->self_pid > 0) {
+		/* raise() and abort() on itself; nobody else */
+		struct scmp_arg_cmp self = SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)fp->self_pid);
+		if ((rc = add(ctx, SCMP_ACT_ALLOW, "kill", 1, &self)) ||
+		    (rc = add(ctx, SCMP_ACT_ALLOW, "tgkill", 1, &self)))
+			goto out;
+	}
+	if (fp->allow_threads) {
+		struct scmp_arg_cmp thr = SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD | NS_FLAGS, CLONE_THREAD);
+		if ((rc = add(ctx, SCMP_ACT_ALLOW, "clone", 1, &thr)))
+			goto out;
+	}
+	if (fp->exec_gate) {
+		/* one execve, of the program itself: its path sits at an address only the filter and
+		 * the exec'ing child know, and that address is gone once the new image runs */
+		struct scmp_arg_cmp gate = SCMP_A0_64(SCMP_CMP_EQ, fp->exec_gate);
+		if ((rc = add(ctx, SCMP_ACT_ALLOW, "execve", 1, &gate)))
+			goto out;
+	}
+	if (fp->profile == KG_SB_PROFILE_RUN_CUDA) {
+		if ((rc = allow_all(ctx, run_cuda_allow, KG_ARRAY_LEN(run_cuda_allow))))
+			goto out;
+		for (int i = 0; i < fp->n_ioctl_fds && !rc; i++) {
+			struct scmp_arg_cmp c = SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)fp->ioctl_fds[i]);
+			rc = add(ctx, SCMP_ACT_ALLOW, "ioctl", 1, &c);
+		}
+	}
+out:
+	if (rc) {
+		seccomp_release(ctx);
+		return kg_err(e, rc, "seccomp: building the %s filter: %s", kg_sb_profile_name(fp->profile),
+			      strerror(-rc));
+	}
+	*out = ctx;
+	return 0;
+}
+
+int sb_filter_baseline(int notify, scmp_filter_ctx *out, kg_error *e)
+{
+	scmp_filter_ctx ctx = new_ctx(SCMP_ACT_ALLOW);
+	uint32_t deny = notify ? SCMP_ACT_NOTIFY : SCMP_ACT_KILL_PROCESS;
+	int rc;
+	if (!ctx)
+		return kg_err(e, -ENOMEM, "seccomp: cannot create a filter");
+	for (size_t i = 0; i < KG_ARRAY_LEN(baseline_deny); i++)
+		if ((rc = add(ctx, deny, baseline_deny[i], 0, NULL)))
+			goto out;
+	/* AF_UNIX stays (drivers talk to local daemons); every other family is network */
+	struct scmp_arg_cmp inet = SCMP_A0_32(SCMP_CMP_NE, AF_UNIX);
+	if ((rc = add(ctx, deny, "socket", 1, &inet)) || (rc = add(ctx, deny, "socketpair", 1, &inet)))
+		goto out;
+	/* personality(0xffffffff) only reads it (sanitizer runtimes do) */
+	struct scmp_arg_cmp pers = SCMP_A0_32(SCMP_CMP_NE, 0xffffffffu);
+	if ((rc = add(ctx, deny, "personality", 1, &pers)))
+		goto out;
+	for (unsigned bit = 0; bit < 64; bit++) {
+		if (!(NS_FLAGS & (1ull << bit)))
+			continue;
+		struct scmp_arg_cmp ns = SCMP_A0_64(SCMP_CMP_MASKED_EQ, 1ull << bit, 1ull << bit);
+		if ((rc = add(ctx, deny, "clone", 1, &ns)))
+			goto out;
+	}
+	rc = add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
+out:
+	if (rc) {
+		seccomp_release(ctx);
+		return kg_err(e, rc, "seccomp: building the baseline filter: %s", strerror(-rc));
+	}
+	*out = ctx;
+	return 0;
+}
+
+int sb_filter_export(scmp_filter_ctx ctx, int memfd, uint32_t *len, kg_error *e)
+{
+	int rc;
+	if (ftruncate(memfd, 0) || lseek(memfd, 0, SEEK_SET))
+		return kg_err(e, -errno, "seccomp: memfd: %s", strerror(errno));
+	if ((rc = seccomp_export_bpf(ctx, memfd)))
+		return kg_err(e, rc, "seccomp: exporting the filter: %s", strerror(-rc));
+	off_t end = lseek(memfd, 0, SEEK_CUR);
+	if (end <= 0)
+		return kg_err(e, -EIO, "seccomp: empty filter");
+	*len = (uint32_t)end;
+	return 0;
+}
+
+int sb_notify_supported(void)
+{
+	/* API level 6: USER_NOTIF together with TSYNC (kernel 5.7 and libseccomp 2.5) */
+	static int level = -1;
+	if (level < 0)
+		__atomic_store_n(&level, (int)seccomp_api_get(), __ATOMIC_RELAXED);
+	return level >= 6;
+}
+
+int sb_send_fd(int sock, int fd)
+{
+	char one = 'L';
+	struct iovec iov = {.iov_base = &one, .iov_len = 1};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+		.msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	for (;;) {
+		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+		if (n == 1)
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n < 0 ? -errno : -EIO;
+	}
+}
+
+int sb_recv_fd(int sock)
+{
+	char one;
+	struct iovec iov = {.iov_base = &one, .iov_len = 1};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+		.msg_controllen = sizeof(u.buf)};
+	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -EPIPE;
+	int fd = -EBADMSG;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+		    c->cmsg_len != CMSG_LEN(sizeof(int)))
+			continue;
+		memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	}
+	if (mh.msg_flags & MSG_CTRUNC) {
+		if (fd >= 0)
+			close(fd);
+		return -EBADMSG;
+	}
+	return fd;
+}
+
+static int env_int(const char *name, int dflt)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return dflt;
+	char *end;
+	long v = strtol(s, &end, 10);
+	return *end || v < 0 || v > 4096 ? dflt : (int)v;
+}
+
+static int load(const struct sb_filter_params *fp, scmp_filter_ctx *ctx, kg_error *e)
+{
+	int rc = sb_filter_profile(fp, ctx, e);
+	if (rc)
+		return rc;
+	if ((rc = seccomp_attr_set(*ctx, SCMP_FLTATR_CTL_TSYNC, 1)) || (rc = seccomp_load(*ctx))) {
+		seccomp_release(*ctx);
+		*ctx = NULL;
+		return kg_err(e, rc, "seccomp: loading the %s filter: %s", kg_sb_profile_name(fp->profile),
+			      strerror(-rc));
+	}
+	return 0;
+}
+
+int kg_sb_seccomp_apply(const struct kg_sb_filter_opts *o, kg_error *e)
+{
+	int sock = env_int(KG_SB_ENV_NOTIFY_FD, -1);
+	int nfds = env_int(KG_SB_ENV_NFDS, 0);
+	struct stat st;
+	if (sock >= 0 && (fstat(sock, &st) || !S_ISSOCK(st.st_mode)))
+		sock = -1;
+	struct sb_filter_params fp = {
+		.profile = o->profile,
+		.allow_threads = o->allow_threads,
+		.mem_bytes = o->mem_bytes,
+		.ioctl_fds = o->ioctl_fds,
+		.n_ioctl_fds = o->n_ioctl_fds,
+		.fd_limit = 3 + nfds,
+		.self_pid = getpid(),
+		.notify = sock >= 0 && sb_notify_supported(),
+	};
+	if (sock >= fp.fd_limit)
+		fp.fd_limit = sock + 1;
+	scmp_filter_ctx ctx = NULL;
+	int rc = load(&fp, &ctx, e);
+	if (rc)
+		goto out;
+	if (fp.notify) {
+		int lfd = seccomp_notify_fd(ctx);
+		rc = lfd < 0 ? lfd : sb_send_fd(sock, lfd);
+		if (lfd >= 0)
+			close(lfd);
+		if (rc) {
+			/* Nobody will answer the notifications, which would then fail with ENOSYS and
+			 * let the program go on: stack the same list with a killing default on top. */
+			scmp_filter_ctx kill_ctx = NULL;
+			fp.notify = 0;
+			if (!load(&fp, &kill_ctx, e))
+				seccomp_release(kill_ctx);
+			kg_err(e, rc, "seccomp: passing the listener to the sandbox: %s (the filter kills instead)",
+			       strerror(-rc));
+		}
+	}
+out:
+	if (ctx)
+		seccomp_release(ctx);
+	if (sock >= 0)
+		close(sock);
+	return rc;
+}
