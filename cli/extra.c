@@ -1,8 +1,13 @@
-/* The table of commands contributed by other rooms. Empty until the search loop lands. */
+/* The table of commands contributed by other rooms: the search loop (agents/) and the helper
+ * process it runs agent plugins in. */
 #include <stddef.h>
 
+#include "agents/search.h"
 #include "cli/commands.h"
 
 const struct kg_command kg_extra_commands[] = {
+	{"search", "search for a fast correct kernel with an agent (kgate search --help)", kg_cmd_search},
+	/* Internal: started by `kgate search` itself to isolate an agent plugin (fd 3 protocol). */
+	{"agent-host", "(internal) host an agent plugin for kgate search", kg_cmd_agent_host},
 	{NULL, NULL, NULL},
 };

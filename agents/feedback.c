@@ -1,0 +1,256 @@
+/* What the agent is told: the task (from the manifest, the references and the ABI header) and
+ * every earlier result (from the history lines), as kgate.v1 protobuf messages. Everything is
+ * allocated from one pool that the caller frees after packing. */
+#include "agents/feedback.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verifier/dtype.h"
+
+#define MAX_SOURCE (1u << 20)
+#define MAX_COMPILE_LOG 4000
+
+void *kg_pool_alloc(struct kg_pool *p, size_t n)
+{
+	if (p->n == p->cap) {
+		size_t nc = p->cap ? p->cap * 2 : 64;
+		void **np = realloc(p->ptrs, nc * sizeof(void *));
+		if (!np)
+			return NULL;
+		p->ptrs = np;
+		p->cap = nc;
+	}
+	void *x = calloc(1, n ? n : 1);
+	if (x)
+		p->ptrs[p->n++] = x;
+	return x;
+}
+
+char *kg_pool_strdup(struct kg_pool *p, const char *s)
+{
+	size_t n = strlen(s ? s : "") + 1;
+	char *d = kg_pool_alloc(p, n);
+	if (d && s)
+		memcpy(d, s, n);
+	return d;
+}
+
+void kg_pool_free(struct kg_pool *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->ptrs[i]);
+	free(p->ptrs);
+	memset(p, 0, sizeof(*p));
+}
+
+/* A file's text owned by the pool; "" when unreadable (the agent copes with less context). */
+static char *pool_file(struct kg_pool *p, const char *path)
+{
+	char *text = NULL;
+	if (!path || !*path || kg_read_file(path, MAX_SOURCE, &text, NULL, NULL))
+		return kg_pool_strdup(p, "");
+	char *d = kg_pool_strdup(p, text);
+	free(text);
+	return d;
+}
+
+static Kgate__V1__TensorSpec **specs(struct kg_pool *p, const struct kg_tensor_spec *s, int n)
+{
+	static const char *const roles[] = {"activation", "weight", "bias"};
+	Kgate__V1__TensorSpec **v = kg_pool_alloc(p, (size_t)n * sizeof(*v));
+	if (!v)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		Kgate__V1__TensorSpec *t = kg_pool_alloc(p, sizeof(*t));
+		char **shape = kg_pool_alloc(p, (size_t)s[i].ndim * sizeof(char *));
+		if (!t || !shape)
+			return NULL;
+		kgate__v1__tensor_spec__init(t);
+		t->name = kg_pool_strdup(p, s[i].name);
+		t->dtype = kg_pool_strdup(p, kg_dtype_name(s[i].dtype));
+		t->role = kg_pool_strdup(p, s[i].role <= KG_ROLE_BIAS ? roles[s[i].role] : "");
+		for (int k = 0; k < s[i].ndim; k++)
+			shape[k] = kg_pool_strdup(p, s[i].dim[k]);
+		t->n_shape = (size_t)s[i].ndim;
+		t->shape = shape;
+		v[i] = t;
+	}
+	return v;
+}
+
+static Kgate__V1__ShapeSet *shapeset(struct kg_pool *p, const char *name, const kg_dims *d)
+{
+	Kgate__V1__ShapeSet *s = kg_pool_alloc(p, sizeof(*s));
+	Kgate__V1__Dim **dims = kg_pool_alloc(p, (size_t)d->n * sizeof(*dims));
+	if (!s || !dims)
+		return NULL;
+	kgate__v1__shape_set__init(s);
+	s->name = kg_pool_strdup(p, name);
+	for (int i = 0; i < d->n; i++) {
+		if (!(dims[i] = kg_pool_alloc(p, sizeof(*dims[i]))))
+			return NULL;
+		kgate__v1__dim__init(dims[i]);
+		dims[i]->name = kg_pool_strdup(p, d->name[i]);
+		dims[i]->value = d->val[i];
+	}
+	s->n_dims = (size_t)d->n;
+	s->dims = dims;
+	return s;
+}
+
+Kgate__V1__Task *kg_feedback_task(struct kg_pool *p, const struct kg_task *t, int cuda, const char *shape_set,
+				  int variants, const char *abi_header_path)
+{
+	Kgate__V1__Task *m = kg_pool_alloc(p, sizeof(*m));
+	if (!m)
+		return NULL;
+	kgate__v1__task__init(m);
+	m->name = kg_pool_strdup(p, t->name);
+	m->description = kg_pool_strdup(p, t->description);
+	m->manifest = pool_file(p, t->path);
+	m->reference_source = pool_file(p, t->ref_c);
+	m->reference_cuda = pool_file(p, t->ref_cuda);
+	m->abi_header = pool_file(p, abi_header_path);
+	if (!(m->inputs = specs(p, t->inputs, t->n_inputs)) || !(m->outputs = specs(p, t->outputs, t->n_outputs)))
+		return NULL;
+	m->n_inputs = (size_t)t->n_inputs;
+	m->n_outputs = (size_t)t->n_outputs;
+	if (!(m->shape_sets = kg_pool_alloc(p, (size_t)t->n_shapesets * sizeof(*m->shape_sets))))
+		return NULL;
+	for (int i = 0; i < t->n_shapesets; i++)
+		if (!(m->shape_sets[i] = shapeset(p, t->shapesets[i].name, &t->shapesets[i].dims)))
+			return NULL;
+	m->n_shape_sets = (size_t)t->n_shapesets;
+	m->shape_set = kg_pool_strdup(p, shape_set);
+	m->shape_variants = variants && t->n_variants > 0;
+	m->cost_bytes = kg_pool_strdup(p, t->cost_bytes);
+	m->cost_flops = kg_pool_strdup(p, t->cost_flops);
+	m->atol = t->atol;
+	m->rtol = t->rtol;
+	m->language = cuda ? KGATE__V1__LANGUAGE__LANGUAGE_CUDA : KGATE__V1__LANGUAGE__LANGUAGE_C;
+	return m;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+static Kgate__V1__Reason *reason(struct kg_pool *p, json_t *r)
+{
+	Kgate__V1__Reason *m = kg_pool_alloc(p, sizeof(*m));
+	if (!m)
+		return NULL;
+	kgate__v1__reason__init(m);
+	m->code = kg_pool_strdup(p, jstr(r, "code"));
+	m->message = kg_pool_strdup(p, jstr(r, "message"));
+	m->input_class = kg_pool_strdup(p, jstr(r, "input_class"));
+	m->seed = kg_pool_strdup(p, jstr(r, "seed"));
+	m->shape = kg_pool_strdup(p, jstr(r, "shape"));
+	m->tensor = kg_pool_strdup(p, jstr(r, "tensor"));
+	json_t *idx = json_object_get(r, "index");
+	m->index = json_is_integer(idx) ? (int64_t)json_integer_value(idx) : -1;
+	json_t *ex = json_object_get(r, "expected"), *got = json_object_get(r, "got");
+	if (json_is_number(ex) && json_is_number(got)) {
+		m->has_values = 1;
+		m->expected = json_number_value(ex);
+		m->got = json_number_value(got);
+	}
+	return m;
+}
+
+Kgate__V1__CandidateResult *kg_feedback_result(struct kg_pool *p, const struct kg_rec *r, const char *outdir,
+					       int with_source)
+{
+	Kgate__V1__CandidateResult *m = kg_pool_alloc(p, sizeof(*m));
+	if (!m)
+		return NULL;
+	kgate__v1__candidate_result__init(m);
+	json_t *j = r->j;
+	m->id = kg_pool_strdup(p, r->id);
+	m->round = (uint32_t)r->round;
+	m->idea = (uint32_t)r->idea;
+	m->idea_text = kg_pool_strdup(p, jstr(j, "idea_text"));
+	m->language = !strcmp(jstr(j, "language"), "cuda") ? KGATE__V1__LANGUAGE__LANGUAGE_CUDA : KGATE__V1__LANGUAGE__LANGUAGE_C;
+	m->verdict = r->verdict == KG_REC_ACCEPTED   ? KGATE__V1__VERDICT__VERDICT_ACCEPTED
+		     : r->verdict == KG_REC_REJECTED ? KGATE__V1__VERDICT__VERDICT_REJECTED
+						     : KGATE__V1__VERDICT__VERDICT_ERROR;
+	m->compile_log = kg_pool_strdup(p, jstr(j, "compile_log"));
+	m->error = kg_pool_strdup(p, jstr(j, "error"));
+	if (with_source) {
+		char path[8192];
+		snprintf(path, sizeof(path), "%s/%s", outdir, jstr(j, "file"));
+		m->source = pool_file(p, path);
+	} else {
+		m->source = kg_pool_strdup(p, "");
+	}
+	json_t *rs = json_object_get(j, "reasons");
+	size_t n = json_array_size(rs);
+	if (!(m->reasons = kg_pool_alloc(p, n * sizeof(*m->reasons))))
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!(m->reasons[i] = reason(p, json_array_get(rs, i))))
+			return NULL;
+	m->n_reasons = n;
+	json_t *t = json_object_get(j, "timing");
+	if (json_is_object(t)) {
+		if (!(m->timing = kg_pool_alloc(p, sizeof(*m->timing))))
+			return NULL;
+		kgate__v1__timing__init(m->timing);
+		m->timed = 1;
+		m->timing->median_ms = json_number_value(json_object_get(t, "median_ms"));
+		m->timing->reference_median_ms = json_number_value(json_object_get(t, "reference_median_ms"));
+		m->timing->speedup = json_number_value(json_object_get(t, "speedup"));
+		m->timing->gbps = json_number_value(json_object_get(t, "gbps"));
+		m->timing->gflops = json_number_value(json_object_get(t, "gflops"));
+		m->timing->roofline = json_number_value(json_object_get(t, "roofline"));
+	}
+	return m;
+}
+
+/* A history line from a verification report (or from the reason there is none). */
+json_t *kg_feedback_line(const char *report_json, const char *error, int usage)
+{
+	json_t *line = json_object();
+	json_t *rep = report_json ? json_loads(report_json, 0, NULL) : NULL;
+	if (!line)
+		goto out;
+	if (!rep) {
+		json_object_set_new(line, "verdict", json_string("error"));
+		json_object_set_new(line, "exit_code", json_integer(usage ? 2 : 3));
+		json_object_set_new(line, "reasons", json_array());
+		json_object_set_new(line, "error", json_string(error && *error ? error : "no report"));
+		goto out;
+	}
+	json_int_t code = json_integer_value(json_object_get(rep, "exit_code"));
+	json_object_set_new(line, "verdict", json_string(code == 0 ? "accepted" : code == 1 ? "rejected" : "error"));
+	json_object_set_new(line, "exit_code", json_integer(code));
+	json_t *reasons = json_object_get(rep, "reasons");
+	json_object_set(line, "reasons", json_is_array(reasons) ? reasons : json_array());
+	const char *log = json_string_value(json_object_get(rep, "compile_log"));
+	if (log && *log) {
+		size_t n = strlen(log);
+		json_object_set_new(line, "compile_log", json_stringn(log, n > MAX_COMPILE_LOG ? MAX_COMPILE_LOG : n));
+	}
+	const char *err = json_string_value(json_object_get(rep, "error"));
+	if (err && *err)
+		json_object_set_new(line, "error", json_string(err));
+	json_t *t = json_object_get(rep, "timing");
+	if (json_is_object(t)) {
+		json_t *c = json_object_get(t, "candidate"), *r = json_object_get(t, "reference");
+		json_object_set_new(
+			line, "timing",
+			json_pack("{s:f,s:f,s:f,s:f,s:f,s:f}", "median_ms", json_number_value(json_object_get(c, "median_ms")),
+				  "reference_median_ms", json_number_value(json_object_get(r, "median_ms")), "speedup",
+				  json_number_value(json_object_get(t, "speedup")), "gbps",
+				  json_number_value(json_object_get(t, "gbps")), "gflops",
+				  json_number_value(json_object_get(t, "gflops")), "roofline",
+				  json_number_value(json_object_get(t, "roofline"))));
+	}
+out:
+	json_decref(rep);
+	return line;
+}

@@ -1,0 +1,31 @@
+/* Building the kgate.v1 messages the agent receives (task, earlier results) and the history
+ * lines the search writes, from the task manifest and the verifier's JSON reports. */
+#ifndef KG_FEEDBACK_H
+#define KG_FEEDBACK_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "agents/search.h"
+#include "proto/kgate.pb-c.h"
+#include "verifier/task.h"
+
+/* Every allocation of one message tree, freed at once after packing. */
+struct kg_pool {
+	void **ptrs;
+	size_t n, cap;
+};
+void *kg_pool_alloc(struct kg_pool *p, size_t n); /* zeroed */
+char *kg_pool_strdup(struct kg_pool *p, const char *s);
+void kg_pool_free(struct kg_pool *p);
+
+Kgate__V1__Task *kg_feedback_task(struct kg_pool *p, const struct kg_task *t, int cuda, const char *shape_set,
+				  int variants, const char *abi_header_path);
+/* with_source: read the candidate's file into the message (seeds). */
+Kgate__V1__CandidateResult *kg_feedback_result(struct kg_pool *p, const struct kg_rec *r, const char *outdir,
+					       int with_source);
+/* The verdict part of a history line: verdict, exit_code, reasons, compile_log (truncated),
+ * timing, error. New reference; the caller adds round, idea, id, file. */
+json_t *kg_feedback_line(const char *report_json, const char *error, int usage);
+
+#endif

@@ -1,0 +1,631 @@
+/* The search loop: each round asks the agent for B ideas x N candidates (with the whole history
+ * and the current seeds), verifies the new ones in parallel, appends every verdict to
+ * OUTDIR/history.jsonl, and keeps the fastest accepted candidates as the next round's seeds and
+ * OUTDIR/winner.*. Rounds already recorded, and candidates already verified (by SHA-256 of their
+ * source), are never redone, so an interrupted search resumes where it stopped. */
+#include "agents/search.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agents/feedback.h"
+#include "agents/sha256.h"
+#include "policy/policy.h"
+#include "verifier/gpu.h"
+#include "verifier/task.h"
+
+#define MAX_ROUND_CANDIDATES (KG_SEARCH_MAX_BRANCH * KG_SEARCH_MAX_PER_IDEA)
+#define MAX_SOURCE (1u << 20)
+
+struct search {
+	const struct kg_search_opts *o;
+	struct kg_task task;
+	struct kg_policy pol;
+	const char *backend;
+	const char *ext;
+	struct kg_history h;
+	struct kg_agent *agent;
+	uint8_t *config;
+	size_t config_len;
+	struct kg_pool task_pool;
+	Kgate__V1__Task *task_msg;
+	char best_id[65];
+	int n_verified_now, usage_error;
+	/* the round being verified, for the done callback */
+	int round;
+	Kgate__V1__ProposeResponse *resp;
+	int job_cand[MAX_ROUND_CANDIDATES];
+	char job_id[MAX_ROUND_CANDIDATES][65];
+	kg_error werr;
+};
+
+static void say(const struct search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const struct search *s, const char *fmt, ...)
+{
+	if (s->o->quiet)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
+static void outpath(const struct search *s, char *out, size_t outsz, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void outpath(const struct search *s, char *out, size_t outsz, const char *fmt, ...)
+{
+	char rel[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(rel, sizeof(rel), fmt, ap);
+	va_end(ap);
+	snprintf(out, outsz, "%s/%s", s->o->outdir, rel);
+}
+
+/* ---- setup ---- */
+
+static int load_policy(struct search *s, kg_error *e)
+{
+	int rc;
+	if (s->o->policy)
+		return kg_policy_find(s->o->policy, &s->pol, e);
+	rc = kg_policy_find("default", &s->pol, e);
+	if (rc == -ENOENT) {
+		kg_policy_defaults(&s->pol);
+		rc = 0;
+	}
+	return rc;
+}
+
+static int abi_header(char *out, size_t outsz)
+{
+	/* The header candidates are compiled against: the source tree or the installed copy. */
+	const char *home = getenv("KGATE_HOME");
+	char exe[PATH_MAX], dir[PATH_MAX];
+	if (home && *home) {
+		snprintf(out, outsz, "%s/include/kgate/kernel.h", home);
+		if (!access(out, R_OK))
+			return 0;
+	}
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		kg_dirname(exe, dir, sizeof(dir));
+		const char *rel[] = {"../include", "../../../include"};
+		for (size_t i = 0; i < KG_ARRAY_LEN(rel); i++) {
+			snprintf(out, outsz, "%s/%s/kgate/kernel.h", dir, rel[i]);
+			if (!access(out, R_OK))
+				return 0;
+		}
+	}
+	snprintf(out, outsz, "%s/kgate/kernel.h", KG_INCLUDEDIR);
+	return access(out, R_OK) ? -ENOENT : 0;
+}
+
+/* OUTDIR/search.json records what the directory is a search of; resuming a different one is a
+ * usage error rather than a silently mixed history. */
+static int check_meta(struct search *s, kg_error *e)
+{
+	char path[PATH_MAX];
+	outpath(s, path, sizeof(path), "search.json");
+	if (!access(path, F_OK)) {
+		json_t *m = json_load_file(path, 0, NULL);
+		const char *task = json_string_value(json_object_get(m, "task"));
+		const char *be = json_string_value(json_object_get(m, "backend"));
+		int bad = !m || !task || !be || strcmp(task, s->task.name) || strcmp(be, s->backend);
+		if (bad)
+			kg_err(e, -EEXIST, "%s holds a search for task %s (%s); use another --out directory", s->o->outdir,
+			       task ? task : "?", be ? be : "?");
+		json_decref(m);
+		return bad ? -EEXIST : 0;
+	}
+	json_t *m = json_pack("{s:i,s:s,s:s,s:s,s:s,s:i,s:i}", "kgate_search", 1, "task", s->task.name, "backend",
+			      s->backend, "agent", s->o->agent, "policy", s->pol.path[0] ? s->pol.path : "(built-in defaults)",
+			      "branch", s->o->branch, "candidates_per_idea", s->o->per_idea);
+	char *text = m ? json_dumps(m, JSON_INDENT(2)) : NULL;
+	json_decref(m);
+	if (!text)
+		return kg_err(e, -ENOMEM, "out of memory");
+	int rc = kg_write_atomic(path, text, strlen(text), e);
+	free(text);
+	return rc;
+}
+
+static int agent_config(struct search *s, kg_error *e)
+{
+	const struct kg_search_opts *o = s->o;
+	Kgate__V1__AgentConfig c = KGATE__V1__AGENT_CONFIG__INIT;
+	Kgate__V1__Setting set[KG_SEARCH_MAX_SETTINGS], *ps[KG_SEARCH_MAX_SETTINGS];
+	for (int i = 0; i < o->n_settings; i++) {
+		kgate__v1__setting__init(&set[i]);
+		set[i].key = (char *)o->keys[i];
+		set[i].value = (char *)o->values[i];
+		ps[i] = &set[i];
+	}
+	c.version = KGATE__V1__PROTO_VERSION__PROTO_VERSION_CURRENT;
+	c.n_settings = (size_t)o->n_settings;
+	c.settings = ps;
+	c.seed = o->seed;
+	s->config_len = kgate__v1__agent_config__get_packed_size(&c);
+	if (!(s->config = malloc(s->config_len ? s->config_len : 1)))
+		return kg_err(e, -ENOMEM, "out of memory");
+	kgate__v1__agent_config__pack(&c, s->config);
+	return 0;
+}
+
+static int open_agent(struct search *s, kg_error *e)
+{
+	if (s->agent)
+		return 0;
+	struct kg_agent_opts ao = {
+		.plugin = s->o->agent,
+		.isolation = s->o->isolation,
+		.host_exe = s->o->host_exe,
+		.timeout_s = s->o->agent_timeout_s,
+		.config = s->config,
+		.config_len = s->config_len,
+	};
+	int rc = kg_agent_open(&ao, &s->agent, e);
+	if (!rc)
+		say(s, "agent: %s (%s)\n", kg_agent_name(s->agent),
+		    s->o->isolation == KG_AGENT_INPROC ? "in process" : "isolated in a helper process");
+	return rc;
+}
+
+/* ---- proposing ---- */
+
+static int build_request(struct search *s, int round, uint8_t **out, size_t *len, kg_error *e)
+{
+	const struct kg_search_opts *o = s->o;
+	struct kg_pool p = {0};
+	Kgate__V1__ProposeRequest r = KGATE__V1__PROPOSE_REQUEST__INIT;
+	Kgate__V1__Budget b = KGATE__V1__BUDGET__INIT;
+	const struct kg_rec *best[KG_SEARCH_MAX_BRANCH * 4];
+	int rc = 0;
+	int k = kg_history_best(&s->h, best, o->keep);
+	int from = s->h.n > o->history_limit ? s->h.n - o->history_limit : 0;
+	r.version = KGATE__V1__PROTO_VERSION__PROTO_VERSION_CURRENT;
+	r.task = s->task_msg;
+	r.round = (uint32_t)round;
+	b.rounds_total = (uint32_t)o->rounds;
+	b.rounds_left = (uint32_t)(o->rounds - round);
+	b.max_candidates = (uint32_t)(o->branch * o->per_idea);
+	b.timeout_seconds = (uint32_t)o->agent_timeout_s;
+	r.budget = &b;
+	r.branch = (uint32_t)o->branch;
+	r.candidates_per_idea = (uint32_t)o->per_idea;
+	r.seeds = kg_pool_alloc(&p, (size_t)k * sizeof(*r.seeds));
+	r.history = kg_pool_alloc(&p, (size_t)(s->h.n - from) * sizeof(*r.history));
+	if (!r.seeds || !r.history)
+		goto oom;
+	for (int i = 0; i < k; i++)
+		if (!(r.seeds[r.n_seeds++] = kg_feedback_result(&p, best[i], o->outdir, 1)))
+			goto oom;
+	for (int i = from; i < s->h.n; i++)
+		if (!(r.history[r.n_history++] = kg_feedback_result(&p, &s->h.recs[i], o->outdir, 0)))
+			goto oom;
+	*len = kgate__v1__propose_request__get_packed_size(&r);
+	if (!(*out = malloc(*len ? *len : 1)))
+		goto oom;
+	kgate__v1__propose_request__pack(&r, *out);
+	goto out;
+oom:
+	rc = kg_err(e, -ENOMEM, "out of memory building the propose request");
+out:
+	kg_pool_free(&p);
+	return rc;
+}
+
+/* The round's proposals: the saved response of an interrupted run, else a fresh propose call
+ * whose response is saved before anything is verified. */
+static int get_proposals(struct search *s, int round, kg_error *e)
+{
+	char path[PATH_MAX];
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int rc;
+	outpath(s, path, sizeof(path), "rounds/round-%d.pb", round);
+	if (!access(path, R_OK)) {
+		char *text = NULL;
+		if (!kg_read_file(path, KG_AGENT_MAX_FRAME, &text, &len, NULL)) {
+			s->resp = kgate__v1__propose_response__unpack(NULL, len, (uint8_t *)text);
+			free(text);
+			if (s->resp) {
+				say(s, "round %d: resuming with the %zu proposals saved by the interrupted run\n", round,
+				    s->resp->n_candidates);
+				return 0;
+			}
+		}
+	}
+	if ((rc = open_agent(s, e)))
+		return rc;
+	uint8_t *req = NULL;
+	size_t req_len = 0;
+	if ((rc = build_request(s, round, &req, &req_len, e)))
+		return rc;
+	say(s, "round %d: asking %s for %d ideas x %d candidates\n", round, kg_agent_name(s->agent), s->o->branch,
+	    s->o->per_idea);
+	rc = kg_agent_propose(s->agent, req, req_len, &buf, &len, e);
+	free(req);
+	if (rc)
+		return rc;
+	s->resp = kgate__v1__propose_response__unpack(NULL, len, buf);
+	if (!s->resp) {
+		free(buf);
+		return kg_err(e, -EBADMSG, "agent '%s' returned a malformed ProposeResponse", kg_agent_name(s->agent));
+	}
+	if (s->resp->log[0] && !s->o->quiet)
+		for (char *save = NULL, *l = strtok_r(s->resp->log, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+			fprintf(stderr, "  [agent] %s\n", l);
+	if (s->resp->error[0]) {
+		rc = kg_err(e, -EIO, "agent '%s': %s", kg_agent_name(s->agent), s->resp->error);
+		kgate__v1__propose_response__free_unpacked(s->resp, NULL);
+		s->resp = NULL;
+		free(buf);
+		return rc;
+	}
+	rc = kg_write_atomic(path, buf, len, e);
+	free(buf);
+	return rc;
+}
+
+/* ---- verifying ---- */
+
+struct done_ctx {
+	struct search *s;
+	struct kg_vjob *jobs;
+};
+
+static void record(struct kg_vjob *job, void *ctx)
+{
+	struct done_ctx *d = ctx;
+	struct search *s = d->s;
+	int j = (int)(job - d->jobs);
+	const Kgate__V1__Candidate *c = s->resp->candidates[s->job_cand[j]];
+	const char *idea = c->idea < s->resp->n_ideas ? s->resp->ideas[c->idea] : "";
+	char file[128], rep[160];
+	snprintf(file, sizeof(file), "candidates/%s%s", s->job_id[j], s->ext);
+	snprintf(rep, sizeof(rep), "candidates/%s.report.json", s->job_id[j]);
+	/* Where it came from first, then what the verifier said. */
+	json_t *line = json_pack("{s:s,s:i,s:i,s:s,s:s,s:s,s:s}", "event", "candidate", "round", s->round, "idea",
+				 (int)c->idea, "idea_text", idea, "id", s->job_id[j], "file", file, "language",
+				 !strcmp(s->backend, "cuda") ? "cuda" : "c");
+	json_t *verdict = kg_feedback_line(job->report, job->error, job->usage);
+	if (!line || !verdict) {
+		json_decref(line);
+		json_decref(verdict);
+		if (!s->werr.msg[0])
+			kg_err(&s->werr, -ENOMEM, "out of memory");
+		return;
+	}
+	if (c->name[0])
+		json_object_set_new(line, "name", json_string(c->name));
+	json_object_update(line, verdict);
+	json_decref(verdict);
+	json_object_set_new(line, "seconds", json_real(job->seconds));
+	if (job->report) {
+		char path[PATH_MAX];
+		kg_error we = {0};
+		outpath(s, path, sizeof(path), "%s", rep);
+		if (!kg_write_atomic(path, job->report, strlen(job->report), &we))
+			json_object_set_new(line, "report", json_string(rep));
+	}
+	if (job->usage)
+		s->usage_error = 1;
+	kg_error e = {0};
+	if (kg_history_append(&s->h, line, &e) && !s->werr.msg[0])
+		s->werr = e;
+	s->n_verified_now++;
+	const struct kg_rec *r = kg_history_find(&s->h, s->job_id[j]);
+	if (r && !s->o->quiet) {
+		json_t *reasons = json_object_get(line, "reasons");
+		char what[200] = "";
+		size_t len = 0;
+		for (size_t i = 0; i < json_array_size(reasons) && len < sizeof(what) - 40; i++)
+			len += (size_t)snprintf(what + len, sizeof(what) - len, "%s%s", i ? " " : "",
+						json_string_value(json_object_get(json_array_get(reasons, i), "code")));
+		if (r->verdict == KG_REC_ACCEPTED && r->timed)
+			snprintf(what, sizeof(what), "%.4f ms, speedup %.2fx", r->median_ms, r->speedup);
+		else if (r->verdict == KG_REC_ERROR)
+			snprintf(what, sizeof(what), "%.150s", json_string_value(json_object_get(line, "error")));
+		say(s, "  %-8s %.12s  idea %d  %s\n",
+		    r->verdict == KG_REC_ACCEPTED ? "accepted" : r->verdict == KG_REC_REJECTED ? "rejected" : "error", r->id,
+		    r->idea + 1, what);
+	}
+	json_decref(line);
+}
+
+/* Writes a candidate's source to candidates/<sha256>.<ext> (once: the name is its content). */
+static int store_candidate(struct search *s, const char *src, char id[65], kg_error *e)
+{
+	char path[PATH_MAX];
+	kg_sha256_hex(src, strlen(src), id);
+	outpath(s, path, sizeof(path), "candidates/%s%s", id, s->ext);
+	if (!access(path, R_OK))
+		return 0;
+	return kg_write_atomic(path, src, strlen(src), e);
+}
+
+static int verify_round(struct search *s, int round, kg_error *e)
+{
+	const struct kg_search_opts *o = s->o;
+	Kgate__V1__ProposeResponse *r = s->resp;
+	size_t cap = (size_t)(o->branch * o->per_idea);
+	struct kg_vjob *jobs = calloc(cap ? cap : 1, sizeof(*jobs));
+	json_t *ids = json_array();
+	int n = 0, reused = 0, rc = 0;
+	if (!jobs || !ids) {
+		rc = kg_err(e, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (r->n_candidates > cap)
+		say(s, "round %d: the agent proposed %zu candidates, verifying the first %zu\n", round, r->n_candidates, cap);
+	for (size_t i = 0; i < r->n_candidates && i < cap; i++) {
+		const char *src = r->candidates[i]->source;
+		char id[65];
+		if (strlen(src) > MAX_SOURCE) {
+			say(s, "  skipped  candidate %zu: larger than %u bytes\n", i + 1, MAX_SOURCE);
+			continue;
+		}
+		if ((rc = store_candidate(s, src, id, e)))
+			goto out;
+		json_array_append_new(ids, json_string(id));
+		int dup = 0;
+		for (int k = 0; k < n && !dup; k++)
+			dup = !strcmp(s->job_id[k], id);
+		const struct kg_rec *old = kg_history_find(&s->h, id);
+		if (dup || (old && old->verdict != KG_REC_ERROR)) {
+			reused++;
+			continue;
+		}
+		snprintf(s->job_id[n], sizeof(s->job_id[n]), "%s", id);
+		s->job_cand[n] = (int)i;
+		outpath(s, jobs[n].path, sizeof(jobs[n].path), "candidates/%s%s", id, s->ext);
+		n++;
+	}
+	int workers = o->jobs > 0 ? o->jobs : kg_default_jobs(s->backend);
+	say(s, "round %d: %zu proposed, %d to verify (%d already verified), %d at a time\n", round, r->n_candidates, n,
+	    reused, workers < n ? workers : n);
+	struct kg_verify_opts vo = {
+		.task = o->task,
+		.policy = o->policy,
+		.backend = s->backend,
+		.iterations = o->iterations,
+		.trials = o->trials,
+	};
+	struct done_ctx d = {.s = s, .jobs = jobs};
+	s->round = round;
+	s->werr = (kg_error){0};
+	rc = kg_verify_jobs(&vo, jobs, n, workers, o->verify_timeout_s, record, &d, e);
+	if (!rc && s->werr.msg[0])
+		rc = kg_err(e, s->werr.code, "%s", s->werr.msg);
+	if (rc)
+		goto out;
+	/* A round with an infrastructure error stays open: a resumed search re-verifies those
+	 * candidates (from the saved proposals) once the infrastructure works. */
+	for (int i = 0; i < n; i++) {
+		const struct kg_rec *x = kg_history_find(&s->h, s->job_id[i]);
+		if (!x || x->verdict == KG_REC_ERROR) {
+			say(s, "round %d: left open: %s could not be verified\n", round, x ? "some candidates" : "a candidate");
+			goto out;
+		}
+	}
+	/* The round is done: its line makes a resumed search skip it. */
+	const struct kg_rec *best[KG_SEARCH_MAX_BRANCH * 4];
+	int k = kg_history_best(&s->h, best, o->keep);
+	json_t *seeds = json_array();
+	for (int i = 0; i < k; i++)
+		json_array_append_new(seeds, json_string(best[i]->id));
+	json_t *line = json_pack("{s:s,s:i,s:O,s:o,s:s}", "event", "round", "round", round, "candidates", ids, "seeds",
+				 seeds, "agent_log", r->log);
+	rc = line ? kg_history_append(&s->h, line, e) : kg_err(e, -ENOMEM, "out of memory");
+	json_decref(line);
+out:
+	for (int i = 0; i < n; i++)
+		free(jobs[i].report);
+	free(jobs);
+	json_decref(ids);
+	return rc;
+}
+
+/* ---- results ---- */
+
+static int write_winner(struct search *s, const struct kg_rec *w, kg_error *e)
+{
+	char src[PATH_MAX], dst[PATH_MAX], rep[PATH_MAX];
+	char *text = NULL, *report = NULL, *out = NULL;
+	size_t len = 0;
+	int rc;
+	outpath(s, src, sizeof(src), "%s", json_string_value(json_object_get(w->j, "file")));
+	if ((rc = kg_read_file(src, MAX_SOURCE, &text, &len, e)))
+		return rc;
+	outpath(s, dst, sizeof(dst), "winner%s", s->ext);
+	if ((rc = kg_write_atomic(dst, text, len, e)))
+		goto out;
+	json_t *j = json_deep_copy(w->j);
+	const char *rp = json_string_value(json_object_get(w->j, "report"));
+	outpath(s, rep, sizeof(rep), "%s", rp ? rp : "");
+	json_t *full = rp && !kg_read_file(rep, 64u << 20, &report, NULL, NULL) ? json_loads(report, 0, NULL) : NULL;
+	json_object_del(j, "event");
+	json_object_set_new(j, "winner", json_sprintf("winner%s", s->ext));
+	if (full)
+		json_object_set_new(j, "full_report", full);
+	out = json_dumps(j, JSON_INDENT(2));
+	json_decref(j);
+	if (!out) {
+		rc = kg_err(e, -ENOMEM, "out of memory");
+		goto out;
+	}
+	outpath(s, dst, sizeof(dst), "winner.json");
+	rc = kg_write_atomic(dst, out, strlen(out), e);
+out:
+	free(text);
+	free(report);
+	free(out);
+	return rc;
+}
+
+static void summary(const struct search *s, const struct kg_rec *w)
+{
+	int acc = 0, rej = 0, err = 0;
+	json_t *codes = json_object();
+	for (int i = 0; i < s->h.n; i++) {
+		const struct kg_rec *r = &s->h.recs[i];
+		acc += r->verdict == KG_REC_ACCEPTED;
+		rej += r->verdict == KG_REC_REJECTED;
+		err += r->verdict == KG_REC_ERROR;
+		json_t *rs = json_object_get(r->j, "reasons");
+		for (size_t k = 0; k < json_array_size(rs); k++) {
+			const char *c = json_string_value(json_object_get(json_array_get(rs, k), "code"));
+			if (c)
+				json_object_set_new(codes, c, json_integer(json_integer_value(json_object_get(codes, c)) + 1));
+		}
+	}
+	say(s, "summary: %d candidates verified: %d accepted, %d rejected, %d not verified (infrastructure)\n", s->h.n,
+	    acc, rej, err);
+	const char *k;
+	json_t *v;
+	json_object_foreach(codes, k, v) say(s, "  %-28s %lld\n", k, (long long)json_integer_value(v));
+	json_decref(codes);
+	if (w)
+		say(s, "winner: %.12s (round %d, idea %d)%s -> %s/winner%s\n", w->id, w->round, w->idea + 1,
+		    w->timed ? "" : " (untimed)", s->o->outdir, s->ext);
+	if (w && w->timed)
+		say(s, "        %.4f ms, speedup %.2fx over the reference\n", w->median_ms, w->speedup);
+	if (!w)
+		say(s, "no candidate was accepted\n");
+}
+
+int kg_search(const struct kg_search_opts *o, kg_error *e)
+{
+	struct search s0 = {0}, *s = &s0;
+	s->o = o;
+	s->h.fd = -1;
+	int rc, exit_code = KG_EXIT_USAGE;
+	char path[PATH_MAX], abi[PATH_MAX] = "";
+
+	if ((rc = load_policy(s, e)) || (rc = kg_task_find(o->task, &s->task, e)))
+		goto out;
+	if (o->backend && strcmp(o->backend, "cpu") && strcmp(o->backend, "cuda")) {
+		kg_err(e, -EINVAL, "unknown backend '%s' (cpu, cuda)", o->backend);
+		goto out;
+	}
+	if (o->backend) {
+		s->backend = o->backend;
+	} else {
+		/* CUDA when the task has a CUDA reference and a GPU is there to run it. */
+		struct kg_gpu_info g;
+		s->backend = "cpu";
+		if (s->task.ref_cuda[0]) {
+			kg_gpu_probe(&g);
+			if (g.present)
+				s->backend = "cuda";
+		}
+	}
+	s->ext = !strcmp(s->backend, "cuda") ? ".cu" : ".c";
+	outpath(s, path, sizeof(path), "candidates");
+	if ((rc = kg_mkdirs(path, 0755, e)))
+		goto out;
+	outpath(s, path, sizeof(path), "rounds");
+	if ((rc = kg_mkdirs(path, 0755, e)) || (rc = check_meta(s, e)))
+		goto out;
+	abi_header(abi, sizeof(abi));
+	if (!(s->task_msg = kg_feedback_task(&s->task_pool, &s->task, !strcmp(s->backend, "cuda"), s->pol.shape_set,
+					     s->pol.shapes == KG_SHAPES_VARIANTS, abi))) {
+		kg_err(e, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = agent_config(s, e)))
+		goto out;
+	exit_code = KG_EXIT_INTERNAL;
+	if ((rc = kg_history_open(&s->h, o->outdir, e)))
+		goto out;
+	say(s, "kgate search: task %s (%s), agent %s, %d rounds x %d ideas x %d candidates, output in %s\n", s->task.name,
+	    s->backend, o->agent, o->rounds, o->branch, o->per_idea, o->outdir);
+	if (s->h.n)
+		say(s, "resuming: %d candidates already verified%s\n", s->h.n,
+		    s->h.skipped ? " (an unfinished history line was dropped)" : "");
+
+	int agent_errors = 0;
+	for (int round = 1; round <= o->rounds; round++) {
+		if (s->h.done[round]) {
+			say(s, "round %d: done in an earlier run\n", round);
+			continue;
+		}
+		kg_error ae = {0};
+		rc = get_proposals(s, round, &ae);
+		if (rc && !s->agent) {
+			/* The plugin cannot even be loaded or created: a configuration problem. */
+			kg_err(e, rc, "%s", ae.msg);
+			exit_code = KG_EXIT_USAGE;
+			goto out;
+		}
+		if (rc) {
+			/* A crash, hang or failure of the agent costs this round only. */
+			agent_errors++;
+			fprintf(stderr, "kgate search: round %d: %s\n", round, ae.msg);
+			json_t *line = json_pack("{s:s,s:i,s:s}", "event", "agent_error", "round", round, "error", ae.msg);
+			if (line && (rc = kg_history_append(&s->h, line, e))) {
+				json_decref(line);
+				goto out;
+			}
+			json_decref(line);
+			continue;
+		}
+		if (!s->resp->n_candidates) {
+			say(s, "round %d: the agent has nothing more to propose; stopping\n", round);
+			kgate__v1__propose_response__free_unpacked(s->resp, NULL);
+			s->resp = NULL;
+			break;
+		}
+		rc = verify_round(s, round, e);
+		kgate__v1__propose_response__free_unpacked(s->resp, NULL);
+		s->resp = NULL;
+		if (rc)
+			goto out;
+		if (s->usage_error) {
+			kg_err(e, -EINVAL, "kg_verify refused its inputs (see %s/history.jsonl); stopping", o->outdir);
+			exit_code = KG_EXIT_USAGE;
+			goto out;
+		}
+		const struct kg_rec *best[1];
+		if (kg_history_best(&s->h, best, 1) && strcmp(best[0]->id, s->best_id)) {
+			snprintf(s->best_id, sizeof(s->best_id), "%s", best[0]->id);
+			if ((rc = write_winner(s, best[0], e)))
+				goto out;
+			say(s, "round %d: best so far %.12s\n", round, best[0]->id);
+		}
+	}
+
+	const struct kg_rec *best[1];
+	int have = kg_history_best(&s->h, best, 1);
+	if (have && strcmp(best[0]->id, s->best_id) && (rc = write_winner(s, best[0], e)))
+		goto out;
+	summary(s, have ? best[0] : NULL);
+	int rejected = 0;
+	for (int i = 0; i < s->h.n; i++)
+		rejected += s->h.recs[i].verdict == KG_REC_REJECTED;
+	if (have)
+		exit_code = KG_EXIT_ACCEPTED;
+	else if (rejected)
+		exit_code = KG_EXIT_REJECTED;
+	else {
+		exit_code = KG_EXIT_INTERNAL;
+		kg_err(e, -EIO, "%s", s->h.n ? "no candidate could be verified (infrastructure errors; see history.jsonl)"
+			       : agent_errors ? "the agent failed in every round"
+					      : "the agent proposed no candidates");
+	}
+out:
+	if (s->resp)
+		kgate__v1__propose_response__free_unpacked(s->resp, NULL);
+	kg_agent_close(s->agent);
+	kg_history_close(&s->h);
+	kg_pool_free(&s->task_pool);
+	free(s->config);
+	return exit_code;
+}

@@ -1,0 +1,103 @@
+/* The search loop (`kgate search`): rounds of agent proposals, parallel verification, feedback,
+ * selection of the fastest accepted candidates, and a history directory that a later run resumes
+ * from. Knows the agent only through plugins/plugin.h and the verifier only through kg_verify. */
+#ifndef KG_SEARCH_H
+#define KG_SEARCH_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdint.h>
+
+#include "kg_common.h"
+#include "plugins/plugin.h"
+#include "verifier/verify.h"
+
+#define KG_SEARCH_MAX_ROUNDS 1000
+#define KG_SEARCH_MAX_BRANCH 16
+#define KG_SEARCH_MAX_PER_IDEA 16
+#define KG_SEARCH_MAX_SETTINGS 64
+
+struct kg_search_opts {
+	const char *task; /* name or manifest path */
+	const char *agent; /* built-in name or plugin path */
+	const char *outdir;
+	const char *policy; /* NULL: as kgate verify */
+	const char *backend; /* NULL: cuda when a GPU and a CUDA reference exist, else cpu */
+	enum kg_agent_isolation isolation;
+	const char *host_exe; /* NULL: /proc/self/exe */
+	int agent_timeout_s; /* per propose call, 0: none */
+	int rounds, branch, per_idea, keep, jobs; /* keep: seeds carried to the next round */
+	int iterations; /* -1: the policy's */
+	int trials; /* 0: the policy's */
+	int verify_timeout_s; /* per candidate, 0: none */
+	int history_limit; /* earlier candidates sent to the agent */
+	uint64_t seed;
+	int n_settings; /* agent settings, key=value */
+	const char *keys[KG_SEARCH_MAX_SETTINGS];
+	const char *values[KG_SEARCH_MAX_SETTINGS];
+	int quiet;
+};
+
+/* Runs (or resumes) a search. Returns the exit code: 0 a winner, 1 none correct, 2 usage or
+ * configuration (with e set), 3 infrastructure (with e set). */
+int kg_search(const struct kg_search_opts *o, kg_error *e);
+
+/* `kgate search` and `kgate agent-host` (agents/cmd_search.c). */
+int kg_cmd_search(int argc, char **argv);
+int kg_cmd_agent_host(int argc, char **argv);
+
+/* ---- history (agents/history.c) ---- */
+
+enum kg_rec_verdict { KG_REC_ACCEPTED = 1, KG_REC_REJECTED = 2, KG_REC_ERROR = 3 };
+
+struct kg_rec {
+	char id[65]; /* SHA-256 of the source */
+	int round, idea;
+	enum kg_rec_verdict verdict;
+	int timed;
+	double speedup, median_ms;
+	json_t *j; /* the history line (owned) */
+};
+
+struct kg_history {
+	char dir[PATH_MAX];
+	int n, cap;
+	struct kg_rec *recs;
+	unsigned char done[KG_SEARCH_MAX_ROUNDS + 1]; /* rounds with a "round" line */
+	int skipped; /* unreadable lines (a write cut short by a crash) */
+	int fd;
+};
+
+/* Opens DIR/history.jsonl for appending, loading the lines already there. */
+int kg_history_open(struct kg_history *h, const char *dir, kg_error *e);
+/* Appends one line (fsync'ed before returning). A "candidate" line is also added to recs; the
+ * history takes its own reference to line. */
+int kg_history_append(struct kg_history *h, json_t *line, kg_error *e);
+const struct kg_rec *kg_history_find(const struct kg_history *h, const char *id);
+void kg_history_close(struct kg_history *h);
+/* The k best accepted records: timed ones by speedup (descending), then untimed in order. */
+int kg_history_best(const struct kg_history *h, const struct kg_rec **out, int k);
+/* Writes data to path through a temporary file, fsync and rename: readers see old or new. */
+int kg_write_atomic(const char *path, const void *data, size_t len, kg_error *e);
+
+/* ---- parallel verification (agents/workers.c) ---- */
+
+struct kg_vjob {
+	char path[PATH_MAX]; /* candidate source */
+	char *report; /* out: the JSON report (malloc'ed) */
+	char error[1024]; /* out: why there is no report */
+	int usage; /* out: kg_verify refused the inputs (exit 2) */
+	double seconds;
+};
+
+typedef void (*kg_vjob_done_fn)(struct kg_vjob *job, void *ctx);
+
+/* Verifies every job, at most max_workers at a time, each kg_verify in its own forked process;
+ * done() runs in this process as each finishes. */
+int kg_verify_jobs(const struct kg_verify_opts *base, struct kg_vjob *jobs, int n, int max_workers, int timeout_s,
+		   kg_vjob_done_fn done, void *ctx, kg_error *e);
+/* How many verifications may run at once: the GPUs (CUDA_VISIBLE_DEVICES or /dev/nvidiaN) for
+ * cuda, else the online CPUs. */
+int kg_default_jobs(const char *backend);
+
+#endif

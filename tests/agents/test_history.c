@@ -1,0 +1,200 @@
+/* Unit tests of the search's bookkeeping: SHA-256 (content addressing), history lines appended
+ * and reloaded, a torn last line from a crash, an infrastructure error giving way to a real
+ * verdict, round markers for resuming, and the ranking of accepted candidates. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agents/feedback.h"
+#include "agents/search.h"
+#include "agents/sha256.h"
+
+static void test_sha256(void **state)
+{
+	(void)state;
+	char h[65];
+	kg_sha256_hex("", 0, h);
+	assert_string_equal(h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	kg_sha256_hex("abc", 3, h);
+	assert_string_equal(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"; /* 56 bytes: two tail blocks */
+	kg_sha256_hex(two, strlen(two), h);
+	assert_string_equal(h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	char *mil = malloc(1000000);
+	memset(mil, 'a', 1000000);
+	kg_sha256_hex(mil, 1000000, h);
+	assert_string_equal(h, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	free(mil);
+}
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/kg-hist-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	kg_rmtree(dir);
+	return 0;
+}
+
+static json_t *cand(int round, char c, const char *verdict, double speedup)
+{
+	char id[65];
+	memset(id, c, 64);
+	id[64] = '\0';
+	json_t *j = json_pack("{s:s,s:i,s:i,s:s,s:s,s:[]}", "event", "candidate", "round", round, "idea", 0, "id", id,
+			      "verdict", verdict, "reasons");
+	if (speedup > 0)
+		json_object_set_new(j, "timing", json_pack("{s:f,s:f}", "speedup", speedup, "median_ms", 1.0 / speedup));
+	return j;
+}
+
+static void append(struct kg_history *h, json_t *j)
+{
+	kg_error e = {0};
+	assert_int_equal(kg_history_append(h, j, &e), 0);
+	json_decref(j);
+}
+
+static void test_append_reload_best(void **state)
+{
+	(void)state;
+	struct kg_history h;
+	kg_error e = {0};
+	assert_int_equal(kg_history_open(&h, dir, &e), 0);
+	assert_int_equal(h.n, 0);
+	append(&h, cand(1, 'a', "accepted", 1.5));
+	append(&h, cand(1, 'b', "rejected", 0));
+	append(&h, cand(1, 'c', "accepted", 3.0));
+	append(&h, cand(1, 'd', "error", 0));
+	append(&h, json_pack("{s:s,s:i}", "event", "round", "round", 1));
+	append(&h, cand(2, 'e', "accepted", 0)); /* accepted, untimed: ranks after the timed ones */
+	append(&h, cand(2, 'f', "accepted", 2.0));
+	kg_history_close(&h);
+
+	assert_int_equal(kg_history_open(&h, dir, &e), 0);
+	assert_int_equal(h.n, 6);
+	assert_int_equal(h.skipped, 0);
+	assert_true(h.done[1]);
+	assert_false(h.done[2]);
+	char id[65];
+	memset(id, 'b', 64);
+	id[64] = '\0';
+	assert_int_equal(kg_history_find(&h, id)->verdict, KG_REC_REJECTED);
+	const struct kg_rec *best[4];
+	assert_int_equal(kg_history_best(&h, best, 4), 4);
+	assert_int_equal(best[0]->id[0], 'c');
+	assert_int_equal(best[1]->id[0], 'f');
+	assert_int_equal(best[2]->id[0], 'a');
+	assert_int_equal(best[3]->id[0], 'e');
+	assert_int_equal(kg_history_best(&h, best, 2), 2);
+	assert_int_equal(best[1]->id[0], 'f');
+
+	/* An error verdict gives way to a real one; a second real verdict does not replace the first. */
+	append(&h, cand(3, 'd', "accepted", 10.0));
+	append(&h, cand(3, 'a', "rejected", 0));
+	memset(id, 'd', 64);
+	assert_int_equal(kg_history_find(&h, id)->verdict, KG_REC_ACCEPTED);
+	memset(id, 'a', 64);
+	assert_int_equal(kg_history_find(&h, id)->verdict, KG_REC_ACCEPTED);
+	assert_int_equal(kg_history_best(&h, best, 1), 1);
+	assert_int_equal(best[0]->id[0], 'd');
+	kg_history_close(&h);
+}
+
+static void test_torn_line(void **state)
+{
+	(void)state;
+	struct kg_history h;
+	kg_error e = {0};
+	assert_int_equal(kg_history_open(&h, dir, &e), 0);
+	append(&h, cand(1, 'a', "accepted", 1.5));
+	kg_history_close(&h);
+	/* a crash in the middle of the next write */
+	char path[128];
+	snprintf(path, sizeof(path), "%s/history.jsonl", dir);
+	int fd = open(path, O_WRONLY | O_APPEND);
+	assert_true(write(fd, "{\"event\":\"candidate\",\"id\":\"bbbb", 31) == 31);
+	close(fd);
+	assert_int_equal(kg_history_open(&h, dir, &e), 0);
+	assert_int_equal(h.n, 1);
+	assert_int_equal(h.skipped, 1);
+	append(&h, cand(1, 'b', "rejected", 0));
+	kg_history_close(&h);
+	/* the torn line was ended, so the next line is whole */
+	assert_int_equal(kg_history_open(&h, dir, &e), 0);
+	assert_int_equal(h.n, 2);
+	assert_int_equal(h.skipped, 1);
+	kg_history_close(&h);
+}
+
+static void test_atomic_write(void **state)
+{
+	(void)state;
+	char path[128];
+	kg_error e = {0};
+	char *text = NULL;
+	snprintf(path, sizeof(path), "%s/winner.c", dir);
+	assert_int_equal(kg_write_atomic(path, "one", 3, &e), 0);
+	assert_int_equal(kg_write_atomic(path, "two!", 4, &e), 0);
+	assert_int_equal(kg_read_file(path, 100, &text, NULL, &e), 0);
+	assert_string_equal(text, "two!");
+	free(text);
+	snprintf(path, sizeof(path), "%s/no/such/dir/x", dir);
+	assert_true(kg_write_atomic(path, "x", 1, &e) < 0);
+}
+
+static void test_feedback_line(void **state)
+{
+	(void)state;
+	const char *report = "{\"exit_code\":1,\"reasons\":[{\"code\":\"check.input_modified\",\"message\":\"x changed\","
+			     "\"input_class\":\"normal\",\"index\":3,\"expected\":1.0,\"got\":0.0}],\"compile_log\":\"\"}";
+	json_t *l = kg_feedback_line(report, NULL, 0);
+	assert_string_equal(json_string_value(json_object_get(l, "verdict")), "rejected");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(l, "reasons"), 0), "code")),
+			    "check.input_modified");
+	assert_null(json_object_get(l, "timing"));
+	/* and back into the message the agent sees */
+	json_object_set_new(l, "id", json_string("0123456789012345678901234567890123456789012345678901234567890123"));
+	struct kg_rec r = {.round = 2, .verdict = KG_REC_REJECTED, .j = l};
+	snprintf(r.id, sizeof(r.id), "%s", json_string_value(json_object_get(l, "id")));
+	struct kg_pool p = {0};
+	Kgate__V1__CandidateResult *m = kg_feedback_result(&p, &r, dir, 0);
+	assert_non_null(m);
+	assert_int_equal(m->verdict, KGATE__V1__VERDICT__VERDICT_REJECTED);
+	assert_int_equal(m->n_reasons, 1);
+	assert_int_equal(m->reasons[0]->index, 3);
+	assert_true(m->reasons[0]->has_values);
+	assert_true(m->reasons[0]->expected == 1.0);
+	kg_pool_free(&p);
+	json_decref(l);
+	l = kg_feedback_line(NULL, "worker killed by SIGKILL", 0);
+	assert_string_equal(json_string_value(json_object_get(l, "verdict")), "error");
+	assert_string_equal(json_string_value(json_object_get(l, "error")), "worker killed by SIGKILL");
+	json_decref(l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sha256),
+		cmocka_unit_test_setup_teardown(test_append_reload_best, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_torn_line, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_atomic_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_feedback_line, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
