@@ -76,7 +76,7 @@ sanitize: deps
 
 cppcheck:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
-		--suppress=missingIncludeSystem -Iinclude -Icommon -I. $(CPPCHECK_DIRS)
+		--suppress=missingIncludeSystem $(DEFS) -Iinclude -Icommon -I. -I$(BUILD) $(sort $(CPPCHECK_DIRS))
 
 clean:
 	rm -rf $(BUILD) build-san

@@ -40,6 +40,19 @@ static const char *const default_flags[] = {
 	"--prec-div=true", "--prec-sqrt=true", "--fmad=true", "--fmad=false", NULL,
 };
 
+static const char *const cuda_symbols[] = {
+	"cuda*", "__cuda*", "__cxa_*", "__gxx_personality_v0", "_Unwind_Resume", "_Znwm", "_Znam", "_ZdlPv*",
+	"_ZdaPv*", "_ZSt9terminatev", NULL,
+};
+
+/* Checked before the allowlist: IPC handles reach other processes' memory, a device reset or a
+ * device switch pulls the context from under the runner, driver entry points are a dlsym. */
+static const char *const cuda_denied[] = {
+	"cudaIpc*", "cudaDeviceReset", "cudaSetDevice*", "cudaGetDriverEntryPoint*", "cudaSetValidDevices", NULL,
+};
+
+static const char *const cuda_libraries[] = {"libcudart.so.*", "libstdc++.so.*", NULL};
+
 static const char *const default_libraries[] = {
 	"libc.so.*", "libm.so.*", "libgcc_s.so.*", "ld-linux*", "libmvec.so.*", NULL,
 };
@@ -101,8 +114,20 @@ void kg_policy_tolerance(const struct kg_policy *p, double task_atol, double tas
 	*rms = task_rms < rfloor[p->precision] ? rfloor[p->precision] : task_rms;
 }
 
-int kg_policy_symbol_allowed(const struct kg_policy *p, const char *sym)
+static int glob_any(const char *const *globs, const char *s)
 {
+	for (; *globs; globs++)
+		if (!fnmatch(*globs, s, 0))
+			return 1;
+	return 0;
+}
+
+int kg_policy_symbol_allowed(const struct kg_policy *p, const char *sym, int cuda)
+{
+	if (cuda && glob_any(cuda_denied, sym))
+		return 0;
+	if (cuda && glob_any(cuda_symbols, sym))
+		return 1;
 	for (int i = 0; i < p->n_symbols; i++)
 		if (!fnmatch(p->symbols[i], sym, 0))
 			return 1;
@@ -113,8 +138,10 @@ int kg_policy_symbol_allowed(const struct kg_policy *p, const char *sym)
 	return 0;
 }
 
-int kg_policy_library_allowed(const struct kg_policy *p, const char *lib)
+int kg_policy_library_allowed(const struct kg_policy *p, const char *lib, int cuda)
 {
+	if (cuda && glob_any(cuda_libraries, lib))
+		return 1;
 	for (int i = 0; i < p->n_libraries; i++)
 		if (!fnmatch(p->libraries[i], lib, 0))
 			return 1;

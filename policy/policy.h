@@ -58,9 +58,10 @@ const char *kg_precision_name(enum kg_precision p);
 /* Widens a task tolerance to what the policy's precision accepts. */
 void kg_policy_tolerance(const struct kg_policy *p, double task_atol, double task_rtol, double task_rms, double *atol,
 			 double *rtol, double *rms);
-/* 1 when sym matches the allowlist. */
-int kg_policy_symbol_allowed(const struct kg_policy *p, const char *sym);
+/* 1 when sym matches the allowlist (for a CUDA candidate, cuda=1 adds the CUDA runtime's entry
+ * points and the C++ support symbols nvcc emits, minus a few that reach outside the process). */
+int kg_policy_symbol_allowed(const struct kg_policy *p, const char *sym, int cuda);
 int kg_policy_flag_allowed(const struct kg_policy *p, const char *flag);
-int kg_policy_library_allowed(const struct kg_policy *p, const char *lib);
+int kg_policy_library_allowed(const struct kg_policy *p, const char *lib, int cuda);
 
 #endif

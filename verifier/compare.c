@@ -120,7 +120,7 @@ int kg_compare(const void *got, const void *exp, kg_dtype dt, size_t n, double a
 
 void kg_index_str(int64_t flat, const int64_t *shape, int ndim, char *out, size_t outsz)
 {
-	int64_t idx[KG_MAX_DIMS];
+	int64_t idx[KG_MAX_DIMS] = {0};
 	for (int d = ndim - 1; d >= 0; d--) {
 		idx[d] = shape[d] ? flat % shape[d] : 0;
 		flat = shape[d] ? flat / shape[d] : 0;
