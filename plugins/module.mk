@@ -31,3 +31,16 @@ CPPCHECK_DIRS += plugins
 # The LLM helpers as a library too, for the unit tests.
 $(BUILD)/libkgllm.a: $(LLM_OBJS)
 	$(AR) rcs $@ $^
+
+# Installed for vendors: the ABI header (the top install copies include/kgate/*.h), the .proto
+# they run protoc-c on, the sample vendor agent; for users, the built-in plugins.
+.PHONY: install-agents
+install: install-agents
+install-agents: all
+	install -d $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(DATADIR)/proto $(DESTDIR)$(INCLUDEDIR)/kgate \
+		$(DESTDIR)$(DATADIR)/examples/vendor-agent
+	install -m 0755 $(PLUGIN_SOS) $(DESTDIR)$(PLUGINDIR)/
+	install -m 0644 proto/kgate.proto $(DESTDIR)$(DATADIR)/proto/
+	install -m 0644 include/kgate/agent.h $(DESTDIR)$(INCLUDEDIR)/kgate/
+	install -m 0644 examples/vendor-agent/acme_agent.c examples/vendor-agent/Makefile \
+		examples/vendor-agent/README.md $(DESTDIR)$(DATADIR)/examples/vendor-agent/

@@ -155,7 +155,7 @@ int kg_http_post(const struct kg_http_opts *o, const char *url, const char *cons
 		kg_buf_free(&a.body);
 		a.too_big = 0;
 		a.retry_after[0] = a.retry_after_ms[0] = '\0';
-		errbuf[0] = '\0';
+		errbuf[0] = why[0] = '\0';
 		int retry = 0;
 		long status = 0;
 		unreachable = 0;
