@@ -1,10 +1,19 @@
 /* The cloned child: brings the layers up in minijail's order (namespaces, file system, identity,
- * fds, rlimits, no_new_privs, capabilities, Landlock, seccomp last) and execs the program. It runs
- * between a raw clone and execve, so it allocates nothing and reports failures to the parent as a
- * fixed-size message over the CLOEXEC error pipe (bubblewrap and minijail do the same). */
+ * fds, rlimits, no_new_privs, capabilities, Landlock, seccomp last) and execs the program. It
+ * allocates nothing and reports failures to the parent as a fixed-size message over the CLOEXEC
+ * error pipe (bubblewrap and minijail do the same).
+ *
+ * Process shape, with a pid namespace: the clone is pid 1 ("init") and shares the caller's memory
+ * like a posix_spawn child (no page tables copied, no copy-on-write tax on the caller, no snapshot
+ * of the caller's memory left inside); it starts pid 2 with CLONE_VM | CLONE_VFORK, which execs the
+ * program, then only reaps. Sharing memory also means sharing the calling thread's TLS (errno), so:
+ * the parent keeps its signals blocked and only polls while we run, before the sync we make no call
+ * that can fail, and init's loop uses syscall() on paths that cannot fail. pid 2 cannot inspect
+ * init (and thus the caller's memory): init keeps one harmless capability in its permitted set,
+ * which fails the capability-subset test of every ptrace-mode access, and pid 2 sits in a nested
+ * Landlock domain. Without a pid namespace the clone execs the program itself. */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -25,6 +34,7 @@
 #define SECBIT_NOROOT (1u << 0)
 #define SECBIT_NOROOT_LOCKED (1u << 1)
 #define SECBIT_NO_SETUID_FIXUP_LOCKED (1u << 3)
+#define SECBIT_KEEP_CAPS (1u << 4)
 #define SECBIT_KEEP_CAPS_LOCKED (1u << 5)
 #define SECBIT_NO_CAP_AMBIENT_RAISE (1u << 6)
 #define SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED (1u << 7)
@@ -33,6 +43,7 @@
 struct cstate {
 	unsigned active, failed;
 	int err_fd;
+	int pidns, mountns;
 	struct sb_sync sync;
 	char notes[400];
 };
@@ -109,28 +120,15 @@ static void reset_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-/* Inside the user namespace: become its uid/gid 0, which the parent mapped to 65534 (root host)
- * or to the caller's own ids; as root, also shed the host's supplementary groups. */
-static void become_ns_root(struct cstate *st, const struct sb_plan *p)
+/* The id changes go through syscall(): glibc's setresuid and friends would broadcast the change to
+ * every thread of the caller's process (their list is in the memory we share or copied). */
+static int set_ids(uid_t uid, gid_t gid, int drop_groups)
 {
-	if (setresgid(0, 0, 0))
-		fail(st, "setresgid", errno, "0");
-	if (p->host_root && setgroups(0, NULL))
-		fail(st, "setgroups", errno, "");
-	if (setresuid(0, 0, 0))
-		fail(st, "setresuid", errno, "0");
-}
-
-/* Without a user namespace a root parent's child would stay uid 0, and owner permissions alone
- * open root's files (/etc/shadow is 0640 root): drop to nobody like minijail -u. */
-static void become_nobody(struct cstate *st)
-{
-	if (setgroups(0, NULL))
-		fail(st, "setgroups", errno, "");
-	if (setresgid(SB_OUTER_ID, SB_OUTER_ID, SB_OUTER_ID))
-		fail(st, "setresgid", errno, "65534");
-	if (setresuid(SB_OUTER_ID, SB_OUTER_ID, SB_OUTER_ID))
-		fail(st, "setresuid", errno, "65534");
+	if (drop_groups && syscall(SYS_setgroups, 0, NULL))
+		return -errno;
+	if (syscall(SYS_setresgid, gid, gid, gid) || syscall(SYS_setresuid, uid, uid, uid))
+		return -errno;
+	return 0;
 }
 
 static void close_from(int lo)
@@ -145,7 +143,7 @@ static void close_from(int lo)
 
 /* 0 stdin, 1+2 the output pipe, 3.. the handed fds, then the notify socket (inherited by the
  * program only when it applies its own filter), then the CLOEXEC plumbing; nothing else. */
-static void shuffle_fds(struct cstate *st, struct sb_plan *p)
+static void shuffle_fds(struct cstate *st, const struct sb_plan *p)
 {
 	int n = p->n_fds;
 	int src[SB_MAX_FDS + 7], dst[SB_MAX_FDS + 7], cloexec[SB_MAX_FDS + 7], tmp[SB_MAX_FDS + 7];
@@ -181,13 +179,13 @@ static void shuffle_fds(struct cstate *st, struct sb_plan *p)
 	close_from(base);
 }
 
-static void set_rlimits(struct cstate *st, const struct sb_plan *p, int pidns)
+static void set_rlimits(struct cstate *st, const struct sb_plan *p)
 {
 	const struct kg_sb_limits *l = &p->lim;
 	rlim_t nofile = l->nofile < (uint32_t)SB_SLOT_END(p->n_fds) + 8 ? (rlim_t)SB_SLOT_END(p->n_fds) + 8
 									 : l->nofile;
 	/* the pid-ns init counts against NPROC too */
-	rlim_t nproc = (rlim_t)l->nproc + (pidns ? 1 : 0);
+	rlim_t nproc = (rlim_t)l->nproc + (st->pidns ? 1 : 0);
 	struct {
 		int res;
 		rlim_t soft, hard;
@@ -214,50 +212,94 @@ static void set_rlimits(struct cstate *st, const struct sb_plan *p, int pidns)
 	st->active |= KG_SB_LAYER_RLIMITS;
 }
 
-/* Bounding set and ambient set emptied, securebits locked so that uid 0 (inside the user
- * namespace, where the program runs as 0) gains nothing at execve. Needs CAP_SETPCAP, so it runs
- * before a root parent's child turns into nobody. */
-static int drop_bound(void)
+/* Capabilities: bounding and ambient sets emptied and securebits locked, so that uid 0 (inside the
+ * user namespace the program runs as 0) gains nothing at execve; then the identity change of a
+ * root caller without a user namespace; then only init's one marker capability stays permitted
+ * (pid 2 drops it too). Needs CAP_SETPCAP, so it runs before anything else drops capabilities. */
+static void drop_caps(struct cstate *st, const struct sb_plan *p)
 {
-	int rc = 0;
-	if (cap_set_secbits(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED |
-			    SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
-			    SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED))
-		rc = -errno;
+	int nobody = !(st->active & KG_SB_LAYER_USERNS) && p->host_root;
+	int bound_rc = 0;
+	/* keep_caps, locked on, carries the marker across the change to nobody */
+	if (nobody && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0))
+		bound_rc = -errno;
+	unsigned secbits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED |
+			   SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+			   SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED | (nobody ? SECBIT_KEEP_CAPS : 0);
+	if (cap_set_secbits(secbits))
+		bound_rc = -errno;
 	for (cap_value_t cap = 0; cap < (cap_value_t)cap_max_bits(); cap++)
-		if (cap_drop_bound(cap) && !rc)
-			rc = -errno;
-	if (cap_reset_ambient() && !rc)
-		rc = -errno;
-	return rc;
+		if (cap_drop_bound(cap) && !bound_rc)
+			bound_rc = -errno;
+	if (cap_reset_ambient() && !bound_rc)
+		bound_rc = -errno;
+	int rc;
+	/* Without a user namespace a root caller's child would stay uid 0, and owner permissions
+	 * alone open root's files (/etc/shadow is 0640 root): become nobody, like minijail -u. */
+	if (nobody && (rc = set_ids(SB_OUTER_ID, SB_OUTER_ID, 1)))
+		fail(st, "changing to uid 65534", -rc, "");
+	if (cap_set_proc((cap_t)(st->pidns ? p->initcaps : p->nocaps))) {
+		layer_down(st, p, KG_SB_LAYER_CAPS, errno);
+		return;
+	}
+	st->active |= KG_SB_LAYER_CAPS;
+	/* an unprivileged caller without a user ns has nothing to drop from the bounding set, and
+	 * no_new_privs keeps file capabilities from adding any */
+	if (bound_rc)
+		note(st, "caps: bounding set kept (", errname(-bound_rc), ")");
 }
 
 static _Noreturn void run_init(int status_fd, pid_t prog)
 {
-	/* pid 1 of the namespace: the program runs as pid 2 so that it keeps ordinary signal
-	 * semantics (init ignores its own SIGABRT, SIGXCPU, ...). Its end is our end: when we exit
-	 * the kernel kills whatever it left in the namespace. */
-	close_range(0, (unsigned)status_fd - 1, 0);
-	close_from(status_fd + 1);
+	/* Its end is the program's end: when init exits the kernel kills whatever is left in the
+	 * namespace. syscall() and no glibc wrapper: no cancellation bookkeeping in the shared TLS,
+	 * and errno is written only on failure, which wait4 and write do not hit here (a dead
+	 * parent kills us with SIGPIPE or PDEATHSIG first). */
+	syscall(SYS_close_range, 0, status_fd - 1, 0);
+	syscall(SYS_close_range, status_fd + 1, ~0u, 0);
 	for (;;) {
-		int status;
-		pid_t w = waitpid(-1, &status, 0);
+		struct sb_exit ex;
+		memset(&ex, 0, sizeof(ex));
+		long w = syscall(SYS_wait4, -1, &ex.status, 0, &ex.ru);
 		if (w == prog) {
-			while (write(status_fd, &status, sizeof(status)) < 0 && errno == EINTR)
-				;
-			_exit(0);
+			syscall(SYS_write, status_fd, &ex, sizeof(ex));
+			syscall(SYS_exit_group, 0);
 		}
-		if (w < 0 && errno != EINTR)
-			_exit(0);
+		if (w < 0)
+			syscall(SYS_exit_group, 0);
 	}
 }
 
-static _Noreturn void run_program(struct cstate *st, struct sb_plan *p)
+struct prog_args {
+	struct cstate *st;
+	const struct sb_plan *p;
+};
+
+/* A second Landlock layer that forbids only what nobody here can do anyway (block devices): it
+ * puts the program into a domain nested under init's, and Landlock lets a domain ptrace-access
+ * only its own descendants. */
+static void nest_landlock(void)
+{
+	uint64_t attr = 1ull << 11; /* LANDLOCK_ACCESS_FS_MAKE_BLOCK */
+	long fd = syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
+	if (fd < 0)
+		return;
+	syscall(SYS_landlock_restrict_self, fd, 0);
+	close((int)fd);
+}
+
+static _Noreturn void run_program(struct cstate *st, const struct sb_plan *p)
 {
 	int n = p->n_fds;
 	const char *path = p->exec_path;
 	close(SB_SLOT_STATUS(n));
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (st->pidns) {
+		if (cap_set_proc((cap_t)p->nocaps))
+			fail(st, "dropping capabilities", errno, "pid 2");
+		if (st->active & KG_SB_LAYER_LANDLOCK)
+			nest_landlock();
+	}
 	if (!(p->disabled & KG_SB_LAYER_SECCOMP) && st->sync.bpf_len) {
 		void *bpf = mmap(NULL, st->sync.bpf_len, PROT_READ, MAP_PRIVATE, SB_SLOT_BPF(n), 0);
 		if (bpf == MAP_FAILED)
@@ -294,53 +336,70 @@ static _Noreturn void run_program(struct cstate *st, struct sb_plan *p)
 	fail(st, "execve", errno, p->exec_path);
 }
 
+static int program_main(void *arg)
+{
+	struct prog_args *a = arg;
+	run_program(a->st, a->p);
+}
+
 _Noreturn void sb_child_main(struct sb_plan *p)
 {
 	struct cstate st;
 	memset(&st, 0, sizeof(st));
 	st.err_fd = p->err_w;
-	reset_signals();
+	/* Until the parent's sync message arrives it runs beside us in the same TLS: only calls
+	 * that succeed (namespace creation practically always does). */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	size_t got = 0;
-	while (got < sizeof(st.sync)) {
-		ssize_t r = read(p->sync_r, (char *)&st.sync + got, sizeof(st.sync) - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			_exit(0); /* the parent gave up on us */
-		got += (size_t)r;
-	}
-	int pidns = !!(st.sync.active & KG_SB_LAYER_PIDNS);
-	if (!pidns && getppid() != p->parent_pid)
-		_exit(0);
-	st.active = st.sync.active;
-	st.failed = st.sync.failed;
-	/* own session and process group: the watchdog's kill(-pgid) reaches every descendant, and
-	 * no controlling terminal to inject input into */
-	setsid();
-	umask(022);
-
 	static const struct {
 		unsigned bit;
 		int flag;
 	} ns[] = {{KG_SB_LAYER_MOUNTNS, CLONE_NEWNS}, {KG_SB_LAYER_NETNS, CLONE_NEWNET},
 		{KG_SB_LAYER_IPCNS, CLONE_NEWIPC}, {KG_SB_LAYER_UTSNS, CLONE_NEWUTS}};
+	unsigned ns_failed = 0;
 	for (size_t i = 0; i < KG_ARRAY_LEN(ns); i++) {
 		if (p->disabled & ns[i].bit)
 			continue;
+		long r = syscall(SYS_unshare, ns[i].flag);
+		if (r)
+			ns_failed |= ns[i].bit;
+		else
+			st.active |= ns[i].bit;
+	}
+	size_t got = 0;
+	while (got < sizeof(st.sync)) {
+		long r = syscall(SYS_read, p->sync_r, (char *)&st.sync + got, sizeof(st.sync) - got);
+		if (r <= 0)
+			syscall(SYS_exit_group, 0); /* the parent gave up on us (EINTR: no handlers) */
+		got += (size_t)r;
+	}
+	/* the parent now only waits for our report */
+	close(p->sync_r);
+	st.pidns = !!(st.sync.active & KG_SB_LAYER_PIDNS);
+	if (!st.pidns && getppid() != p->parent_pid)
+		_exit(0);
+	st.active |= st.sync.active;
+	st.failed |= st.sync.failed;
+	reset_signals();
+	for (size_t i = 0; i < KG_ARRAY_LEN(ns); i++) {
+		if (!(ns_failed & ns[i].bit))
+			continue;
+		/* redo the failed ones for their errno (ours could not be trusted before the sync) */
 		if (unshare(ns[i].flag))
 			layer_down(&st, p, ns[i].bit, errno);
 		else
 			st.active |= ns[i].bit;
 	}
-	if (st.active & KG_SB_LAYER_UTSNS)
-		if (sethostname("kgate", 5))
-			note(&st, "utsns: sethostname: ", errname(errno), "");
+	/* own session and process group: the watchdog's kill(-pgid) reaches every descendant, and
+	 * no controlling terminal to inject input into */
+	setsid();
+	umask(022);
+	if ((st.active & KG_SB_LAYER_UTSNS) && sethostname("kgate", 5))
+		note(&st, "utsns: sethostname: ", errname(errno), "");
 
-	int mountns = !!(st.active & KG_SB_LAYER_MOUNTNS);
+	st.mountns = !!(st.active & KG_SB_LAYER_MOUNTNS);
 	const char *what = "";
 	int rc;
-	if (mountns) {
+	if (st.mountns) {
 		/* opened with the ids we were cloned with, which can still traverse the caller's
 		 * directories; the user-ns identity below may not */
 		if ((rc = sb_mounts_open_sources(p, &what)))
@@ -350,50 +409,39 @@ _Noreturn void sb_child_main(struct sb_plan *p)
 			if (p->mnts[i].remapped)
 				fail(&st, "path needs the mount namespace", EPERM, p->mnts[i].dst);
 	}
-	/* files on the new root's tmpfs can only be created by an id mapped in the namespace */
-	if (st.active & KG_SB_LAYER_USERNS)
-		become_ns_root(&st, p);
-	if (mountns && (rc = sb_mounts_build(p, &what, st.notes, sizeof(st.notes))))
+	/* Become the namespace's uid/gid 0, which the parent mapped to 65534 (root caller) or to the
+	 * caller's own ids: files on the new root's tmpfs can only be created by a mapped id. */
+	if ((st.active & KG_SB_LAYER_USERNS) && (rc = set_ids(0, 0, p->host_root)))
+		fail(&st, "changing to uid 0 of the user namespace", -rc, "");
+	if (st.mountns && (rc = sb_mounts_build(p, &what, st.notes, sizeof(st.notes))))
 		fail(&st, "mount", -rc, what);
 	if (chdir(p->cwd))
 		fail(&st, "chdir", errno, p->cwd);
 
 	shuffle_fds(&st, p);
-	set_rlimits(&st, p, pidns);
+	set_rlimits(&st, p);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		layer_down(&st, p, KG_SB_LAYER_NO_NEW_PRIVS, errno);
 	else
 		st.active |= KG_SB_LAYER_NO_NEW_PRIVS;
-
-	int bound_rc = drop_bound();
-	if (!(st.active & KG_SB_LAYER_USERNS) && p->host_root)
-		become_nobody(&st);
-	if (cap_set_proc((cap_t)p->nocaps)) {
-		layer_down(&st, p, KG_SB_LAYER_CAPS, errno);
-	} else {
-		st.active |= KG_SB_LAYER_CAPS;
-		/* an unprivileged caller without a user ns has nothing to drop from the bounding set,
-		 * and no_new_privs keeps file capabilities from adding any */
-		if (bound_rc)
-			note(&st, "caps: bounding set kept (no CAP_SETPCAP)", "", "");
-	}
-
+	drop_caps(&st, p);
 	if (!(p->disabled & KG_SB_LAYER_LANDLOCK)) {
-		int abi = sb_landlock_apply(p, mountns, st.notes, sizeof(st.notes));
+		int abi = sb_landlock_apply(p, st.mountns, st.notes, sizeof(st.notes));
 		if (abi < 0)
 			layer_down(&st, p, KG_SB_LAYER_LANDLOCK, -abi);
 		else
 			st.active |= KG_SB_LAYER_LANDLOCK;
 	}
 
-	if (pidns) {
-		/* raw clone: glibc's fork would take malloc's locks, which a raw-cloned copy of a
-		 * multi-threaded parent may hold forever */
-		long prog = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (st.pidns) {
+		/* pid 2 borrows our memory until its execve, like vfork, on a stack of its own
+		 * while we wait */
+		struct prog_args a = {&st, p};
+		int prog = clone(program_main, (char *)p->stack2 + p->stack_sz, CLONE_VM | CLONE_VFORK | SIGCHLD,
+				 &a);
 		if (prog < 0)
-			fail(&st, "fork", errno, "pid 2");
-		if (prog > 0)
-			run_init(SB_SLOT_STATUS(p->n_fds), (pid_t)prog);
+			fail(&st, "clone", errno, "pid 2");
+		run_init(SB_SLOT_STATUS(p->n_fds), prog);
 	}
 	run_program(&st, p);
 }

@@ -6,6 +6,7 @@
 #define KG_SB_INT_H
 
 #include <limits.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -53,6 +54,10 @@ struct sb_plan {
 	int n_mnts, cap_mnts;
 
 	void *nocaps; /* cap_t of the empty set, allocated by the parent for the child */
+	void *initcaps; /* cap_t: only the marker capability init keeps (see child.c) */
+	void *stacks; /* one mapping: guard, the clone's stack, guard, pid 2's stack */
+	void *stack1, *stack2;
+	size_t stack_sz;
 	const char *exec_path;
 	char *const *argv;
 	char **envp; /* owned: spec->envp plus the KGATE_SB_* entries */
@@ -90,10 +95,19 @@ struct sb_msg {
 	char step[48];
 	char what[256];
 	char notes[400];
+#ifdef SB_TRACE
+	uint64_t trace[16];
+#endif
 };
 
 /* child.c: runs in the cloned child, never returns */
 _Noreturn void sb_child_main(struct sb_plan *p);
+
+/* init -> parent when the program ends */
+struct sb_exit {
+	int status;
+	struct rusage ru;
+};
 
 /* names.c */
 const char *sb_signame(int sig, char *buf, size_t n);

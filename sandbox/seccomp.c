@@ -245,10 +245,16 @@ out:
 	return 0;
 }
 
+/* The kernel allows one notification listener per filter chain, and the one that matters is that
+ * of the profile the program applies later. Until then the baseline's denials fail with ENOSYS
+ * (RET_TRACE without a tracer), and afterwards they never outrank the profile's USER_NOTIF for the
+ * same call (KILL, TRAP or ERRNO would, and the report would lose the name, or worse, the call
+ * would just fail). Every call denied here is denied by every profile too. Without notification
+ * support both filters kill. */
 int sb_filter_baseline(int notify, scmp_filter_ctx *out, kg_error *e)
 {
 	scmp_filter_ctx ctx = new_ctx(SCMP_ACT_ALLOW);
-	uint32_t deny = notify ? SCMP_ACT_NOTIFY : SCMP_ACT_KILL_PROCESS;
+	uint32_t deny = notify ? SCMP_ACT_TRACE(0) : SCMP_ACT_KILL_PROCESS;
 	int rc;
 	if (!ctx)
 		return kg_err(e, -ENOMEM, "seccomp: cannot create a filter");

@@ -33,6 +33,11 @@ struct kg_sb_child {
 	struct sb_plan plan;
 	pid_t pid;
 	int pidfd, err_r, out_r, notify_p, status_r, devnull_w;
+	/* our copies of the child's ends; the plan gets the numbers at clone time and is shared
+	 * with the child (CLONE_VM), so it is never written to afterwards */
+	struct {
+		int err_w, sync_r, out_w, notify_c, status_w, bpf_fd, stdin_fd;
+	} ce;
 	int listeners[SB_MAX_LISTENERS];
 	int n_listeners;
 	struct sb_cgroup cg;
@@ -221,22 +226,29 @@ static void drop_listener(struct kg_sb_child *c, int i)
 	c->n_listeners--;
 }
 
-static void record_denial(struct kg_sb_child *c, const struct seccomp_notif *req, int idx)
+static void record_denial(struct kg_sb_child *c, const struct seccomp_notif *req)
 {
 	const struct seccomp_data *d = &req->data;
 	char *name = seccomp_syscall_resolve_num_arch(d->arch, d->nr);
 	const char *nm = name ? name : "";
-	const char *filter = c->plan.deferred && idx == 0 ? "baseline" : kg_sb_profile_name(c->plan.profile);
+	char filter[64];
+	if (c->plan.deferred)
+		snprintf(filter, sizeof(filter), "the program's own filter");
+	else
+		snprintf(filter, sizeof(filter), "the %s filter", kg_sb_profile_name(c->plan.profile));
 	if (c->why == KG_SB_END_RUNNING && !c->exited) {
 		c->why_nr = d->nr;
 		snprintf(c->why_syscall, sizeof(c->why_syscall), "%s", nm);
 		if (!strcmp(nm, "mmap") || !strcmp(nm, "mremap")) {
 			unsigned long long len = !strcmp(nm, "mmap") ? d->args[1] : d->args[2];
-			set_why(c, KG_SB_END_MEMORY, "%s of %llu bytes over the limit %" PRIu64, nm, len,
-				(uint64_t)c->plan.lim.mem_bytes);
+			if (c->plan.deferred) /* the bound is the one the program passed */
+				set_why(c, KG_SB_END_MEMORY, "%s of %llu bytes over the limit of %s", nm, len, filter);
+			else
+				set_why(c, KG_SB_END_MEMORY, "%s of %llu bytes over the limit %" PRIu64, nm, len,
+					(uint64_t)c->plan.lim.mem_bytes);
 		} else {
 			set_why(c, KG_SB_END_SYSCALL,
-				"%s(%#llx, %#llx, %#llx, %#llx, %#llx, %#llx) denied by the %s filter (pid %u)",
+				"%s(%#llx, %#llx, %#llx, %#llx, %#llx, %#llx) denied by %s (pid %u)",
 				name ? name : "?", (unsigned long long)d->args[0], (unsigned long long)d->args[1],
 				(unsigned long long)d->args[2], (unsigned long long)d->args[3],
 				(unsigned long long)d->args[4], (unsigned long long)d->args[5], filter, req->pid);
@@ -261,7 +273,7 @@ static void service_listener(struct kg_sb_child *c, int i)
 			drop_listener(c, i);
 		return;
 	}
-	record_denial(c, c->req, i);
+	record_denial(c, c->req);
 	/* kill first: the call never returns to the program, whatever we answer */
 	c->killed = 1;
 	kill_tree(c);
@@ -382,10 +394,6 @@ static void classify(struct kg_sb_child *c, int status, const struct rusage *ru)
 		if (o->syscall_nr >= 0)
 			snprintf(o->syscall, sizeof(o->syscall), "%s", c->why_syscall);
 		snprintf(o->detail, sizeof(o->detail), "%s", c->why_detail);
-		if (WIFEXITED(status))
-			o->exit_code = WEXITSTATUS(status);
-		else if (WIFSIGNALED(status))
-			o->signo = WTERMSIG(status);
 		return;
 	}
 	long ooms = sb_cgroup_oom_kills(&c->cg);
@@ -400,7 +408,6 @@ static void classify(struct kg_sb_child *c, int status, const struct rusage *ru)
 		o->exit_code = WEXITSTATUS(status);
 	} else if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
-		o->signo = sig;
 		if (sig == SIGSYS) {
 			o->end = KG_SB_END_SYSCALL;
 			snprintf(o->detail, sizeof(o->detail), "killed by SIGSYS (seccomp, call not known)");
@@ -409,6 +416,7 @@ static void classify(struct kg_sb_child *c, int status, const struct rusage *ru)
 			snprintf(o->detail, sizeof(o->detail), "CPU time limit of %u s exceeded", c->plan.lim.cpu_s);
 		} else {
 			o->end = KG_SB_END_SIGNAL;
+			o->signo = sig;
 			sb_signame(sig, o->detail, sizeof(o->detail));
 		}
 	}
@@ -430,10 +438,15 @@ static void reap(struct kg_sb_child *c)
 	if (!c->end_ns)
 		c->end_ns = kg_now_ns();
 	if (c->pidns_init && c->status_r >= 0) {
-		/* the program's own status, as its init saw it; absent when we killed the init */
-		int prog_status;
-		if (read(c->status_r, &prog_status, sizeof(prog_status)) == (ssize_t)sizeof(prog_status))
-			c->status = status = prog_status;
+		/* The program's own status and usage, as its init saw them; absent when we killed
+		 * init. Init's own rusage would be useless anyway: it shares our memory. */
+		struct sb_exit ex;
+		if (read(c->status_r, &ex, sizeof(ex)) == (ssize_t)sizeof(ex)) {
+			c->status = status = ex.status;
+			ru = ex.ru;
+		} else {
+			ru.ru_maxrss = 0;
+		}
 	}
 	memset(&c->oc, 0, sizeof(c->oc));
 	classify(c, status, &ru);
@@ -505,14 +518,18 @@ void kg_sb_free(struct kg_sb_child *c)
 	while (c->n_listeners)
 		drop_listener(c, c->n_listeners - 1);
 	struct sb_plan *p = &c->plan;
-	int *plan_fds[] = {&p->err_w, &p->sync_r, &p->out_w, &p->notify_c, &p->status_w, &p->bpf_fd,
-		&p->stdin_fd};
+	int *plan_fds[] = {&c->ce.err_w, &c->ce.sync_r, &c->ce.out_w, &c->ce.notify_c, &c->ce.status_w,
+		&c->ce.bpf_fd, &c->ce.stdin_fd};
 	for (size_t i = 0; i < KG_ARRAY_LEN(plan_fds); i++)
 		close_fd(plan_fds[i]);
 	sb_mounts_free(p);
 	free(p->envp);
 	if (p->nocaps)
 		cap_free(p->nocaps);
+	if (p->initcaps)
+		cap_free(p->initcaps);
+	if (p->stacks)
+		munmap(p->stacks, 2 * (p->stack_sz + 4096));
 	if (c->req)
 		seccomp_notify_free(c->req, c->resp);
 	free(c->out);
@@ -572,20 +589,18 @@ static int write_id_maps(struct kg_sb_child *c, kg_error *e)
 	return 0;
 }
 
-static pid_t clone_child(uint64_t nsflags, int *pidfd)
+static int child_entry(void *arg)
 {
-	struct clone_args ca;
-	memset(&ca, 0, sizeof(ca));
-	ca.flags = CLONE_PIDFD | nsflags;
-	ca.pidfd = (uint64_t)(uintptr_t)pidfd;
-	ca.exit_signal = SIGCHLD;
-	long r = syscall(SYS_clone3, &ca, sizeof(ca));
-	if (r < 0 && errno == ENOSYS) {
-		r = syscall(SYS_clone, (unsigned long)nsflags | SIGCHLD, 0, 0, 0, 0);
-		if (r > 0)
-			*pidfd = (int)syscall(SYS_pidfd_open, (pid_t)r, 0);
-	}
-	return (pid_t)r;
+	sb_child_main(arg);
+}
+
+/* posix_spawn's trick: the child shares our memory (nothing copied) and runs on its own stack.
+ * Sanitizer builds copy instead: their runtime keeps per-thread state that must not be shared. */
+static pid_t clone_child(struct kg_sb_child *c, int nsflags, int *pidfd)
+{
+	int vm = c->plan.sanitize ? 0 : CLONE_VM;
+	return clone(child_entry, (char *)c->plan.stack1 + c->plan.stack_sz,
+		     nsflags | vm | CLONE_PIDFD | SIGCHLD, &c->plan, pidfd);
 }
 
 /* Brings up the user and pid namespaces, dropping what the kernel refuses. Returns the pid (0 in
@@ -600,10 +615,10 @@ static pid_t clone_with_layers(struct kg_sb_child *c, int *err)
 		unsigned layers = tries[i];
 		if ((layers & want) != layers)
 			continue;
-		uint64_t flags = ((layers & KG_SB_LAYER_USERNS) ? CLONE_NEWUSER : 0) |
-				 ((layers & KG_SB_LAYER_PIDNS) ? CLONE_NEWPID : 0);
+		int flags = ((layers & KG_SB_LAYER_USERNS) ? CLONE_NEWUSER : 0) |
+			    ((layers & KG_SB_LAYER_PIDNS) ? CLONE_NEWPID : 0);
 		c->pidfd = -1;
-		pid_t pid = clone_child(flags, &c->pidfd);
+		pid_t pid = clone_child(c, flags, &c->pidfd);
 		if (pid >= 0) {
 			c->active |= layers;
 			c->failed |= want & ~layers;
@@ -634,6 +649,7 @@ static int build_filter(struct kg_sb_child *c, const struct kg_sb_spec *s, struc
 	sy->notify = sb_notify_supported();
 	if (s->seccomp_deferred) {
 		rc = sb_filter_baseline(sy->notify, &ctx, e);
+		sy->notify = 0; /* the listener is for the profile kg_sb_seccomp_apply loads */
 	} else {
 		struct sb_filter_params fp = {
 			.profile = s->profile,
@@ -648,7 +664,7 @@ static int build_filter(struct kg_sb_child *c, const struct kg_sb_spec *s, struc
 		rc = sb_filter_profile(&fp, &ctx, e);
 	}
 	if (!rc)
-		rc = sb_filter_export(ctx, c->plan.bpf_fd, &sy->bpf_len, e);
+		rc = sb_filter_export(ctx, c->ce.bpf_fd, &sy->bpf_len, e);
 	if (ctx)
 		seccomp_release(ctx);
 	return rc;
@@ -707,6 +723,14 @@ static int await_setup(struct kg_sb_child *c, kg_error *e)
 		have = 0;
 		if (m.kind == SB_MSG_REPORT) {
 			got_report = 1;
+#ifdef SB_TRACE
+			if (getenv("SB_TRACE")) {
+				fprintf(stderr, "trace: clone->child %.3f", (double)(m.trace[0] - c->start_ns) / 1e6);
+				for (int i = 1; i < 10; i++)
+					fprintf(stderr, " %d:%.3f", i, (double)(m.trace[i] - m.trace[i - 1]) / 1e6);
+				fprintf(stderr, " report->parent %.3f\n", (double)(kg_now_ns() - m.trace[9]) / 1e6);
+			}
+#endif
 			c->active |= m.active;
 			c->failed |= m.failed;
 			if (m.notes[0])
@@ -750,10 +774,12 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 	struct sb_plan *p = &c->plan;
 	c->pid = -1;
 	int *fds[] = {&c->pidfd, &c->err_r, &c->out_r, &c->notify_p, &c->status_r, &c->devnull_w,
-		&p->err_w, &p->sync_r, &p->out_w, &p->notify_c, &p->status_w, &p->bpf_fd, &p->stdin_fd};
+		&c->ce.err_w, &c->ce.sync_r, &c->ce.out_w, &c->ce.notify_c, &c->ce.status_w, &c->ce.bpf_fd,
+		&c->ce.stdin_fd};
 	for (size_t i = 0; i < KG_ARRAY_LEN(fds); i++)
 		*fds[i] = -1;
-	int sync_w = -1;
+	int sync_w = -1, masked = 0;
+	sigset_t all, old;
 
 	p->profile = s->profile;
 	p->required = s->required;
@@ -777,7 +803,25 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 	c->out[0] = '\0';
 	if ((rc = sb_mounts_plan(p, s, e)) || (rc = build_env(c, s, e)))
 		goto fail;
-	if (!(p->nocaps = cap_init())) {
+	/* Stacks for the clone and for pid 2, each above a guard page. They stay mapped until the
+	 * child is reaped: with CLONE_VM, init runs on its stack for the sandbox's whole life. */
+	p->stack_sz = 256 * 1024;
+	size_t span = 2 * (p->stack_sz + 4096);
+	p->stacks = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (p->stacks == MAP_FAILED) {
+		p->stacks = NULL;
+		rc = kg_err(e, -errno, "sandbox: mmap: %s", strerror(errno));
+		goto fail;
+	}
+	p->stack1 = (char *)p->stacks + 4096;
+	p->stack2 = (char *)p->stack1 + p->stack_sz + 4096;
+	mprotect(p->stacks, 4096, PROT_NONE);
+	mprotect((char *)p->stack1 + p->stack_sz, 4096, PROT_NONE);
+	/* init's marker: harmless on its own (setting timers that wake the machine), but absent
+	 * from pid 2's set, which makes every ptrace-mode access from the sandbox to init fail */
+	static const cap_value_t marker[] = {CAP_WAKE_ALARM};
+	if (!(p->nocaps = cap_init()) || !(p->initcaps = cap_init()) ||
+	    cap_set_flag(p->initcaps, CAP_PERMITTED, 1, marker, CAP_SET)) {
 		rc = kg_err(e, -ENOMEM, "sandbox: cap_init: %s", strerror(errno));
 		goto fail;
 	}
@@ -787,43 +831,44 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 		rc = kg_err(e, -errno, "sandbox: pipe: %s", strerror(errno));
 		goto fail;
 	}
-	c->err_r = pe[0], p->err_w = pe[1];
-	if (pipe2(ps, O_CLOEXEC)) {
-		rc = kg_err(e, -errno, "sandbox: pipe: %s", strerror(errno));
+	c->err_r = pe[0], c->ce.err_w = pe[1];
+	/* a socket, not a pipe: a child that died early must not SIGPIPE the caller */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ps)) {
+		rc = kg_err(e, -errno, "sandbox: socketpair: %s", strerror(errno));
 		goto fail;
 	}
-	p->sync_r = ps[0], sync_w = ps[1];
+	c->ce.sync_r = ps[0], sync_w = ps[1];
 	if (pipe2(po, O_CLOEXEC | O_NONBLOCK)) {
 		rc = kg_err(e, -errno, "sandbox: pipe: %s", strerror(errno));
 		goto fail;
 	}
-	c->out_r = po[0], p->out_w = po[1];
+	c->out_r = po[0], c->ce.out_w = po[1];
 	/* the child's end must block: a program expects a blocking stdout */
-	fcntl(p->out_w, F_SETFL, 0);
+	fcntl(c->ce.out_w, F_SETFL, 0);
 	fcntl(c->out_r, F_SETPIPE_SZ, 1 << 20);
 	if (!(p->disabled & KG_SB_LAYER_PIDNS)) {
 		if (pipe2(pst, O_CLOEXEC)) {
 			rc = kg_err(e, -errno, "sandbox: pipe: %s", strerror(errno));
 			goto fail;
 		}
-		c->status_r = pst[0], p->status_w = pst[1];
+		c->status_r = pst[0], c->ce.status_w = pst[1];
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp)) {
 		rc = kg_err(e, -errno, "sandbox: socketpair: %s", strerror(errno));
 		goto fail;
 	}
-	c->notify_p = sp[0], p->notify_c = sp[1];
+	c->notify_p = sp[0], c->ce.notify_c = sp[1];
 	fcntl(c->notify_p, F_SETFL, O_NONBLOCK);
-	if ((p->bpf_fd = memfd_create("kgate-seccomp", MFD_CLOEXEC)) < 0 ||
+	if ((c->ce.bpf_fd = memfd_create("kgate-seccomp", MFD_CLOEXEC)) < 0 ||
 	    (c->devnull_w = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0) {
 		rc = kg_err(e, -errno, "sandbox: %s", strerror(errno));
 		goto fail;
 	}
 	if (s->stdin_fd >= 0)
-		p->stdin_fd = fcntl(s->stdin_fd, F_DUPFD_CLOEXEC, 3);
+		c->ce.stdin_fd = fcntl(s->stdin_fd, F_DUPFD_CLOEXEC, 3);
 	else
-		p->stdin_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (p->stdin_fd < 0) {
+		c->ce.stdin_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (c->ce.stdin_fd < 0) {
 		rc = kg_err(e, -errno, "sandbox: stdin: %s", strerror(errno));
 		goto fail;
 	}
@@ -837,24 +882,25 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 	if (s->profile != KG_SB_PROFILE_COMPILE && !p->deferred)
 		p->exec_gate = pick_exec_gate();
 
-	/* signals stay blocked across the clone until the child has reset their handlers */
-	sigset_t all, old;
+	/* Signals stay blocked until the child runs the program: it starts with our handlers (until
+	 * it resets them) and shares our TLS, so no handler may run on this thread meanwhile. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	masked = 1;
+	p->err_w = c->ce.err_w, p->sync_r = c->ce.sync_r, p->out_w = c->ce.out_w;
+	p->notify_c = c->ce.notify_c, p->status_w = c->ce.status_w, p->bpf_fd = c->ce.bpf_fd;
+	p->stdin_fd = c->ce.stdin_fd;
 	int clone_err;
 	c->start_ns = kg_now_ns();
 	c->deadline_ns = c->start_ns + (uint64_t)(p->lim.wall_s * 1e9);
 	pid_t pid = clone_with_layers(c, &clone_err);
-	if (pid == 0)
-		sb_child_main(p);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
 		rc = kg_err(e, -errno, "sandbox: clone: %s", strerror(errno));
 		goto fail;
 	}
 	c->pid = pid;
 	c->pidns_init = !!(c->active & KG_SB_LAYER_PIDNS);
-	int *child_ends[] = {&p->err_w, &p->sync_r, &p->out_w, &p->notify_c, &p->status_w, &p->stdin_fd};
+	int *child_ends[] = {&c->ce.err_w, &c->ce.sync_r, &c->ce.out_w, &c->ce.notify_c, &c->ce.status_w, &c->ce.stdin_fd};
 	for (size_t i = 0; i < KG_ARRAY_LEN(child_ends); i++)
 		close_fd(child_ends[i]);
 	for (unsigned bit = KG_SB_LAYER_USERNS; bit <= KG_SB_LAYER_PIDNS; bit <<= 1) {
@@ -902,17 +948,20 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 	}
 	sy.active = c->active;
 	sy.failed = c->failed;
-	if (write(sync_w, &sy, sizeof(sy)) != (ssize_t)sizeof(sy)) {
+	if (send(sync_w, &sy, sizeof(sy), MSG_NOSIGNAL) != (ssize_t)sizeof(sy)) {
 		rc = kg_err(e, -errno, "sandbox: sync: %s", strerror(errno));
 		goto fail;
 	}
 	close_fd(&sync_w);
-	close_fd(&p->bpf_fd);
+	close_fd(&c->ce.bpf_fd);
 	if ((rc = await_setup(c, e)))
 		goto fail;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	*out = c;
 	return 0;
 fail:
+	if (masked)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	close_fd(&sync_w);
 	if (c->pid > 0 && !c->reaped) {
 		c->killed = 1;

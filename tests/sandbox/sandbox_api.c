@@ -1,0 +1,507 @@
+/* Unit tests of the sandbox API: spawn and exit codes, output capture and its bounds, the watchdog
+ * on a process tree, fd hand-over, required layers, kill/wait/free, and the layers this host gives.
+ * libuv-style: one process, each case spawns its own children and leaves none behind. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#include "sb_test.h"
+
+static void test_names(void **state)
+{
+	(void)state;
+	assert_string_equal(kg_sb_end_reason(KG_SB_END_SYSCALL), "sandbox.syscall");
+	assert_string_equal(kg_sb_end_reason(KG_SB_END_TIMEOUT), "sandbox.timeout");
+	assert_string_equal(kg_sb_end_reason(KG_SB_END_MEMORY), "sandbox.memory");
+	assert_string_equal(kg_sb_end_reason(KG_SB_END_SIGNAL), "sandbox.crash");
+	assert_string_equal(kg_sb_end_reason(KG_SB_END_OUTPUT_LIMIT), "sandbox.output_limit");
+	assert_string_equal(kg_sb_end_reason(KG_SB_END_SETUP), "sandbox.setup");
+	assert_null(kg_sb_end_reason(KG_SB_END_EXIT));
+	assert_null(kg_sb_end_reason(KG_SB_END_RUNNING));
+	enum kg_sb_profile p;
+	assert_int_equal(kg_sb_profile_parse("run-cuda", &p), 0);
+	assert_int_equal(p, KG_SB_PROFILE_RUN_CUDA);
+	assert_string_equal(kg_sb_profile_name(p), "run-cuda");
+	assert_int_not_equal(kg_sb_profile_parse("gpu", &p), 0);
+	char buf[256];
+	unsigned all = (1u << KG_SB_LAYER_COUNT_) - 1;
+	kg_sb_layers_str(all, buf, sizeof(buf));
+	assert_string_equal(buf, "userns,mountns,pidns,netns,ipcns,utsns,no_new_privs,caps,rlimits,cgroup,"
+				 "landlock,seccomp");
+	for (unsigned i = 0; i < KG_SB_LAYER_COUNT_; i++)
+		assert_int_equal(kg_sb_layer_parse(kg_sb_layer_name(1u << i)), 1u << i);
+	assert_int_equal(kg_sb_layer_parse("selinux"), 0);
+}
+
+static void test_true_and_layers(void **state)
+{
+	(void)state;
+	static const char *const argv[] = {"/bin/true", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	struct sb_run r;
+	sb_spec(&s, paths, KG_SB_PROFILE_COMPILE, argv);
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.o.end, KG_SB_END_EXIT);
+	assert_int_equal(r.o.exit_code, 0);
+	/* every layer was either brought up or reported as failed, never silently skipped */
+	unsigned all = (1u << KG_SB_LAYER_COUNT_) - 1;
+	assert_int_equal(r.o.layers_active | r.o.layers_failed, all);
+	assert_int_equal(r.o.layers_active & r.o.layers_failed, 0);
+	/* these need no kernel feature beyond what kgate requires */
+	unsigned basic = KG_SB_LAYER_NO_NEW_PRIVS | KG_SB_LAYER_CAPS | KG_SB_LAYER_RLIMITS | KG_SB_LAYER_SECCOMP;
+	assert_int_equal(r.o.layers_active & basic, basic);
+	if (geteuid() == 0) /* root can always create namespaces */
+		assert_true(r.o.layers_active & KG_SB_LAYER_PIDNS);
+	assert_true(r.o.wall_s > 0 && r.o.wall_s < 10);
+	sb_run_free(&r);
+}
+
+static void test_exit_code(void **state)
+{
+	(void)state;
+	static const char *const argv[] = {"/bin/sh", "-c", "exit 7", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	struct sb_run r;
+	sb_spec(&s, paths, KG_SB_PROFILE_COMPILE, argv);
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.o.end, KG_SB_END_EXIT);
+	assert_int_equal(r.o.exit_code, 7);
+	assert_null(kg_sb_end_reason(r.o.end));
+	sb_run_free(&r);
+}
+
+static void test_output_both_streams(void **state)
+{
+	(void)state;
+	static const char *const argv[] = {"/bin/sh", "-c", "echo to-stdout; echo to-stderr >&2", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	struct sb_run r;
+	sb_spec(&s, paths, KG_SB_PROFILE_COMPILE, argv);
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.o.end, KG_SB_END_EXIT);
+	assert_string_equal(r.out, "to-stdout\nto-stderr\n");
+	assert_int_equal(r.o.output_len, strlen(r.out));
+	assert_int_equal(r.o.output_total, r.o.output_len);
+	sb_run_free(&r);
+}
+
+static void test_output_truncated(void **state)
+{
+	(void)state;
+	static const char *const argv[] = {SB_HELPER_INSIDE, "print", "100000", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	struct sb_run r;
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	s.limits.output_keep = 1000;
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.o.end, KG_SB_END_EXIT);
+	assert_int_equal(r.o.exit_code, 0);
+	assert_int_equal(r.o.output_len, 1000);
+	assert_int_equal(strlen(r.out), 1000);
+	assert_int_equal(r.o.output_total, 100000);
+	sb_run_free(&r);
+}
+
+static void test_output_flood_killed(void **state)
+{
+	(void)state;
+	static const char *const argv[] = {SB_HELPER_INSIDE, "flood", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	struct sb_run r;
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	s.limits.output_keep = 4096;
+	s.limits.output_max = 8 << 20;
+	s.limits.wall_s = 30;
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.o.end, KG_SB_END_OUTPUT_LIMIT);
+	assert_string_equal(kg_sb_end_reason(r.o.end), "sandbox.output_limit");
+	assert_int_equal(r.o.output_len, 4096);
+	assert_true(r.o.output_total > (8u << 20));
+	/* bounded by the output limit, not by the wall clock: it costs next to nothing */
+	assert_true(r.o.wall_s < 5);
+	sb_run_free(&r);
+}
+
+/* Processes anywhere on the host whose command line holds marker. */
+static int count_procs(const char *marker)
+{
+	int n = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char path[300], buf[4096];
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t got = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		for (ssize_t i = 0; i < got; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[got > 0 ? got : 0] = '\0';
+		if (strstr(buf, marker))
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void timeout_tree(unsigned disabled)
+{
+	/* a forked grandchild in the background and one in the foreground */
+	static const char *const argv[] = {"/bin/sh", "-c", "sleep 1007.25 & sleep 1007.25; wait", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	struct sb_run r;
+	sb_spec(&s, paths, KG_SB_PROFILE_COMPILE, argv);
+	s.limits.wall_s = 0.7;
+	s.disabled = disabled;
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.o.end, KG_SB_END_TIMEOUT);
+	assert_string_equal(kg_sb_end_reason(r.o.end), "sandbox.timeout");
+	assert_true(r.o.wall_s >= 0.6 && r.o.wall_s < 5);
+	/* the whole tree is gone once the outcome is there (reaping races, so allow a moment) */
+	int left = 1;
+	for (int i = 0; i < 100 && (left = count_procs("sleep 1007.25")); i++)
+		usleep(10000);
+	assert_int_equal(left, 0);
+	sb_run_free(&r);
+}
+
+static void test_timeout_kills_tree(void **state)
+{
+	(void)state;
+	timeout_tree(0);
+}
+
+static void test_timeout_kills_tree_without_pidns(void **state)
+{
+	(void)state;
+	/* no pid namespace: the process group carries the kill */
+	timeout_tree(KG_SB_LAYER_PIDNS);
+}
+
+static void test_fds_closed_but_handed(void **state)
+{
+	(void)state;
+	static const char *const argv[] = {SB_HELPER_INSIDE, "fds", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	struct sb_run r;
+	int leak = open("/dev/null", O_RDONLY); /* no O_CLOEXEC: must not get in anyway */
+	int p1[2], p2[2];
+	assert_true(leak >= 0);
+	assert_int_equal(pipe(p1), 0);
+	assert_int_equal(pipe(p2), 0);
+	int handed[] = {p2[1], p1[1]};
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	s.fds = handed;
+	s.n_fds = 2;
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.o.end, KG_SB_END_EXIT);
+	assert_string_equal(r.out, "FDS 0 1 2 3 4\n");
+	sb_run_free(&r);
+
+	/* deferred: the notify socket follows the handed fds, and the program is told where */
+	s.seccomp_deferred = 1;
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "FDS 0 1 2 3 4 5\n");
+	sb_run_free(&r);
+	static const char *const argv_env[] = {"/bin/sh", "-c", "echo $KGATE_SB_NOTIFY_FD $KGATE_SB_NFDS", NULL};
+	s.argv = argv_env;
+	s.profile = KG_SB_PROFILE_COMPILE;
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "5 2\n");
+	sb_run_free(&r);
+	close(leak);
+	close(p1[0]), close(p1[1]), close(p2[0]), close(p2[1]);
+}
+
+static void test_wait_fd_on_handed_fd(void **state)
+{
+	(void)state;
+	static const char *const argv[] = {SB_HELPER_INSIDE, "write-fd", "3", "hello", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	int sp[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	s.fds = &sp[1];
+	s.n_fds = 1;
+	struct kg_sb_child *c = NULL;
+	kg_error e = {0};
+	assert_int_equal(kg_sb_spawn(&s, &c, &e), 0);
+	close(sp[1]);
+	assert_int_equal(kg_sb_wait_fd(c, sp[0], 10000), 1);
+	char buf[16] = "";
+	assert_int_equal(read(sp[0], buf, sizeof(buf) - 1), 5);
+	assert_string_equal(buf, "hello");
+	/* nothing more to read (EOF); wait for the end alone */
+	int r;
+	while ((r = kg_sb_wait_fd(c, -1, 10000)) == 0)
+		;
+	assert_int_equal(r, KG_SB_ENDED);
+	struct kg_sb_outcome o;
+	assert_int_equal(kg_sb_wait(c, &o), 0);
+	assert_int_equal(o.end, KG_SB_END_EXIT);
+	assert_int_equal(o.exit_code, 0);
+	/* and safe to call twice */
+	struct kg_sb_outcome o2;
+	assert_int_equal(kg_sb_wait(c, &o2), 0);
+	assert_int_equal(o2.end, o.end);
+	assert_int_equal(o2.exit_code, o.exit_code);
+	kg_sb_free(c);
+	close(sp[0]);
+}
+
+static void test_wait_fd_timeout(void **state)
+{
+	(void)state;
+	static const char *const argv[] = {"/bin/sleep", "100", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	sb_spec(&s, paths, KG_SB_PROFILE_COMPILE, argv);
+	struct kg_sb_child *c = NULL;
+	kg_error e = {0};
+	assert_int_equal(kg_sb_spawn(&s, &c, &e), 0);
+	uint64_t t0 = kg_now_ns();
+	assert_int_equal(kg_sb_wait_fd(c, -1, 100), 0);
+	double ms = (double)(kg_now_ns() - t0) / 1e6;
+	assert_true(ms >= 90 && ms < 2000);
+	kg_sb_kill(c, KG_SB_END_TIMEOUT);
+	struct kg_sb_outcome o;
+	kg_sb_wait(c, &o);
+	assert_int_equal(o.end, KG_SB_END_TIMEOUT);
+	kg_sb_free(c);
+}
+
+static void test_kill_and_free(void **state)
+{
+	(void)state;
+	static const char *const argv[] = {"/bin/sleep", "100", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	sb_spec(&s, paths, KG_SB_PROFILE_COMPILE, argv);
+	struct kg_sb_child *c = NULL;
+	kg_error e = {0};
+	assert_int_equal(kg_sb_spawn(&s, &c, &e), 0);
+	assert_true(kg_sb_pid(c) > 0);
+	kg_sb_kill(c, KG_SB_END_KILLED);
+	struct kg_sb_outcome o;
+	kg_sb_wait(c, &o);
+	assert_int_equal(o.end, KG_SB_END_KILLED);
+	assert_non_null(kg_sb_end_reason(o.end));
+	kg_sb_free(c);
+
+	/* freeing a running child kills and reaps it: no zombie is left to us */
+	assert_int_equal(kg_sb_spawn(&s, &c, &e), 0);
+	kg_sb_free(c);
+	kg_sb_free(NULL);
+	errno = 0;
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+}
+
+static void test_crash_names_signal(void **state)
+{
+	(void)state;
+	static const char *const segv[] = {SB_HELPER_INSIDE, "segv", NULL};
+	static const char *const abrt[] = {SB_HELPER_INSIDE, "abort", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	struct sb_run r;
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, segv);
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.o.end, KG_SB_END_SIGNAL);
+	assert_int_equal(r.o.signo, SIGSEGV);
+	assert_string_equal(r.o.detail, "SIGSEGV");
+	assert_string_equal(kg_sb_end_reason(r.o.end), "sandbox.crash");
+	sb_run_free(&r);
+	/* the program is pid 2: its own SIGABRT is not swallowed as it would be for an init */
+	s.argv = abrt;
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.o.end, KG_SB_END_SIGNAL);
+	assert_string_equal(r.o.detail, "SIGABRT");
+	sb_run_free(&r);
+}
+
+static void test_required_layer_disabled(void **state)
+{
+	(void)state;
+	static const char *const argv[] = {"/bin/true", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	s.required = KG_SB_LAYER_LANDLOCK | KG_SB_LAYER_SECCOMP;
+	s.disabled = KG_SB_LAYER_LANDLOCK;
+	struct kg_sb_child *c = (struct kg_sb_child *)&s; /* must be reset */
+	kg_error e = {0};
+	assert_int_equal(kg_sb_spawn(&s, &c, &e), -EPERM);
+	assert_null(c);
+	assert_non_null(strstr(e.msg, "landlock"));
+	assert_string_equal(kg_sb_end_reason(KG_SB_END_SETUP), "sandbox.setup");
+}
+
+static void test_required_layer_failing(void **state)
+{
+	(void)state;
+	/* The cgroup layer comes up only where a writable cgroup2 tree with memory and pids exists:
+	 * requiring it either works or fails the spawn naming it, never runs without it. */
+	static const char *const argv[] = {"/bin/true", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	struct sb_run r;
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	s.required = KG_SB_LAYER_CGROUP;
+	sb_run_spec(&s, &r);
+	if (r.rc) {
+		assert_int_equal(r.rc, -EPERM);
+		assert_non_null(strstr(r.e.msg, "cgroup"));
+	} else {
+		assert_true(r.o.layers_active & KG_SB_LAYER_CGROUP);
+	}
+	sb_run_free(&r);
+}
+
+static void test_missing_program(void **state)
+{
+	(void)state;
+	static const char *const argv[] = {"/usr/bin/kgate-no-such-program", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	sb_spec(&s, paths, KG_SB_PROFILE_COMPILE, argv);
+	struct kg_sb_child *c = NULL;
+	kg_error e = {0};
+	assert_int_equal(kg_sb_spawn(&s, &c, &e), -ENOENT);
+	assert_null(c);
+	assert_non_null(strstr(e.msg, "execve"));
+	static const char *const rel[] = {"true", NULL};
+	s.argv = rel;
+	assert_int_equal(kg_sb_spawn(&s, &c, &e), -EINVAL);
+	/* a missing required path is a setup error naming it */
+	s.argv = argv;
+	struct kg_sb_path more[2] = {paths[0], {"/nonexistent/kgate", "/x", 0}};
+	s.paths = more;
+	s.n_paths = 2;
+	assert_int_equal(kg_sb_spawn(&s, &c, &e), -ENOENT);
+	assert_non_null(strstr(e.msg, "/nonexistent/kgate"));
+	more[1].flags = KG_SB_PATH_OPTIONAL;
+	s.argv = (const char *const[]){"/bin/true", NULL};
+	assert_int_equal(kg_sb_spawn(&s, &c, &e), 0);
+	kg_sb_free(c);
+}
+
+static void test_identity(void **state)
+{
+	(void)state;
+	static const char *const argv[] = {SB_HELPER_INSIDE, "id", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	struct sb_run r;
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.o.end, KG_SB_END_EXIT);
+	if (r.o.layers_active & KG_SB_LAYER_USERNS)
+		assert_non_null(strstr(r.out, "uid=0 gid=0"));
+	if (r.o.layers_active & KG_SB_LAYER_PIDNS)
+		assert_non_null(strstr(r.out, "pid=2 ppid=1"));
+	sb_run_free(&r);
+	if (geteuid() != 0)
+		return;
+	/* root without a user namespace: nobody, not root with dropped capabilities */
+	s.disabled = KG_SB_LAYER_USERNS;
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.o.end, KG_SB_END_EXIT);
+	assert_non_null(strstr(r.out, "uid=65534 gid=65534"));
+	sb_run_free(&r);
+}
+
+static void test_landlock_fallback_without_mountns(void **state)
+{
+	(void)state;
+	/* without the mount namespace, Landlock alone keeps the host's files out */
+	const char *argv[] = {sb_helper_host(), "open", "/etc/shadow", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	struct sb_run r;
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	paths[0].inside = NULL; /* cannot be moved without a mount namespace */
+	s.disabled = KG_SB_LAYER_MOUNTNS;
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.rc, 0);
+	if (!(r.o.layers_active & KG_SB_LAYER_LANDLOCK)) {
+		sb_run_free(&r);
+		skip();
+	}
+	assert_false(r.o.layers_active & KG_SB_LAYER_MOUNTNS);
+	assert_string_equal(r.out, "RESULT open EACCES\n");
+	sb_run_free(&r);
+	argv[1] = "create";
+	argv[2] = "/usr/kgate-test";
+	sb_run_spec(&s, &r);
+	assert_string_equal(r.out, "RESULT create EACCES\n");
+	sb_run_free(&r);
+	/* a moved path needs the mount namespace: a setup error, not a silent exposure */
+	paths[0].inside = SB_HELPERS_INSIDE;
+	struct kg_sb_child *c = NULL;
+	kg_error e = {0};
+	assert_int_equal(kg_sb_spawn(&s, &c, &e), -EPERM);
+	assert_non_null(strstr(e.msg, "mount namespace"));
+}
+
+int main(void)
+{
+	if (!sb_helpers_host()) {
+		fprintf(stderr, "cannot locate the test helpers\n");
+		return 1;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_true_and_layers),
+		cmocka_unit_test(test_exit_code),
+		cmocka_unit_test(test_output_both_streams),
+		cmocka_unit_test(test_output_truncated),
+		cmocka_unit_test(test_output_flood_killed),
+		cmocka_unit_test(test_timeout_kills_tree),
+		cmocka_unit_test(test_timeout_kills_tree_without_pidns),
+		cmocka_unit_test(test_fds_closed_but_handed),
+		cmocka_unit_test(test_wait_fd_on_handed_fd),
+		cmocka_unit_test(test_wait_fd_timeout),
+		cmocka_unit_test(test_kill_and_free),
+		cmocka_unit_test(test_crash_names_signal),
+		cmocka_unit_test(test_required_layer_disabled),
+		cmocka_unit_test(test_required_layer_failing),
+		cmocka_unit_test(test_missing_program),
+		cmocka_unit_test(test_identity),
+		cmocka_unit_test(test_landlock_fallback_without_mountns),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,107 @@
+/* Shared pieces of the sandbox tests: locating the try-syscall helper, building a spec that makes
+ * it visible inside, and running a spec to its end with the output kept. */
+#ifndef KG_SB_TEST_H
+#define KG_SB_TEST_H
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandbox/sandbox.h"
+
+#define SB_HELPERS_INSIDE "/kgate/helpers"
+#define SB_HELPER_INSIDE SB_HELPERS_INSIDE "/try-syscall"
+
+struct sb_run {
+	int rc;
+	kg_error e;
+	struct kg_sb_outcome o;
+	char *out; /* copy of o.output */
+	double spawn_ms;
+};
+
+/* The test binaries live in BUILD/tests/bin, the helper in BUILD/tests/helpers. */
+static inline const char *sb_helpers_host(void)
+{
+	static char dir[PATH_MAX];
+	if (dir[0])
+		return dir;
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0'; /* BUILD/tests/bin */
+	if ((slash = strrchr(self, '/')))
+		*slash = '\0'; /* BUILD/tests */
+	snprintf(dir, sizeof(dir), "%s/helpers", self);
+	return dir;
+}
+
+static inline const char *sb_helper_host(void)
+{
+	static char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/try-syscall", sb_helpers_host());
+	return path;
+}
+
+/* Programs under test run with a minimal environment; sanitizer builds of the helper must not
+ * start LeakSanitizer (it ptraces) or touch RLIMIT_CORE (a run profile denies setting limits). */
+static const char *const sb_test_env[] = {
+	"PATH=/usr/bin:/bin",
+	"LC_ALL=C",
+	"ASAN_OPTIONS=detect_leaks=0:disable_coredump=0:abort_on_error=0",
+	"UBSAN_OPTIONS=print_stacktrace=0",
+	NULL,
+};
+
+/* paths[0] becomes the helper directory; the caller may add more after it */
+static inline void sb_spec(struct kg_sb_spec *s, struct kg_sb_path *paths, enum kg_sb_profile prof,
+			   const char *const *argv)
+{
+	memset(s, 0, sizeof(*s));
+	s->profile = prof;
+	s->argv = argv;
+	s->envp = sb_test_env;
+	s->stdin_fd = -1;
+	s->limits.wall_s = 20;
+	paths[0] = (struct kg_sb_path){sb_helpers_host(), SB_HELPERS_INSIDE, KG_SB_PATH_EXEC};
+	s->paths = paths;
+	s->n_paths = 1;
+}
+
+static inline void sb_run_spec(const struct kg_sb_spec *s, struct sb_run *r)
+{
+	struct kg_sb_child *c = NULL;
+	memset(r, 0, sizeof(*r));
+	uint64_t t0 = kg_now_ns();
+	r->rc = kg_sb_spawn(s, &c, &r->e);
+	r->spawn_ms = (double)(kg_now_ns() - t0) / 1e6;
+	if (r->rc) {
+		fprintf(stderr, "spawn: %d %s\n", r->rc, r->e.msg);
+		return;
+	}
+	kg_sb_wait(c, &r->o);
+	r->out = strdup(r->o.output ? r->o.output : "");
+	char a[256], f[256];
+	fprintf(stderr, "[%s %s] end=%s exit=%d signo=%d syscall=%s detail=%s wall=%.3fs\n  active=%s failed=%s notes=%s\n  output=%.300s\n",
+		kg_sb_profile_name(s->profile), s->argv[1] ? s->argv[1] : "",
+		kg_sb_end_reason(r->o.end) ? kg_sb_end_reason(r->o.end) : "exit", r->o.exit_code, r->o.signo,
+		r->o.syscall, r->o.detail, r->o.wall_s, kg_sb_layers_str(r->o.layers_active, a, sizeof(a)),
+		kg_sb_layers_str(r->o.layers_failed, f, sizeof(f)), kg_sb_notes(c), r->out);
+	r->o.output = r->out;
+	kg_sb_free(c);
+}
+
+static inline void sb_run_free(struct sb_run *r)
+{
+	free(r->out);
+	r->out = NULL;
+}
+
+#endif
