@@ -36,4 +36,4 @@ $(TEST_PLUGIN_DIR)/%.so: tests/agents/plugin_test.c $(BUILD)/libkgproto.a $(COMM
 		-Wl,--as-needed $(PKG_LIBS)
 $(BUILD)/tests/bin/agents-plugins: $(TEST_PLUGINS) $(BUILD)/plugins/replay.so
 TEST_BINS += $(AGENTS_TEST_BINS) $(TEST_PLUGINS)
-CPPCHECK_DIRS += tests/agents
+CPPCHECK_DIRS += $(AGENTS_TEST_SRCS) tests/agents/plugin_test.c

@@ -488,9 +488,8 @@ static void summary(const struct search *s, const struct kg_rec *w)
 	}
 	say(s, "summary: %d candidates verified: %d accepted, %d rejected, %d not verified (infrastructure)\n", s->h.n,
 	    acc, rej, err);
-	const char *k;
-	json_t *v;
-	json_object_foreach(codes, k, v) say(s, "  %-28s %lld\n", k, (long long)json_integer_value(v));
+	for (void *it = json_object_iter(codes); it; it = json_object_iter_next(codes, it))
+		say(s, "  %-28s %lld\n", json_object_iter_key(it), (long long)json_integer_value(json_object_iter_value(it)));
 	json_decref(codes);
 	if (w)
 		say(s, "winner: %.12s (round %d, idea %d)%s -> %s/winner%s\n", w->id, w->round, w->idea + 1,

@@ -20,3 +20,9 @@ $(PROTO_OBJ): $(PROTO_GEN_C) $(PROTO_HDR)
 
 $(PROTO_LIB): $(PROTO_OBJ)
 	$(AR) rcs $@ $^
+
+# cppcheck does not read system headers, so the generated header's version guard would see
+# PROTOBUF_C_VERSION_NUMBER undefined and hit its #error: give cppcheck the installed version.
+PROTOBUF_C_VERSION_NUMBER := $(shell pkg-config --modversion libprotobuf-c 2>/dev/null | \
+	awk -F. '{ printf "%d%03d%03d", $$1, $$2, $$3 }')
+CPPCHECK_DIRS += -DPROTOBUF_C_VERSION_NUMBER=$(PROTOBUF_C_VERSION_NUMBER)

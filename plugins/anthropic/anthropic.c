@@ -53,23 +53,19 @@ static int parse(json_t *root, kg_buf *text, char *why, size_t whysz)
 {
 	json_t *content = json_object_get(root, "content");
 	size_t i, n = 0, len;
-	json_t *blk;
 	if (!json_is_array(content)) {
 		snprintf(why, whysz, "no content[] array");
 		return -1;
 	}
-	json_array_foreach(content, i, blk)
-	{
-		if (block_text(blk, &len))
+	for (i = 0; i < json_array_size(content); i++)
+		if (block_text(json_array_get(content, i), &len))
 			n++;
-	}
 	if (!n) {
 		snprintf(why, whysz, "no text block in content[]");
 		return -1;
 	}
-	json_array_foreach(content, i, blk)
-	{
-		const char *s = block_text(blk, &len);
+	for (i = 0; i < json_array_size(content); i++) {
+		const char *s = block_text(json_array_get(content, i), &len);
 		if (s && kg_buf_append(text, s, len))
 			return -1;
 	}

@@ -224,17 +224,13 @@ static int ideas_json(const char *text, char **out, int max)
 		json_decref(a);
 		a = in;
 	}
-	size_t i;
-	json_t *it;
-	if (json_is_array(a))
-		json_array_foreach(a, i, it)
-		{
-			const char *s = json_is_string(it)				  ? json_string_value(it)
-					: json_is_object(it) && json_object_get(it, "idea") ? json_string_value(json_object_get(it, "idea"))
-											       : NULL;
-			if (s && *s && k < max && (out[k] = trim_dup(s, strlen(s))))
-				k++;
-		}
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		json_t *it = json_array_get(a, i);
+		json_t *obj_idea = json_is_object(it) ? json_object_get(it, "idea") : NULL;
+		const char *s = json_is_string(it) ? json_string_value(it) : json_string_value(obj_idea);
+		if (s && *s && k < max && (out[k] = trim_dup(s, strlen(s))))
+			k++;
+	}
 	json_decref(a);
 	return k;
 }
