@@ -326,9 +326,16 @@ static void record(struct kg_vjob *job, void *ctx)
 		json_t *reasons = json_object_get(line, "reasons");
 		char what[200] = "";
 		size_t len = 0;
-		for (size_t i = 0; i < json_array_size(reasons) && len < sizeof(what) - 40; i++)
-			len += (size_t)snprintf(what + len, sizeof(what) - len, "%s%s", i ? " " : "",
-						json_string_value(json_object_get(json_array_get(reasons, i), "code")));
+		/* Each code once, in the order found. */
+		for (size_t i = 0; i < json_array_size(reasons) && len < sizeof(what) - 40; i++) {
+			const char *code = json_string_value(json_object_get(json_array_get(reasons, i), "code"));
+			char probe[64];
+			snprintf(probe, sizeof(probe), " %s ", code ? code : "?");
+			char padded[sizeof(what) + 2];
+			snprintf(padded, sizeof(padded), " %s ", what);
+			if (!strstr(padded, probe))
+				len += (size_t)snprintf(what + len, sizeof(what) - len, "%s%s", len ? " " : "", code ? code : "?");
+		}
 		if (r->verdict == KG_REC_ACCEPTED && r->timed)
 			snprintf(what, sizeof(what), "%.4f ms, speedup %.2fx", r->median_ms, r->speedup);
 		else if (r->verdict == KG_REC_ERROR)
@@ -479,17 +486,23 @@ static void summary(const struct search *s, const struct kg_rec *w)
 		acc += r->verdict == KG_REC_ACCEPTED;
 		rej += r->verdict == KG_REC_REJECTED;
 		err += r->verdict == KG_REC_ERROR;
-		json_t *rs = json_object_get(r->j, "reasons");
+		/* Candidates per reason code, not reasons: one candidate fails many trials. */
+		json_t *rs = json_object_get(r->j, "reasons"), *seen = json_object();
 		for (size_t k = 0; k < json_array_size(rs); k++) {
 			const char *c = json_string_value(json_object_get(json_array_get(rs, k), "code"));
-			if (c)
+			if (c && !json_object_get(seen, c)) {
+				json_object_set_new(seen, c, json_true());
 				json_object_set_new(codes, c, json_integer(json_integer_value(json_object_get(codes, c)) + 1));
+			}
 		}
+		json_decref(seen);
 	}
 	say(s, "summary: %d candidates verified: %d accepted, %d rejected, %d not verified (infrastructure)\n", s->h.n,
 	    acc, rej, err);
 	for (void *it = json_object_iter(codes); it; it = json_object_iter_next(codes, it))
-		say(s, "  %-28s %lld\n", json_object_iter_key(it), (long long)json_integer_value(json_object_iter_value(it)));
+		say(s, "  %-28s %lld candidate%s\n", json_object_iter_key(it),
+		    (long long)json_integer_value(json_object_iter_value(it)),
+		    json_integer_value(json_object_iter_value(it)) == 1 ? "" : "s");
 	json_decref(codes);
 	if (w)
 		say(s, "winner: %.12s (round %d, idea %d)%s -> %s/winner%s\n", w->id, w->round, w->idea + 1,

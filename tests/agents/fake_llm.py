@@ -7,7 +7,7 @@ client's timeout, malformed JSON), checks the requests' shape and credentials, a
 everything at GET /stats.
 
 usage: fake_llm.py --port-file FILE --candidates DIR [--faults 429,500,slow,malformed]
-                   [--slow-seconds S] [--key KEY]
+                   [--slow-seconds S] [--key KEY] [--dump-prompts DIR]
 """
 import argparse
 import json
@@ -144,6 +144,9 @@ class Handler(BaseHTTPRequestHandler):
         with st.lock:
             text = answer_for(st, prompt)
             st.count(proto + ":ok")
+            if st.args.dump_prompts:
+                with open(os.path.join(st.args.dump_prompts, "%s-%03d.txt" % (proto, i)), "w") as f:
+                    f.write(prompt)
         if proto == "openai":
             body = {"id": "x", "object": "chat.completion", "model": req["model"],
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
@@ -161,6 +164,7 @@ def main():
     ap.add_argument("--faults", default="")
     ap.add_argument("--slow-seconds", type=float, default=4.0)
     ap.add_argument("--key", default="")
+    ap.add_argument("--dump-prompts", default="", help="write each answered prompt into this directory")
     args = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
