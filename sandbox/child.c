@@ -30,6 +30,14 @@
 
 #include "sb_int.h"
 
+/* Sanitizer builds: the code here runs on borrowed stacks and ends in execve or _exit, where ASan's
+ * stack bookkeeping (__asan_handle_no_return) only prints warnings into the program's output. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SB_CHILD __attribute__((no_sanitize_address))
+#else
+#define SB_CHILD
+#endif
+
 #ifndef SECBIT_NOROOT
 #define SECBIT_NOROOT (1u << 0)
 #define SECBIT_NOROOT_LOCKED (1u << 1)
@@ -48,7 +56,7 @@ struct cstate {
 	char notes[400];
 };
 
-static void copy_str(char *dst, size_t n, const char *src)
+SB_CHILD static void copy_str(char *dst, size_t n, const char *src)
 {
 	size_t i = 0;
 	for (; src && src[i] && i + 1 < n; i++)
@@ -56,7 +64,7 @@ static void copy_str(char *dst, size_t n, const char *src)
 	dst[i] = '\0';
 }
 
-static void note(struct cstate *st, const char *a, const char *b, const char *c)
+SB_CHILD static void note(struct cstate *st, const char *a, const char *b, const char *c)
 {
 	size_t len = strlen(st->notes);
 	const char *parts[] = {len ? "; " : "", a, b, c};
@@ -66,13 +74,13 @@ static void note(struct cstate *st, const char *a, const char *b, const char *c)
 	st->notes[len] = '\0';
 }
 
-static const char *errname(int err)
+SB_CHILD static const char *errname(int err)
 {
 	const char *s = strerrorname_np(err);
 	return s ? s : "error";
 }
 
-static void send_msg(struct cstate *st, int kind, int err, unsigned layer, const char *step,
+SB_CHILD static void send_msg(struct cstate *st, int kind, int err, unsigned layer, const char *step,
 		     const char *what)
 {
 	struct sb_msg m;
@@ -91,13 +99,13 @@ static void send_msg(struct cstate *st, int kind, int err, unsigned layer, const
 		;
 }
 
-static _Noreturn void fail(struct cstate *st, const char *step, int err, const char *what)
+SB_CHILD static _Noreturn void fail(struct cstate *st, const char *step, int err, const char *what)
 {
 	send_msg(st, SB_MSG_FAIL, err, 0, step, what);
 	_exit(127);
 }
 
-static void layer_down(struct cstate *st, const struct sb_plan *p, unsigned bit, int err)
+SB_CHILD static void layer_down(struct cstate *st, const struct sb_plan *p, unsigned bit, int err)
 {
 	if (p->required & bit) {
 		send_msg(st, SB_MSG_FAIL, err, bit, "layer", kg_sb_layer_name(bit));
@@ -107,7 +115,7 @@ static void layer_down(struct cstate *st, const struct sb_plan *p, unsigned bit,
 	note(st, kg_sb_layer_name(bit), ": ", errname(err));
 }
 
-static void reset_signals(void)
+SB_CHILD static void reset_signals(void)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -122,7 +130,7 @@ static void reset_signals(void)
 
 /* The id changes go through syscall(): glibc's setresuid and friends would broadcast the change to
  * every thread of the caller's process (their list is in the memory we share or copied). */
-static int set_ids(uid_t uid, gid_t gid, int drop_groups)
+SB_CHILD static int set_ids(uid_t uid, gid_t gid, int drop_groups)
 {
 	if (drop_groups && syscall(SYS_setgroups, 0, NULL))
 		return -errno;
@@ -131,7 +139,7 @@ static int set_ids(uid_t uid, gid_t gid, int drop_groups)
 	return 0;
 }
 
-static void close_from(int lo)
+SB_CHILD static void close_from(int lo)
 {
 	if (!close_range((unsigned)lo, ~0u, 0))
 		return;
@@ -143,7 +151,7 @@ static void close_from(int lo)
 
 /* 0 stdin, 1+2 the output pipe, 3.. the handed fds, then the notify socket (inherited by the
  * program only when it applies its own filter), then the CLOEXEC plumbing; nothing else. */
-static void shuffle_fds(struct cstate *st, const struct sb_plan *p)
+SB_CHILD static void shuffle_fds(struct cstate *st, const struct sb_plan *p)
 {
 	int n = p->n_fds;
 	int src[SB_MAX_FDS + 7], dst[SB_MAX_FDS + 7], cloexec[SB_MAX_FDS + 7], tmp[SB_MAX_FDS + 7];
@@ -179,7 +187,7 @@ static void shuffle_fds(struct cstate *st, const struct sb_plan *p)
 	close_from(base);
 }
 
-static void set_rlimits(struct cstate *st, const struct sb_plan *p)
+SB_CHILD static void set_rlimits(struct cstate *st, const struct sb_plan *p)
 {
 	const struct kg_sb_limits *l = &p->lim;
 	rlim_t nofile = l->nofile < (uint32_t)SB_SLOT_END(p->n_fds) + 8 ? (rlim_t)SB_SLOT_END(p->n_fds) + 8
@@ -216,7 +224,7 @@ static void set_rlimits(struct cstate *st, const struct sb_plan *p)
  * user namespace the program runs as 0) gains nothing at execve; then the identity change of a
  * root caller without a user namespace; then only init's one marker capability stays permitted
  * (pid 2 drops it too). Needs CAP_SETPCAP, so it runs before anything else drops capabilities. */
-static void drop_caps(struct cstate *st, const struct sb_plan *p)
+SB_CHILD static void drop_caps(struct cstate *st, const struct sb_plan *p)
 {
 	int nobody = !(st->active & KG_SB_LAYER_USERNS) && p->host_root;
 	int bound_rc = 0;
@@ -249,7 +257,7 @@ static void drop_caps(struct cstate *st, const struct sb_plan *p)
 		note(st, "caps: bounding set kept (", errname(-bound_rc), ")");
 }
 
-static _Noreturn void run_init(int status_fd, pid_t prog)
+SB_CHILD static _Noreturn void run_init(int status_fd, pid_t prog)
 {
 	/* Its end is the program's end: when init exits the kernel kills whatever is left in the
 	 * namespace. syscall() and no glibc wrapper: no cancellation bookkeeping in the shared TLS,
@@ -278,7 +286,7 @@ struct prog_args {
 /* A second Landlock layer that forbids only what nobody here can do anyway (block devices): it
  * puts the program into a domain nested under init's, and Landlock lets a domain ptrace-access
  * only its own descendants. */
-static void nest_landlock(void)
+SB_CHILD static void nest_landlock(void)
 {
 	uint64_t attr = 1ull << 11; /* LANDLOCK_ACCESS_FS_MAKE_BLOCK */
 	long fd = syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
@@ -288,7 +296,7 @@ static void nest_landlock(void)
 	close((int)fd);
 }
 
-static _Noreturn void run_program(struct cstate *st, const struct sb_plan *p)
+SB_CHILD static _Noreturn void run_program(struct cstate *st, const struct sb_plan *p)
 {
 	int n = p->n_fds;
 	const char *path = p->exec_path;
@@ -304,17 +312,9 @@ static _Noreturn void run_program(struct cstate *st, const struct sb_plan *p)
 		void *bpf = mmap(NULL, st->sync.bpf_len, PROT_READ, MAP_PRIVATE, SB_SLOT_BPF(n), 0);
 		if (bpf == MAP_FAILED)
 			fail(st, "seccomp", errno, "mapping the filter");
-		if (p->exec_gate) {
-			size_t len = strlen(path) + 1;
-			void *g = mmap((void *)(uintptr_t)p->exec_gate, 4096, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-			if (g != (void *)(uintptr_t)p->exec_gate)
-				fail(st, "seccomp", g == MAP_FAILED ? errno : EEXIST, "mapping the exec gate");
-			if (len > 4096)
-				fail(st, "execve", ENAMETOOLONG, p->exec_path);
-			memcpy(g, path, len);
-			path = g;
-		}
+		/* the parent's page holding our path (see spawn.c) */
+		if (p->exec_gate)
+			path = (const char *)(uintptr_t)p->exec_gate;
 		struct sock_fprog prog = {.len = (unsigned short)(st->sync.bpf_len / sizeof(struct sock_filter)),
 			.filter = bpf};
 		long lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
@@ -336,13 +336,13 @@ static _Noreturn void run_program(struct cstate *st, const struct sb_plan *p)
 	fail(st, "execve", errno, p->exec_path);
 }
 
-static int program_main(void *arg)
+SB_CHILD static int program_main(void *arg)
 {
 	struct prog_args *a = arg;
 	run_program(a->st, a->p);
 }
 
-_Noreturn void sb_child_main(struct sb_plan *p)
+SB_CHILD _Noreturn void sb_child_main(struct sb_plan *p)
 {
 	struct cstate st;
 	memset(&st, 0, sizeof(st));

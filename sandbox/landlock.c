@@ -156,6 +156,9 @@ int sb_landlock_apply(const struct sb_plan *p, int in_mountns, char *notes, size
 			continue;
 		rc = add_rule(ruleset, in_mountns ? m->dst : m->src, rights_for(m), attr.handled_access_fs);
 	}
+	/* sanitizer runtimes read /proc/self/maps at start (sanitizer builds only) */
+	if (!rc && !in_mountns && p->sanitize)
+		rc = add_rule(ruleset, "/proc", LL_FS_READ_FILE | LL_FS_READ_DIR, attr.handled_access_fs);
 	if (!rc && syscall(SYS_landlock_restrict_self, ruleset, 0))
 		rc = -errno;
 	close(ruleset);

@@ -61,6 +61,8 @@ struct kg_sb_child {
 	struct kg_sb_outcome oc;
 };
 
+static void unmap_exec_gate(struct sb_plan *p);
+
 static int sanitize_mode(void)
 {
 #if defined(__SANITIZE_ADDRESS__)
@@ -526,6 +528,7 @@ void kg_sb_free(struct kg_sb_child *c)
 	free(p->envp);
 	if (p->nocaps)
 		cap_free(p->nocaps);
+	unmap_exec_gate(p);
 	if (p->initcaps)
 		cap_free(p->initcaps);
 	if (p->stacks)
@@ -589,6 +592,9 @@ static int write_id_maps(struct kg_sb_child *c, kg_error *e)
 	return 0;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+__attribute__((no_sanitize_address))
+#endif
 static int child_entry(void *arg)
 {
 	sb_child_main(arg);
@@ -633,13 +639,44 @@ static pid_t clone_with_layers(struct kg_sb_child *c, int *err)
 	return -1;
 }
 
-static uint64_t pick_exec_gate(void)
+/* The run profiles allow exactly one execve: of the program, with its path at this address. The
+ * page is ours (the child shares or copies it); after its execve the program's fresh address space
+ * has nothing there, and it cannot learn where "there" is, so it cannot forge a second execve. A
+ * random place in [1 TiB, 64 TiB) first; ASLR's choice if that area is taken (sanitizer shadow,
+ * the CUDA driver's reservations). */
+static int map_exec_gate(struct sb_plan *p, kg_error *e)
 {
-	uint64_t r = 0;
-	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		r = kg_hash64(&r, sizeof(r), kg_now_ns());
-	/* a page somewhere in [1 TiB, 64 TiB): far from where loaders and heaps put things */
-	return ((1ull << 40) + r % ((1ull << 46) - (1ull << 40))) & ~4095ull;
+	size_t len = strlen(p->exec_path) + 1;
+	if (len > 4096)
+		return kg_err(e, -ENAMETOOLONG, "sandbox: %s: path too long", p->exec_path);
+	void *page = MAP_FAILED;
+	for (int i = 0; i < 16 && page == MAP_FAILED; i++) {
+		uint64_t r = 0;
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			r = kg_hash64(&r, sizeof(r), kg_now_ns() + (uint64_t)i);
+		void *want = (void *)(uintptr_t)(((1ull << 40) + r % ((1ull << 46) - (1ull << 40))) & ~4095ull);
+		page = mmap(want, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			    -1, 0);
+		if (page != MAP_FAILED && page != want) { /* kernels without FIXED_NOREPLACE */
+			munmap(page, 4096);
+			page = MAP_FAILED;
+		}
+	}
+	if (page == MAP_FAILED)
+		page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED)
+		return kg_err(e, -errno, "sandbox: mmap: %s", strerror(errno));
+	memcpy(page, p->exec_path, len);
+	mprotect(page, 4096, PROT_READ);
+	p->exec_gate = (uint64_t)(uintptr_t)page;
+	return 0;
+}
+
+static void unmap_exec_gate(struct sb_plan *p)
+{
+	if (p->exec_gate)
+		munmap((void *)(uintptr_t)p->exec_gate, 4096);
+	p->exec_gate = 0;
 }
 
 static int build_filter(struct kg_sb_child *c, const struct kg_sb_spec *s, struct sb_sync *sy, kg_error *e)
@@ -794,7 +831,8 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 	p->argv = (char *const *)s->argv;
 	p->cwd = s->cwd ? s->cwd : "/tmp";
 	p->n_fds = s->n_fds;
-	memcpy(p->fds, s->fds, (size_t)s->n_fds * sizeof(int));
+	if (s->n_fds)
+		memcpy(p->fds, s->fds, (size_t)s->n_fds * sizeof(int));
 	c->keep = p->lim.output_keep;
 	if (!(c->out = malloc(c->keep + 1))) {
 		rc = kg_err(e, -ENOMEM, "sandbox: out of memory");
@@ -879,8 +917,9 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 			notes_add(c, why);
 		}
 	}
-	if (s->profile != KG_SB_PROFILE_COMPILE && !p->deferred)
-		p->exec_gate = pick_exec_gate();
+	if (s->profile != KG_SB_PROFILE_COMPILE && !p->deferred && !(p->disabled & KG_SB_LAYER_SECCOMP) &&
+	    (rc = map_exec_gate(p, e)))
+		goto fail;
 
 	/* Signals stay blocked until the child runs the program: it starts with our handlers (until
 	 * it resets them) and shares our TLS, so no handler may run on this thread meanwhile. */
@@ -956,6 +995,8 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 	close_fd(&c->ce.bpf_fd);
 	if ((rc = await_setup(c, e)))
 		goto fail;
+	/* the program runs on its own memory now (the plan stays: init may share it) */
+	unmap_exec_gate(p);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	*out = c;
 	return 0;

@@ -51,11 +51,13 @@ static inline const char *sb_helper_host(void)
 }
 
 /* Programs under test run with a minimal environment; sanitizer builds of the helper must not
- * start LeakSanitizer (it ptraces) or touch RLIMIT_CORE (a run profile denies setting limits). */
+ * start LeakSanitizer (it ptraces), touch RLIMIT_CORE (a run profile denies setting limits), or
+ * turn the crashes and failed allocations the tests expect into reports of their own. */
 static const char *const sb_test_env[] = {
 	"PATH=/usr/bin:/bin",
 	"LC_ALL=C",
-	"ASAN_OPTIONS=detect_leaks=0:disable_coredump=0:abort_on_error=0",
+	"ASAN_OPTIONS=detect_leaks=0:disable_coredump=0:abort_on_error=0:handle_segv=0:"
+	"allocator_may_return_null=1",
 	"UBSAN_OPTIONS=print_stacktrace=0",
 	NULL,
 };
