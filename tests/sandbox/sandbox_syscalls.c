@@ -510,6 +510,68 @@ static void test_so_constructor_denied(void **state)
 	}
 }
 
+static void test_kill_fallback_without_notify(void **state)
+{
+	(void)state;
+	/* Where user notification is missing (kernel < 5.7) the filters kill: still a refusal,
+	 * still sandbox.syscall, only without the name. */
+	setenv("KGATE_NO_SECCOMP_NOTIFY", "1", 1);
+	expect(KG_SB_PROFILE_RUN_CPU, 0, 0, ARGS("socket"), KG_SB_END_SYSCALL, NULL);
+	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("ptrace", "1"), KG_SB_END_SYSCALL, NULL);
+	unsetenv("KGATE_NO_SECCOMP_NOTIFY");
+	static const char *const argv[] = {SB_HELPER_INSIDE, "--apply", "run-cpu", "mount", NULL};
+	static const char *const env[] = {"PATH=/bin", "KGATE_NO_SECCOMP_NOTIFY=1", NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	struct sb_run r;
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	s.seccomp_deferred = 1;
+	s.envp = getenv("KGATE_SANITIZE") ? sb_test_env : env;
+	sb_run_spec(&s, &r);
+	assert_int_equal(r.o.end, KG_SB_END_SYSCALL);
+	if (!getenv("KGATE_SANITIZE")) {
+		assert_string_equal(r.o.syscall, "");
+		assert_int_equal(r.o.syscall_nr, -1);
+		assert_non_null(strstr(r.o.detail, "SIGSYS"));
+	}
+	sb_run_free(&r);
+}
+
+static void test_nvcc_compiles(void **state)
+{
+	(void)state;
+	if (access("/usr/local/cuda/bin/nvcc", X_OK) || access("/usr/bin/g++", X_OK))
+		skip();
+	assert_int_equal(write_text(workdir, "k.cu",
+				    "__global__ void add(float *a, const float *b, int n)\n"
+				    "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] += b[i]; }\n"
+				    "extern \"C\" int kg_forward(float *a, const float *b, int n)\n"
+				    "{ add<<<(n + 255) / 256, 256>>>(a, b, n); return 0; }\n",
+				    0644),
+			 0);
+	kg_error e = {0};
+	assert_int_equal(kg_sb_chown_scratch(workdir, &e), 0);
+	static const char *const argv[] = {"/usr/local/cuda/bin/nvcc", "-O2", "-shared", "-Xcompiler", "-fPIC",
+		"k.cu", "-o", "k.so", NULL};
+	static const char *const env[] = {"PATH=/usr/local/cuda/bin:/usr/bin:/bin", "HOME=/tmp", NULL};
+	struct kg_sb_path paths[2];
+	struct kg_sb_spec s;
+	struct sb_run r;
+	sb_spec(&s, paths, KG_SB_PROFILE_COMPILE, argv);
+	paths[1] = (struct kg_sb_path){workdir, "/work", KG_SB_PATH_RW};
+	s.n_paths = 2;
+	s.cwd = "/work";
+	s.envp = env;
+	s.limits.wall_s = 120;
+	sb_run_spec(&s, &r);
+	if (r.o.end != KG_SB_END_EXIT || r.o.exit_code)
+		fail_msg("nvcc failed: %s %s\n%s", r.o.syscall, r.o.detail, r.out);
+	char so[PATH_MAX];
+	snprintf(so, sizeof(so), "%s/k.so", workdir);
+	assert_int_equal(access(so, R_OK), 0);
+	sb_run_free(&r);
+}
+
 int main(void)
 {
 	snprintf(parent_pid, sizeof(parent_pid), "%d", (int)getpid());
@@ -530,6 +592,8 @@ int main(void)
 		cmocka_unit_test(test_compile_cannot_read_host_files),
 		cmocka_unit_test(test_compile_no_network),
 		cmocka_unit_test(test_so_constructor_denied),
+		cmocka_unit_test(test_kill_fallback_without_notify),
+		cmocka_unit_test(test_nvcc_compiles),
 	};
 	return cmocka_run_group_tests(tests, setup_workdir, teardown_workdir);
 }
