@@ -95,9 +95,6 @@ struct sb_msg {
 	char step[48];
 	char what[256];
 	char notes[400];
-#ifdef SB_TRACE
-	uint64_t trace[16];
-#endif
 };
 
 /* child.c: runs in the cloned child, never returns */

@@ -96,6 +96,8 @@ static void resolve_limits(struct kg_sb_limits *l, const struct kg_sb_spec *s)
 	*l = s->limits;
 	if (!(l->wall_s > 0))
 		l->wall_s = 60;
+	if (l->wall_s > 1e6) /* a deadline in nanoseconds must not overflow */
+		l->wall_s = 1e6;
 	if (!l->cpu_s)
 		l->cpu_s = (uint32_t)ceil(l->wall_s) + 1;
 	if (!l->mem_bytes && s->profile != KG_SB_PROFILE_RUN_CUDA)
@@ -760,14 +762,6 @@ static int await_setup(struct kg_sb_child *c, kg_error *e)
 		have = 0;
 		if (m.kind == SB_MSG_REPORT) {
 			got_report = 1;
-#ifdef SB_TRACE
-			if (getenv("SB_TRACE")) {
-				fprintf(stderr, "trace: clone->child %.3f", (double)(m.trace[0] - c->start_ns) / 1e6);
-				for (int i = 1; i < 10; i++)
-					fprintf(stderr, " %d:%.3f", i, (double)(m.trace[i] - m.trace[i - 1]) / 1e6);
-				fprintf(stderr, " report->parent %.3f\n", (double)(kg_now_ns() - m.trace[9]) / 1e6);
-			}
-#endif
 			c->active |= m.active;
 			c->failed |= m.failed;
 			if (m.notes[0])
