@@ -27,7 +27,7 @@ static void usage(FILE *f)
 		"  --agent-config FILE   agent settings, a YAML mapping of key: value\n"
 		"  --agent-opt KEY=VALUE one agent setting (repeatable; wins over the file)\n"
 		"  --agent-isolation M   process (default: the plugin runs in a helper process) or inproc\n"
-		"  --agent-timeout S     seconds one propose call may take (default 900; 0: no limit)\n"
+		"  --agent-timeout S     seconds one propose call may take (default 1800; 0: no limit)\n"
 		"  --verify-timeout S    seconds one verification may take (default 3600; 0: no limit)\n"
 		"  --history-limit N     earlier candidates sent to the agent each round (default 50)\n"
 		"  --policy P            policy name or YAML path (as kgate verify)\n"
@@ -111,7 +111,7 @@ int kg_cmd_search(int argc, char **argv)
 		.branch = 2,
 		.per_idea = 2,
 		.keep = 0,
-		.agent_timeout_s = 900,
+		.agent_timeout_s = 1800,
 		.verify_timeout_s = 3600,
 		.history_limit = 50,
 		.iterations = -1,

@@ -254,3 +254,16 @@ out:
 	json_decref(rep);
 	return line;
 }
+
+int kg_feedback_timing_only(const char *report_json)
+{
+	json_t *r = report_json ? json_loads(report_json, 0, NULL) : NULL;
+	json_t *reasons = json_object_get(r, "reasons");
+	int only = json_integer_value(json_object_get(r, "exit_code")) == 1 && json_array_size(reasons) > 0;
+	for (size_t i = 0; only && i < json_array_size(reasons); i++) {
+		const char *code = json_string_value(json_object_get(json_array_get(reasons, i), "code"));
+		only = code && !strcmp(code, "timing.tampered");
+	}
+	json_decref(r);
+	return only;
+}

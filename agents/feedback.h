@@ -28,4 +28,10 @@ Kgate__V1__CandidateResult *kg_feedback_result(struct kg_pool *p, const struct k
  * timing, error. New reference; the caller adds round, idea, id, file. */
 json_t *kg_feedback_line(const char *report_json, const char *error, int usage);
 
+/* 1 when a report rejects for timing.tampered and nothing else. The parent's round trips were
+ * much longer than the runner's own timing: load from the search's other workers can do that to
+ * an honest kernel, so the search confirms such a verdict by verifying again with the machine to
+ * itself. */
+int kg_feedback_timing_only(const char *report_json);
+
 #endif

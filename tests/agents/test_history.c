@@ -187,6 +187,20 @@ static void test_feedback_line(void **state)
 	json_decref(l);
 }
 
+static void test_timing_only(void **state)
+{
+	(void)state;
+	assert_true(kg_feedback_timing_only("{\"exit_code\":1,\"reasons\":[{\"code\":\"timing.tampered\"}]}"));
+	assert_true(kg_feedback_timing_only(
+		"{\"exit_code\":1,\"reasons\":[{\"code\":\"timing.tampered\"},{\"code\":\"timing.tampered\"}]}"));
+	assert_false(kg_feedback_timing_only(
+		"{\"exit_code\":1,\"reasons\":[{\"code\":\"timing.tampered\"},{\"code\":\"check.mismatch\"}]}"));
+	assert_false(kg_feedback_timing_only("{\"exit_code\":0,\"reasons\":[]}"));
+	assert_false(kg_feedback_timing_only("{\"exit_code\":3,\"reasons\":[{\"code\":\"timing.tampered\"}]}"));
+	assert_false(kg_feedback_timing_only("not json"));
+	assert_false(kg_feedback_timing_only(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -195,6 +209,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_torn_line, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_atomic_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_feedback_line, setup, teardown),
+		cmocka_unit_test(test_timing_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
