@@ -103,7 +103,6 @@ int kg_cmd_search(int argc, char **argv)
 		{"backend", required_argument, 0, 'B'},		{"iterations", required_argument, 0, 'i'},
 		{"trials", required_argument, 0, 't'},		{"seed", required_argument, 0, 's'},
 		{"quiet", no_argument, 0, 'q'},			{"help", no_argument, 0, 'h'},
-		{"host-exe", required_argument, 0, 'X'}, /* tests: a binary that serves agent-host */
 		{0, 0, 0, 0},
 	};
 	struct kg_search_opts o = {
@@ -207,9 +206,6 @@ int kg_cmd_search(int argc, char **argv)
 			has_seed = 1;
 			break;
 		}
-		case 'X':
-			o.host_exe = optarg;
-			break;
 		case 'q':
 			o.quiet = 1;
 			break;

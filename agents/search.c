@@ -405,8 +405,8 @@ static int verify_round(struct search *s, int round, kg_error *e)
 		n++;
 	}
 	int workers = o->jobs > 0 ? o->jobs : kg_default_jobs(s->backend);
-	say(s, "round %d: %zu proposed, %d to verify (%d already verified), %d at a time\n", round, r->n_candidates, n,
-	    reused, workers < n ? workers : n);
+	say(s, "round %d: %zu proposed, %d to verify (%d already verified)", round, r->n_candidates, n, reused);
+	say(s, n > 1 ? ", %d at a time\n" : "\n", workers < n ? workers : n);
 	struct kg_verify_opts vo = {
 		.task = o->task,
 		.policy = o->policy,

@@ -31,9 +31,11 @@ static int build(const struct kg_llm_provider *p, const char *model, const char 
 		return -1;
 	if (key && !(headers[1] = header("x-api-key: %s", key)))
 		return -1;
-	json_t *j = json_pack("{s:s, s:i, s:f, s:s, s:[{s:s, s:s}]}", "model", model, "max_tokens", max_tokens,
-			      "temperature", temperature > 1.0 ? 1.0 : temperature, "system", system, "messages", "role",
-			      "user", "content", user);
+	/* max_tokens is required by this API: 0 ("omit") means the default. */
+	json_t *j = json_pack("{s:s, s:i, s:s, s:[{s:s, s:s}]}", "model", model, "max_tokens",
+			      max_tokens > 0 ? max_tokens : 8192, "system", system, "messages", "role", "user", "content", user);
+	if (j && temperature >= 0)
+		json_object_set_new(j, "temperature", json_real(temperature > 1.0 ? 1.0 : temperature));
 	*body = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return *body ? 0 : -1;

@@ -83,6 +83,10 @@ static int apply_setting(struct llm_agent *a, const char *k, const char *v, char
 	}
 	if (!strcmp(k, "temperature")) {
 		char *end;
+		if (!strcmp(v, "omit")) { /* models that accept only their default */
+			a->temperature = -1;
+			return 0;
+		}
 		double t = strtod(v, &end);
 		if (!*v || *end || t < 0 || t > 2)
 			goto bad;
@@ -108,7 +112,7 @@ static int apply_setting(struct llm_agent *a, const char *k, const char *v, char
 			return 0;
 		}
 	if (!strcmp(k, "max_retries") || !strcmp(k, "max_tokens")) {
-		if (parse_long(v, !strcmp(k, "max_tokens"), 1000000, &x))
+		if (parse_long(v, 0, 1000000, &x))
 			goto bad;
 		if (!strcmp(k, "max_retries"))
 			a->http.max_retries = (int)x;

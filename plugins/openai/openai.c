@@ -27,9 +27,13 @@ static int build(const struct kg_llm_provider *p, const char *model, const char 
 	snprintf(url, urlsz, "%s/chat/completions", base_url);
 	if (key && !(headers[0] = header("Authorization: Bearer %s", key)))
 		return -1;
-	json_t *j = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}], s:i, s:f}", "model", model, "messages", "role", "system",
-			      "content", system, "role", "user", "content", user, "max_tokens", max_tokens, "temperature",
-			      temperature);
+	json_t *j = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}]}", "model", model, "messages", "role", "system", "content",
+			      system, "role", "user", "content", user);
+	/* Both optional: some models (OpenAI's reasoning ones) refuse max_tokens or a temperature. */
+	if (j && max_tokens > 0)
+		json_object_set_new(j, "max_tokens", json_integer(max_tokens));
+	if (j && temperature >= 0)
+		json_object_set_new(j, "temperature", json_real(temperature));
 	*body = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return *body ? 0 : -1;
