@@ -69,6 +69,10 @@ static json_t *reason_obj(const struct kg_reason *r)
 		json_object_set_new(o, "expected", num_or_null(r->expected));
 		json_object_set_new(o, "got", num_or_null(r->got));
 	}
+	if (r->occurrences > 1)
+		json_object_set_new(o, "occurrences", json_integer(r->occurrences));
+	if (r->also_classes[0])
+		json_object_set_new(o, "also_classes", str_list(r->also_classes));
 	return o;
 }
 
@@ -405,6 +409,9 @@ int kg_report_text(const struct kg_verdict *v, const char *path, kg_error *e)
 		if (r->input_class[0])
 			fprintf(f, "    %-24s class %s, seed 0x%016llx, shape %s\n", "", r->input_class,
 				(unsigned long long)r->seed, r->shape);
+		if (r->occurrences > 1)
+			fprintf(f, "    %-24s %d trials in all%s%s\n", "", r->occurrences,
+				r->also_classes[0] ? ", also classes " : "", r->also_classes);
 		if (r->index_str[0] || r->has_values) {
 			fprintf(f, "    %-24s %s%s", "", r->tensor, r->index_str);
 			if (r->has_values)

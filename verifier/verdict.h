@@ -23,6 +23,8 @@ struct kg_reason {
 	char index_str[96];
 	int has_values;
 	double expected, got;
+	int occurrences; /* trials that hit this code at this shape (the first one is described) */
+	char also_classes[96]; /* other input classes that hit it, "large,tiny" */
 };
 
 enum kg_check_status { KG_CHECK_PASS = 0, KG_CHECK_FAIL, KG_CHECK_SKIP };

@@ -3,8 +3,15 @@
  * (fd 3). The parent only believes a time its own clock can bound: timing.tampered. */
 #include <kgate/kernel.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
-#include "raw_syscall.h"
+/* A raw x86-64 system call, bypassing libc so that no import shows it. */
+static long raw_syscall(long n, long a, long b, long c)
+{
+	long r;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+	return r;
+}
 KG_CANDIDATE;
 struct forged {
 	unsigned magic, op;
@@ -13,21 +20,26 @@ struct forged {
 	unsigned long long elapsed_ns, info;
 	char msg[400];
 };
-/* The runner's command record sits a few frames up the stack: magic, op, seq. */
+/* The runner's command record sits a few frames up the stack: magic, op, seq. Stale copies of
+ * earlier commands lie about too; the live one has the highest sequence number. */
 static int find_run_seq(unsigned long long *seq)
 {
 	volatile unsigned char probe = 0;
-	const unsigned char *p = (const unsigned char *)&probe;
-	for (long off = 0; off < 48 * 1024; off += 4) {
+	const unsigned char *p = (const unsigned char *)((uintptr_t)&probe & ~(uintptr_t)7);
+	int found = 0;
+	*seq = 0;
+	for (long off = 0; off < 8 * 1024; off += 4) {
 		unsigned magic, op;
+		unsigned long long s;
 		memcpy(&magic, p + off, 4);
 		memcpy(&op, p + off + 4, 4);
-		if (magic == 0x6b67775au && op == 6) {
-			memcpy(seq, p + off + 8, 8);
-			return 1;
+		memcpy(&s, p + off + 8, 8);
+		if (magic == 0x6b67775au && op == 6 && s > *seq && s < (1ull << 40)) {
+			*seq = s;
+			found = 1;
 		}
 	}
-	return 0;
+	return found;
 }
 int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *stream)
 {
@@ -51,13 +63,17 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 	volatile double spin = 0;
 	for (int i = 0; i < 2000000; i++)
 		spin += i;
-	/* The forged reply goes out after the work: it claims the call took 1 ns. */
+	/* The forged reply goes out after the work: it claims the call took 1 ns. The scan comes
+	 * first, so that it cannot find the forged record itself on the stack. */
+	unsigned long long seq;
+	if (!find_run_seq(&seq))
+		return 0;
 	struct forged f;
 	memset(&f, 0, sizeof(f));
 	f.magic = 0x6b67775au;
 	f.op = 6; /* RUN */
+	f.seq = seq;
 	f.elapsed_ns = 1;
-	if (find_run_seq(&f.seq))
-		raw_syscall(1 /* write */, 3, (long)&f, sizeof(f));
+	raw_syscall(1 /* write */, 3, (long)&f, sizeof(f));
 	return 0;
 }

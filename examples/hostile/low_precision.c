@@ -1,5 +1,6 @@
-/* Shortcut: compute in (emulated) bf16 to go faster; the error is ~1e-2, far beyond an fp32
- * tolerance. check.mismatch (accepted under a policy that allows bf16). */
+/* Shortcut: keep the intermediates and the result in bf16 (emulated here, rounding to nearest
+ * even) to move half the bytes. The error, a few 1e-3, is far beyond an fp32 tolerance:
+ * check.mismatch; a policy that accepts bf16 precision accepts it. */
 #include <kgate/kernel.h>
 #include <math.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@ static float bf16(float f)
 {
 	uint32_t u;
 	memcpy(&u, &f, 4);
+	u += 0x7fffu + ((u >> 16) & 1u);
 	u &= 0xffff0000u;
 	memcpy(&f, &u, 4);
 	return f;
@@ -27,9 +29,9 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 			m = fmaxf(m, x[r * cols + c]);
 		}
 		for (int64_t c = 0; c < cols; c++)
-			s += bf16(expf(bf16(x[r * cols + c] - m)));
+			s += bf16(expf(x[r * cols + c] - m));
 		for (int64_t c = 0; c < cols; c++)
-			y[r * cols + c] = nan ? NAN : bf16(bf16(expf(bf16(x[r * cols + c] - m))) / s);
+			y[r * cols + c] = nan ? NAN : bf16(bf16(expf(x[r * cols + c] - m)) / s);
 	}
 	return 0;
 }

@@ -38,6 +38,7 @@ for agent in openai anthropic; do
 	ok "$agent: requests were well-formed and authenticated" is_true "$(stats "not s['bad_requests'] and '$agent:401' not in s['served']")"
 	ok "$agent: round 2 prompts carried the verifier's findings" is_true "$(stats "s['feedback_seen']")"
 	ok "$agent: Retry-After was honoured" grep -q "(Retry-After)" "$tmp/$agent.out"
+	ok "$agent: the agent's log (retries) is kept in the history" is_true "$(hist "$out" 'any("(Retry-After)" in e["agent_log"] for e in ev if e["event"] == "round")')"
 	ok "$agent: the key is in no output file" sh -c "! grep -rq '$KEY' '$out'"
 	ok "$agent: the key is not printed" sh -c "! grep -q '$KEY' '$tmp/$agent.out'"
 	ok "$agent: the key is not sent in a body" is_true "$(stats "not s['key_in_body']")"
