@@ -142,10 +142,13 @@ int sb_mounts_plan(struct sb_plan *p, const struct kg_sb_spec *s, kg_error *e)
 	 * run-cpu gets none: the candidate shares its process with the runner, and /proc/self/mem or
 	 * /proc/self/maps are the classic ways to patch a harness past mprotect. A math kernel needs
 	 * nothing from it. Sanitizer builds are the exception (ASan reads /proc/self/maps). Where it
-	 * exists it is a fresh, read-only procfs of the child's own pid namespace, so a write open of
-	 * /proc/self/mem fails with EROFS even without Landlock. */
+	 * exists it is a fresh procfs of the child's own pid namespace, read-only (a write open of
+	 * /proc/self/mem fails with EROFS even without Landlock) except for run-cuda: the driver
+	 * names its threads through /proc/self/task/TID/comm and cuInit fails when it cannot. There
+	 * the run-cuda filter allows only read-only opens once the program applied it. */
 	if (!rc && (s->profile != KG_SB_PROFILE_RUN_CPU || p->sanitize))
-		rc = plan_add(p, SB_MNT_PROC, NULL, "/proc", 0, 1, e);
+		rc = plan_add(p, SB_MNT_PROC, NULL, "/proc",
+			      s->profile == KG_SB_PROFILE_RUN_CUDA ? KG_SB_PATH_RW : 0, 1, e);
 	if (!rc && s->profile == KG_SB_PROFILE_RUN_CUDA)
 		rc = plan_add(p, SB_MNT_BIND, "/sys", "/sys", KG_SB_PATH_OPTIONAL, 1, e);
 	if (!rc)
@@ -319,8 +322,8 @@ static int mount_one(struct sb_mnt *m, const char *rel, char *notes, size_t note
 			return -errno;
 		/* mounting procfs in a user namespace fails where the host's /proc is partly masked
 		 * (containers); the programs then run without it rather than with the host's */
-		if (mount("proc", rel, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, NULL))
-			{
+		if (mount("proc", rel, "proc",
+			  MS_NOSUID | MS_NODEV | MS_NOEXEC | ((m->flags & KG_SB_PATH_RW) ? 0 : MS_RDONLY), NULL)) {
 			const char *name = strerrorname_np(errno);
 			notes_add(notes, notes_sz, "mountns: no /proc: ", name ? name : "error");
 		}

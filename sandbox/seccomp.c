@@ -36,7 +36,7 @@
 static const char *const run_cpu_allow[] = {
 	"read", "write", "readv", "writev", "pread64", "pwrite64", "lseek", "close",
 	"fstat", "newfstatat", "statx", "stat", "lstat",
-	"openat", "open", "access", "faccessat", "faccessat2", /* paths: mounts + Landlock */
+	"access", "faccessat", "faccessat2", /* paths: mounts + Landlock; open(at): see below */
 	"readlink", "getcwd", "getdents64",
 	"munmap", "mprotect", "madvise", "brk",
 	"futex", "set_robust_list", "rseq", "set_tid_address",
@@ -53,7 +53,7 @@ static const char *const run_cpu_allow[] = {
  * GPU on the build host): start small, extend from the syscall names the reports give. */
 static const char *const run_cuda_allow[] = {
 	"epoll_wait", "epoll_pwait", "epoll_ctl", "select", "pselect6",
-	"sched_getparam", "sched_getscheduler",
+	"sched_getparam", "sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min",
 };
 
 /* Derived with strace -f on gcc/cc1/as/collect2/ld (cc -O2 -shared -fPIC, with and without errors,
@@ -204,6 +204,19 @@ int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, k
 	if ((rc = allow_all(ctx, run_cpu_allow, KG_ARRAY_LEN(run_cpu_allow))) ||
 	    (rc = allow_arg_in(ctx, "fcntl", 1, fcntl_cmds, KG_ARRAY_LEN(fcntl_cmds))))
 		goto out;
+	if (fp->profile == KG_SB_PROFILE_RUN_CUDA) {
+		/* run-cuda's /proc is writable (the driver's thread names): once applied, files open
+		 * for reading only, so /proc/self/mem cannot patch the harness */
+		const uint64_t wr = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
+		struct scmp_arg_cmp at = SCMP_A2_64(SCMP_CMP_MASKED_EQ, wr, 0);
+		struct scmp_arg_cmp op = SCMP_A1_64(SCMP_CMP_MASKED_EQ, wr, 0);
+		if ((rc = add(ctx, SCMP_ACT_ALLOW, "openat", 1, &at)) || (rc = add(ctx, SCMP_ACT_ALLOW, "open", 1, &op)))
+			goto out;
+	} else {
+		static const char *const opens[] = {"openat", "open"};
+		if ((rc = allow_all(ctx, opens, KG_ARRAY_LEN(opens))))
+			goto out;
+	}
 	/* rlimits may be read, never set (raising is the point of a call) */
 	struct scmp_arg_cmp getonly = SCMP_A2_64(SCMP_CMP_EQ, 0);
 	if ((rc = add(ctx, SCMP_ACT_ALLOW, "prlimit64", 1, &getonly)))

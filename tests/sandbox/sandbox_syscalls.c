@@ -202,11 +202,22 @@ static void test_writes_stay_in_scratch(void **state)
 	(void)state;
 	/* read-only mounts and Landlock both refuse; which answers first is the kernel's choice */
 	static const char *const refused = "RESULT create EROFS|RESULT create EACCES";
-	expect_everywhere(ARGS("create", "/usr/kgate-test"), KG_SB_END_EXIT, refused);
-	expect_everywhere(ARGS("create", "/kgate-test"), KG_SB_END_EXIT, refused);
-	expect_everywhere(ARGS("create", "/etc/kgate-test"), KG_SB_END_EXIT, refused);
-	expect_everywhere(ARGS("create", "/dev/kgate-test"), KG_SB_END_EXIT, refused);
-	expect_everywhere(ARGS("create", "/tmp/kgate-test"), KG_SB_END_EXIT, "RESULT create ok");
+	static const char *const paths_out[] = {"/usr/kgate-test", "/kgate-test", "/etc/kgate-test", "/dev/kgate-test"};
+	for (size_t i = 0; i < KG_ARRAY_LEN(paths_out); i++) {
+		expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("create", paths_out[i]), KG_SB_END_EXIT, refused);
+		expect(KG_SB_PROFILE_RUN_CPU, 0, 0, ARGS("create", paths_out[i]), KG_SB_END_EXIT, refused);
+		expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("create", paths_out[i]), KG_SB_END_EXIT, refused);
+		/* run-cuda opens files for reading only (its /proc is writable for the driver) */
+		expect(KG_SB_PROFILE_RUN_CUDA, 0, 0, ARGS("create", paths_out[i]), KG_SB_END_SYSCALL, "openat");
+		expect(KG_SB_PROFILE_RUN_CUDA, 1, 0, ARGS("create", paths_out[i]), KG_SB_END_SYSCALL, "openat");
+	}
+	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("create", "/tmp/kgate-test"), KG_SB_END_EXIT, "RESULT create ok");
+	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("create", "/tmp/kgate-test"), KG_SB_END_EXIT, "RESULT create ok");
+	/* patching one's own harness through /proc/self/mem */
+	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("create", "/proc/self/mem"), KG_SB_END_EXIT, refused);
+	expect(KG_SB_PROFILE_RUN_CUDA, 1, 0, ARGS("create", "/proc/self/mem"), KG_SB_END_SYSCALL, "openat");
+	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("create", "/proc/self/mem"), KG_SB_END_EXIT,
+	       getenv("KGATE_SANITIZE") ? refused : "RESULT create ENOENT");
 	/* without the mount namespace Landlock refuses instead */
 	const char *argv[] = {sb_helper_host(), "create", "/usr/kgate-test", NULL};
 	struct kg_sb_path paths[1];
