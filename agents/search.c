@@ -259,9 +259,13 @@ static int get_proposals(struct search *s, int round, kg_error *e)
 		free(buf);
 		return kg_err(e, -EBADMSG, "agent '%s' returned a malformed ProposeResponse", kg_agent_name(s->agent));
 	}
-	if (s->resp->log[0] && !s->o->quiet)
-		for (char *save = NULL, *l = strtok_r(s->resp->log, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-			fprintf(stderr, "  [agent] %s\n", l);
+	/* The agent's log (retries, errors) to stderr, line by line; it is kept whole for history. */
+	for (const char *l = s->resp->log; !s->o->quiet && *l;) {
+		size_t n = strcspn(l, "\n");
+		if (n)
+			fprintf(stderr, "  [agent] %.*s\n", (int)n, l);
+		l += n + (l[n] == '\n');
+	}
 	if (s->resp->error[0]) {
 		rc = kg_err(e, -EIO, "agent '%s': %s", kg_agent_name(s->agent), s->resp->error);
 		kgate__v1__propose_response__free_unpacked(s->resp, NULL);
