@@ -11,9 +11,9 @@ CPPCHECK_DIRS += sandbox
 SANDBOX_LINK := $(SANDBOX_LIB) $(COMMON_LIB)
 # the helper runs inside the sandbox: link only what it needs, so that it loads fast
 SANDBOX_HELPER_LIBS := $(shell pkg-config --libs libseccomp libcap 2>/dev/null || echo -lseccomp -lcap)
-SANDBOX_HELPERS := $(BUILD)/tests/helpers/try-syscall
+SANDBOX_HELPERS := $(BUILD)/tests/helpers/try-syscall $(BUILD)/tests/helpers/cuda-probe
 
-$(BUILD)/tests/helpers/try-syscall: $(BUILD)/tests/sandbox/try-syscall.o $(SANDBOX_LINK)
+$(SANDBOX_HELPERS): $(BUILD)/tests/helpers/%: $(BUILD)/tests/sandbox/%.o $(SANDBOX_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(KG_LDFLAGS) $^ -o $@ $(SANDBOX_HELPER_LIBS) -ldl -lm
 
@@ -21,6 +21,6 @@ $(BUILD)/tests/bin/sandbox_%: $(BUILD)/tests/sandbox/sandbox_%.o $(SANDBOX_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(KG_LDFLAGS) $(filter %.o %.a,$^) -o $@ $(CMOCKA_LIBS) $(PKG_LIBS) -lm
 
-TEST_BINS += $(BUILD)/tests/bin/sandbox_api $(BUILD)/tests/bin/sandbox_syscalls
+TEST_BINS += $(BUILD)/tests/bin/sandbox_api $(BUILD)/tests/bin/sandbox_syscalls $(BUILD)/tests/bin/sandbox_cuda
 
 include bench/sandbox.mk
