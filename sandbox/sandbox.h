@@ -100,7 +100,8 @@ enum kg_sb_end {
 	KG_SB_END_SETUP, /* a required layer could not be set up (sandbox.setup) */
 	KG_SB_END_KILLED, /* the caller killed it for its own reasons */
 };
-/* The stable reason code for an end ("sandbox.timeout"); NULL for EXIT and RUNNING. */
+/* The stable reason code for an end ("sandbox.timeout"; KILLED is "sandbox.killed"); NULL for EXIT
+ * and RUNNING. */
 const char *kg_sb_end_reason(enum kg_sb_end end);
 
 struct kg_sb_outcome {
@@ -127,7 +128,10 @@ struct kg_sb_child;
 #define KG_SB_ENV_NFDS "KGATE_SB_NFDS"
 
 /* Starts the program. On success *out owns the child; it is running. When a required layer fails,
- * returns -EPERM with the layer named in e and nothing is left running. */
+ * returns -EPERM with the layer named in e and nothing is left running; other setup failures (a
+ * missing path, execve) return their -errno the same way. Callers report any of them as
+ * kg_sb_end_reason(KG_SB_END_SETUP). The child dies with the calling *thread* (PR_SET_PDEATHSIG),
+ * and the caller must not reap children it did not start (waitpid(-1)). */
 int kg_sb_spawn(const struct kg_sb_spec *spec, struct kg_sb_child **out, kg_error *e);
 
 /* Waits until the caller's fd is readable, the child ends, or timeout_ms passes (-1: no limit but
@@ -171,7 +175,8 @@ struct kg_sb_filter_opts {
 };
 /* Applies the profile's allowlist to every thread of the calling process (TSYNC) and passes the
  * notification fd to the supervising parent, so that a denied call is reported by name. Call it
- * after initialisation and before loading untrusted code. */
+ * after initialisation and before loading untrusted code; on an error, load nothing. Outside a
+ * sandbox (no KG_SB_ENV_NOTIFY_FD) the filter kills instead of notifying. */
 int kg_sb_seccomp_apply(const struct kg_sb_filter_opts *o, kg_error *e);
 
 #endif
