@@ -261,6 +261,24 @@ static void record_denial(struct kg_sb_child *c, const struct seccomp_notif *req
 	free(name);
 }
 
+static int learn_mode(void)
+{
+	const char *v = getenv("KGATE_SB_LEARN");
+	return v && *v && strcmp(v, "0");
+}
+
+static void learn_note(const char *name, int nr)
+{
+	static char seen[4096];
+	char key[64];
+	snprintf(key, sizeof(key), ",%s,", name);
+	if (strstr(seen, key))
+		return;
+	size_t len = strlen(seen);
+	snprintf(seen + len, sizeof(seen) - len, "%s%s,", len ? "" : ",", name);
+	fprintf(stderr, "kgate-sandbox: learn: %s (%d)\n", name, nr);
+}
+
 static void service_listener(struct kg_sb_child *c, int i)
 {
 	if (!c->req && seccomp_notify_alloc(&c->req, &c->resp)) {
@@ -275,6 +293,19 @@ static void service_listener(struct kg_sb_child *c, int i)
 		/* the caller died before we read it: transient; anything else: not a listener */
 		if (rc != -ENOENT && rc != -EINTR)
 			drop_listener(c, i);
+		return;
+	}
+	if (learn_mode()) {
+		/* Development aid for measuring what a profile must allow (the CUDA driver after
+		 * initialisation, say): every call the filter would deny is let through and named on
+		 * stderr, once per name. Never set it in production. */
+		char *name = seccomp_syscall_resolve_num_arch(c->req->data.arch, c->req->data.nr);
+		learn_note(name ? name : "?", c->req->data.nr);
+		free(name);
+		memset(c->resp, 0, sizeof(*c->resp));
+		c->resp->id = c->req->id;
+		c->resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		seccomp_notify_respond(fd, c->resp);
 		return;
 	}
 	record_denial(c, c->req);
