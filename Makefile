@@ -32,7 +32,7 @@ KG_CFLAGS := -std=c11 $(OPT) $(WARN) $(DEFS) -fPIC -fstack-protector-strong -D_F
 ifneq ($(SAN),)
 KG_CFLAGS := $(filter-out -D_FORTIFY_SOURCE=2,$(KG_CFLAGS)) -O1 -fno-omit-frame-pointer
 endif
-KG_LDFLAGS := $(SAN) -Wl,-z,relro,-z,now $(LDFLAGS)
+KG_LDFLAGS := $(SAN) -Wl,-z,relro,-z,now -Wl,--as-needed $(LDFLAGS)
 
 all:
 
@@ -93,7 +93,11 @@ bench: deps
 	@scripts/bench.sh $(BUILD)
 .SECONDARY:
 
-# The CUDA suite; run it on a GPU machine (through the device tool in development).
-test-gpu: deps
+# The CUDA suite; run it on a GPU machine (through the device tool in development). With
+# KGATE_PREBUILT=1 it uses the binaries already in $(BUILD) (a GPU host without the -dev packages).
+test-gpu:
+ifeq ($(KGATE_PREBUILT),)
+	@scripts/deps.sh
 	@$(MAKE) --no-print-directory all
+endif
 	@KGATE_HOME=$(CURDIR) KGATE_BUILD=$(BUILD) sh tests/gpu/run.sh
