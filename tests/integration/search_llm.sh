@@ -14,15 +14,18 @@ AGENT_OPTS="--agent-opt timeout_s=2 --agent-opt backoff_ms=100 --agent-opt max_r
 for agent in openai anthropic; do
 	start_server --faults 429,500,slow,malformed --slow-seconds 4 --key "$KEY"
 	out="$tmp/$agent"
+	# openai: key and model from the environment; anthropic: from an agent config file
 	if [ $agent = openai ]; then
-		base="http://127.0.0.1:$port/v1"
 		env="OPENAI_API_KEY=$KEY"
+		cfg="base_url=http://127.0.0.1:$port/v1"
+		printf '{}\n' >"$tmp/$agent.yaml"
 	else
-		base="http://127.0.0.1:$port"
-		env="ANTHROPIC_API_KEY=$KEY"
+		env="KGATE_UNUSED=1"
+		cfg="base_url=http://127.0.0.1:$port"
+		printf 'api_key: %s\nmodel: fake-model\n' "$KEY" >"$tmp/$agent.yaml"
 	fi
-	env "$env" KGATE_MODEL=fake-model "$KGATE" search softmax --agent $agent --agent-opt "base_url=$base" \
-		$AGENT_OPTS --rounds 2 --branch 2 --candidates 2 --out "$out" $P >"$tmp/$agent.out" 2>&1
+	env "$env" KGATE_MODEL=fake-model "$KGATE" search softmax --agent $agent --agent-config "$tmp/$agent.yaml" \
+		--agent-opt "$cfg" $AGENT_OPTS --rounds 2 --branch 2 --candidates 2 --out "$out" $P >"$tmp/$agent.out" 2>&1
 	rc=$?
 	ok "$agent: exit 0 (got $rc)" [ $rc -eq 0 ]
 	[ $rc -eq 0 ] || tail -n 30 "$tmp/$agent.out" | sed 's/^/     | /'
