@@ -32,6 +32,9 @@ KG_CFLAGS := -std=c11 $(OPT) $(WARN) $(DEFS) -fPIC -fstack-protector-strong -D_F
 ifneq ($(SAN),)
 KG_CFLAGS := $(filter-out -D_FORTIFY_SOURCE=2,$(KG_CFLAGS)) -O1 -fno-omit-frame-pointer
 endif
+ifneq ($(SANDBOX_LEARN),)
+KG_CFLAGS += -DKG_SANDBOX_LEARN
+endif
 KG_LDFLAGS := $(SAN) -Wl,-z,relro,-z,now -Wl,--as-needed $(LDFLAGS)
 
 all:
