@@ -24,6 +24,8 @@ struct kg_rbackend {
 		   size_t errsz);
 	int (*download)(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz);
 	int (*settle)(struct kg_rbackend *b, uint32_t delay_ms, size_t bytes, char *err, size_t errsz);
+	/* Measured memory bandwidth ceiling in MB/s (bytes read plus written), 0 when not measured. */
+	uint64_t ceiling_mbps;
 	void *state;
 };
 

@@ -236,6 +236,7 @@ int main(int argc, char **argv)
 			goto fail;
 		}
 	}
+	hello.info = b->ceiling_mbps;
 	if (send_reply(ctl, &hello))
 		return 3;
 	return serve(ctl, b, (size_t)st.st_size);

@@ -63,7 +63,8 @@ struct kg_wire_reply {
 	int32_t status; /* kg_wire_status */
 	int32_t rc; /* RUN: what kg_forward returned */
 	uint64_t elapsed_ns; /* RUN: the runner's own measure (CPU clock or CUDA events) */
-	uint64_t info; /* FLUSH: bytes flushed; RUN: ns the device stayed busy after the call's stream */
+	uint64_t info; /* HELLO: measured bandwidth ceiling in MB/s (0: none); FLUSH: bytes flushed;
+			* RUN: ns the device stayed busy after the call's stream */
 	char msg[400];
 };
 

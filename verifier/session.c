@@ -244,6 +244,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	}
 	if (rc)
 		return rc;
+	s->ceiling_mbps = r.info;
 
 	struct kg_wire_cmd load;
 	memset(&load, 0, sizeof(load));

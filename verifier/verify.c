@@ -832,6 +832,10 @@ static void run_timing(struct vctx *c)
 		c->v->cand_gbps = bytes / (c->v->cand.median_ms * 1e-3) / 1e9;
 		c->v->cand_gflops = flops / (c->v->cand.median_ms * 1e-3) / 1e9;
 	}
+	/* The ceiling comes from the trusted side: the reference's runner on the GPU, the parent on
+	 * the CPU. */
+	if (c->is_cuda && c->ref_is_cuda)
+		c->gpu.copy_gbps = (double)c->rs.ceiling_mbps / 1000.0;
 	c->v->ceiling_gbps = c->is_cuda ? c->gpu.copy_gbps : cpu_copy_gbps();
 	if (c->v->ceiling_gbps > 0 && bytes > 0)
 		c->v->roofline = c->v->cand_gbps / c->v->ceiling_gbps;
