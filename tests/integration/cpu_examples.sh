@@ -13,6 +13,17 @@ expect 1 check.nan softmax examples/softmax/wrong_no_max.c $P
 # the references themselves pass, through a task given by path
 expect 0 - tasks/matmul/task.yaml tasks/matmul/reference.c $P
 
+# broken candidates: their own reason codes, before any trial runs
+expect 1 compile.error softmax examples/broken/syntax_error.c $P
+expect 1 compile.error softmax examples/broken/include_shadow.c $P
+expect 1 load.error softmax examples/broken/no_abi.c $P
+# the compile log shows the compiler's complaint but never the host file's content
+"$KGATE" verify softmax examples/broken/include_shadow.c $P --quiet --report json:"$tmp/shadow.json" >/dev/null 2>&1
+if grep -q 'root:' "$tmp/shadow.json"; then
+	failures=$((failures + 1))
+	echo "FAIL the compile log leaks /etc/shadow"
+fi
+
 # usage and configuration errors are exit 2, never a crash
 expect 2 - softmax /nonexistent.c $P
 expect 2 - no_such_task examples/softmax/online.c $P
