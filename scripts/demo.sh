@@ -29,12 +29,12 @@ run 1 softmax examples/softmax/wrong_no_max.c --policy policy/ci.yaml
 
 if [ -e /dev/nvidiactl ] || command -v nvidia-smi >/dev/null 2>&1; then
 	echo "kgate demo: CUDA backend (nominal shapes)"
-	for f in examples/cuda/*/*.cu; do
-		[ -f "$f" ] || continue
-		task=$(basename "$(dirname "$f")")
-		case "$f" in *hostile*) want=1 ;; *) want=0 ;; esac
-		run $want "$task" "$f"
+	for task in softmax layernorm matmul conv_relu_pool; do
+		for f in examples/cuda/$task/*.cu; do
+			[ -f "$f" ] && run 0 "$task" "$f"
+		done
 	done
+	run 1 softmax examples/cuda/hostile/stream_escape.cu --shape-set ci
 else
 	echo "kgate demo: no GPU here; the CUDA examples are skipped"
 fi
