@@ -386,6 +386,12 @@ static int parse_policy(kg_yaml *y, struct kg_policy *p, kg_error *e)
 		if ((m = kg_yaml_get(y, n, "compute_sanitizer")) &&
 		    (rc = kg_yaml_bool(y, m, "gpu.compute_sanitizer", &p->compute_sanitizer, e)))
 			return rc;
+		/* Refused rather than ignored: a gate must never look stricter than it is. */
+		if (p->compute_sanitizer)
+			return kg_err(e, -ENOTSUP,
+				      "%s:%d: field 'gpu.compute_sanitizer': the compute-sanitizer run is not "
+				      "implemented in this version; set it to false",
+				      y->path, kg_yaml_line(m));
 	}
 	return 0;
 }

@@ -73,6 +73,7 @@ static void test_errors(void **state)
 		{"kgate_policy: 1\nsandbox:\n  memory_mb: lots\n", ":3: field 'sandbox.memory_mb'"},
 		{"kgate_policy: 1\ntiming:\n  iterations: 5\n  warmpu: 1\n", ":4: unknown key 'warmpu'"},
 		{"kgate_policy: 1\ngpu: {required: maybe}\n", "gpu.required"},
+		{"kgate_policy: 1\ngpu: {compute_sanitizer: true}\n", "not implemented"},
 		{"kgate_policy: 2\n", "kgate_policy"},
 		{"trials: 2\n", "kgate_policy"},
 	};
