@@ -84,10 +84,9 @@ cppcheck:
 clean:
 	rm -rf $(BUILD) build-san
 
+# The rooms install their own files: install-kgate (packaging/module.mk: programs, headers, tasks,
+# examples, policies, man pages) and install-agents (plugins/module.mk). `make deb`, `make rpm` too.
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(INCLUDEDIR)/kgate \
-		$(DESTDIR)$(DATADIR) $(DESTDIR)$(SYSCONFDIR) $(DESTDIR)$(PLUGINDIR)
-	install -m 0644 include/kgate/*.h $(DESTDIR)$(INCLUDEDIR)/kgate/
 
 # Test and bench programs: rooms append to TEST_BINS and BENCH_BINS (paths under $(BUILD)).
 tests: $(TEST_BINS)

@@ -1,14 +1,16 @@
 #!/bin/sh
 # Installs the Debian packages kgate builds and tests with. As root it runs apt-get; otherwise it
 # prints the exact command and fails, so that a missing package is never a mystery later.
-# Usage: scripts/deps.sh [--packaging]   (--packaging adds what `make deb` and `make rpm` need)
+# Usage: scripts/deps.sh [--packaging | --packaging-min]   (--packaging adds what `make deb` and
+# `make rpm` build and lint with; --packaging-min only the build tools, for the package tests)
 set -eu
 
 pkgs="gcc libc6-dev make pkg-config libseccomp-dev libcap-dev libprotobuf-c-dev protobuf-c-compiler
 libcurl4-openssl-dev libyaml-dev libjansson-dev libcmocka-dev python3 binutils"
-if [ "${1:-}" = "--packaging" ]; then
-	pkgs="$pkgs dpkg-dev fakeroot lintian rpm"
-fi
+case "${1:-}" in
+--packaging) pkgs="$pkgs dpkg-dev rpm lintian rpmlint groff-base man-db" ;;
+--packaging-min) pkgs="$pkgs dpkg-dev rpm" ;;
+esac
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
 	echo "deps.sh: not a Debian system; install the equivalents of: $pkgs" >&2
