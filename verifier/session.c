@@ -117,8 +117,13 @@ static int recv_reply(struct kg_session *s, uint64_t seq, struct kg_wire_reply *
 				kg_sb_kill(s->sb, KG_SB_END_KILLED);
 			return ended(s);
 		}
-		if (r->seq != seq)
-			continue; /* a stale or forged reply; the real one is still due */
+		if (r->seq != seq) {
+			/* The runner answers each command exactly once, before the next is sent: any other
+			 * message was written by someone else in its process (the candidate). The real
+			 * reply is still due. */
+			s->forged++;
+			continue;
+		}
 		r->msg[sizeof(r->msg) - 1] = '\0';
 		if (r->status != KG_WS_OK) {
 			snprintf(s->msg, sizeof(s->msg), "%s", r->msg);

@@ -31,6 +31,7 @@ struct kg_session {
 	double call_timeout_s;
 	uint64_t nop_ns; /* median round trip of a NOP, measured after LOAD */
 	uint64_t ceiling_mbps; /* the runner's measured bandwidth ceiling (HELLO), 0 when none */
+	unsigned forged; /* messages on the control channel that answered no pending command */
 	char msg[400]; /* the runner's message for the last failed command */
 };
 

@@ -54,6 +54,7 @@ struct vctx {
 	uint64_t master;
 	int cand_dead;
 	uint64_t ref_ns_last;
+	uint64_t ref_download_ns; /* the trusted runner's last DOWNLOAD round trip: copy cost, no work */
 	uint64_t seq_poison_ref;
 	unsigned degenerate_mask;
 	int n_trials, n_class_checks, n_degenerate;
@@ -344,7 +345,7 @@ static int ref_run(struct vctx *c, int flush, uint64_t *ns)
 	if (!rc)
 		rc = kg_session_call(&c->rs, KG_OP_RUN, 0, &r, NULL, &e);
 	if (!rc)
-		rc = kg_session_call(&c->rs, KG_OP_DOWNLOAD, 0, NULL, NULL, &e);
+		rc = kg_session_call(&c->rs, KG_OP_DOWNLOAD, 0, NULL, &c->ref_download_ns, &e);
 	if (rc) {
 		char what[700];
 		if (rc == KG_SESSION_ENDED)
@@ -378,6 +379,8 @@ static int ref_run(struct vctx *c, int flush, uint64_t *ns)
 struct cand_result {
 	int ok; /* the call came back and kg_forward returned 0 */
 	uint64_t child_ns, parent_ns;
+	uint64_t span_ns; /* parent's clock from sending RUN to the DOWNLOAD reply: the outputs are
+			   * complete by then, whatever the runner claims */
 	uint64_t tail_ns; /* device busy after the candidate's stream was done */
 };
 
@@ -407,8 +410,11 @@ static void cand_run(struct vctx *c, int flush, enum kg_input_class cls, uint64_
 		rc = kg_session_call(&c->cs, KG_OP_RUN, 0, &r, &res->parent_ns, &e);
 		c->cs.call_timeout_s = 30;
 	}
-	if (!rc)
-		rc = kg_session_call(&c->cs, KG_OP_DOWNLOAD, 0, NULL, NULL, &e);
+	if (!rc) {
+		uint64_t dl_ns = 0;
+		rc = kg_session_call(&c->cs, KG_OP_DOWNLOAD, 0, NULL, &dl_ns, &e);
+		res->span_ns = res->parent_ns + dl_ns;
+	}
 	if (rc == KG_SESSION_ENDED) {
 		cand_ended(c, "during kg_forward", cls, seed);
 		return;
@@ -783,10 +789,13 @@ static void run_timing(struct vctx *c)
 		 * impossible, and one much shorter than it hides work outside the measured region. */
 		if (res.child_ns > res.parent_ns + 20000 && impossible < 0)
 			impossible = i;
-		/* What the parent saw beyond the claim and the channel's own cost, relative to the trip: hidden
-		 * work shows in every call, scheduling noise only in some, so the smallest one decides. */
-		double g = (double)res.parent_ns - (double)c->cs.nop_ns - (double)res.child_ns - (double)res.tail_ns;
-		gap[i] = (g - 200000.0) / (double)res.parent_ns;
+		/* What the parent's clock saw from RUN to the outputs being back, beyond the claim, the
+		 * device's tail, the copy back (as the trusted runner needed it) and the channel: work
+		 * hidden from the claim shows in every call, scheduling noise only in some, so the
+		 * smallest share decides, and it must be both large and most of the span. */
+		double g = (double)res.span_ns - (double)c->cs.nop_ns - (double)c->ref_download_ns - (double)res.child_ns -
+			   (double)res.tail_ns;
+		gap[i] = g < 1e6 ? 0 : g / (double)res.span_ns;
 	}
 	if (c->cand_dead || c->v->internal_error[0] || c->v->n_reasons)
 		goto out;
@@ -807,10 +816,16 @@ static void run_timing(struct vctx *c)
 				      "the candidate's runner claimed a call took longer than the parent's round trip "
 				      "(iteration %d): its timing channel is forged",
 				      impossible);
-	} else if (gt.min_ms > 0.2) {
+	} else if (c->cs.forged) {
+		kg_verdict_add_reason(c->v, "timing.tampered",
+				      "%u message(s) on the runner's control channel answered no pending command: something "
+				      "in the candidate's process forged the result channel",
+				      c->cs.forged);
+	} else if (gt.min_ms > 0.5) {
 		kg_verdict_add_reason(c->v, "timing.tampered",
 				      "the candidate's runner claimed %.3f ms per call while the parent measured %.3f ms "
-				      "round trips (channel overhead %.3f ms): work is hidden outside the timed region",
+				      "round trips (channel overhead %.3f ms) in every call: work is hidden outside the "
+				      "timed region",
 				      c->v->cand.median_ms, pmed, (double)c->cs.nop_ns / 1e6);
 	} else {
 		tampered = 0;
@@ -1165,6 +1180,11 @@ int kg_verify(const struct kg_verify_opts *o, struct kg_verdict *v, kg_error *e)
 		run_timing(c);
 	else
 		kg_verdict_add_check(v, "timing", KG_CHECK_SKIP, 0, "skipped: the candidate failed its checks");
+	if (c->cs_up && c->cs.forged && !kg_verdict_has_reason(v, "timing.tampered"))
+		kg_verdict_add_reason(v, "timing.tampered",
+				      "%u message(s) on the runner's control channel answered no pending command: something "
+				      "in the candidate's process forged the result channel",
+				      c->cs.forged);
 
 finish:
 	if (c->cs_up)
