@@ -44,8 +44,8 @@ mv "$rt/usr/include" "$dev/usr/"
 mv "$rt/usr/share/kgate/proto" "$dev/usr/share/kgate/"
 mv "$rt/usr/share/kgate/examples/vendor-agent" "$dev/usr/share/kgate/examples/"
 
-# As dh_strip: no debug info or .comment in the shipped ELF files (executables keep their
-# symbol table, shared objects only the dynamic one).
+# As dh_strip: no debug info, .comment or .note in the shipped ELF files; executables lose every
+# symbol, the plugins all but the dynamic ones they are loaded by. (No -dbgsym package yet.)
 for f in "$rt/usr/bin/kgate" "$rt/usr/lib/kgate/kgate-run"; do
 	strip --remove-section=.comment --remove-section=.note "$f"
 done
