@@ -212,9 +212,12 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	static const char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp",
 					   "OMP_NUM_THREADS=1", NULL};
 	int fds[2] = {sv[1], a->fd};
+	/* An installed runner lives under /usr, which every profile already shows read-only; a build
+	 * tree's runner has to be bound in (at the same path, so argv[0] stays valid). */
+	int runner_visible = !strncmp(runner, "/usr/", 5);
 	struct kg_sb_path paths[2] = {
-		{.host = runner, .inside = NULL, .flags = KG_SB_PATH_EXEC},
 		{.host = o->so_path, .inside = "/kgate/lib/kernel.so", .flags = KG_SB_PATH_EXEC},
+		{.host = runner, .inside = NULL, .flags = KG_SB_PATH_EXEC},
 	};
 	struct kg_sb_spec spec = {
 		.profile = strcmp(o->backend, "cuda") ? KG_SB_PROFILE_RUN_CPU : KG_SB_PROFILE_RUN_CUDA,
@@ -224,7 +227,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 		.fds = fds,
 		.n_fds = 2,
 		.paths = paths,
-		.n_paths = 2,
+		.n_paths = runner_visible ? 1 : 2,
 		.limits = o->limits,
 		.required = o->required_layers,
 		.disabled = o->disabled_layers,
