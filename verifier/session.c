@@ -10,15 +10,34 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static int exe_dir(char *out, size_t outsz)
+/* Looks for `probe` (relative to each candidate directory) next to the running binary first (a
+ * build tree: build/kgate, build/tests/bin/x), then in the fixed places; out gets the directory
+ * that holds it, canonical. mode is access(2)'s. */
+static int find_near_exe(const char *const *rel, size_t n_rel, const char *const *fixed, size_t n_fixed,
+			 const char *probe, int mode, char *out, size_t outsz)
 {
-	char exe[PATH_MAX];
+	char exe[PATH_MAX], dir[PATH_MAX], cand[PATH_MAX], path[PATH_MAX + 64];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return -errno;
-	exe[n] = '\0';
-	kg_dirname(exe, out, outsz);
-	return 0;
+	if (n > 0) {
+		exe[n] = '\0';
+		kg_dirname(exe, dir, sizeof(dir));
+	}
+	for (size_t i = 0; i < n_rel + n_fixed; i++) {
+		if (i < n_rel && n <= 0)
+			continue;
+		if (i < n_rel)
+			snprintf(cand, sizeof(cand), "%s/%s", dir, rel[i]);
+		else
+			snprintf(cand, sizeof(cand), "%s", fixed[i - n_rel]);
+		snprintf(path, sizeof(path), "%s/%s", cand, probe);
+		if (access(path, mode))
+			continue;
+		char *real = realpath(cand, NULL);
+		snprintf(out, outsz, "%s", real ? real : cand);
+		free(real);
+		return 0;
+	}
+	return -ENOENT;
 }
 
 int kg_path_runner(char *out, size_t outsz)
@@ -28,59 +47,26 @@ int kg_path_runner(char *out, size_t outsz)
 		snprintf(out, outsz, "%s", env);
 		return access(out, X_OK) ? -ENOENT : 0;
 	}
+	static const char *const rel[] = {".", "../..", ".."};
+	static const char *const fixed[] = {KG_LIBEXECDIR};
 	char dir[PATH_MAX];
-	if (!exe_dir(dir, sizeof(dir))) {
-		/* build tree: build/kgate next to build/kgate-run; tests: build/tests/bin/... */
-		const char *rel[] = {"kgate-run", "../../kgate-run", "../kgate-run"};
-		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-			snprintf(out, outsz, "%s/%s", dir, rel[i]);
-			if (!access(out, X_OK)) {
-				char *real = realpath(out, NULL);
-				if (real) {
-					snprintf(out, outsz, "%s", real);
-					free(real);
-				}
-				return 0;
-			}
-		}
-	}
-	snprintf(out, outsz, "%s/kgate-run", KG_LIBEXECDIR);
-	return access(out, X_OK) ? -ENOENT : 0;
+	int rc = find_near_exe(rel, 3, fixed, 1, "kgate-run", X_OK, dir, sizeof(dir));
+	if (!rc && snprintf(out, outsz, "%s/kgate-run", dir) >= (int)outsz)
+		rc = -ENAMETOOLONG;
+	return rc;
 }
 
 int kg_path_include(char *out, size_t outsz)
 {
-	char probe[PATH_MAX + 32];
 	const char *home = getenv("KGATE_HOME");
-	if (home && *home) {
-		snprintf(out, outsz, "%s/include", home);
-		snprintf(probe, sizeof(probe), "%s/kgate/kernel.h", out);
-		if (!access(probe, R_OK))
-			return 0;
-	}
-	char dir[PATH_MAX];
-	if (!exe_dir(dir, sizeof(dir))) {
-		const char *rel[] = {"../include", "../../../include", "../../include"};
-		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-			snprintf(out, outsz, "%s/%s", dir, rel[i]);
-			snprintf(probe, sizeof(probe), "%s/kgate/kernel.h", out);
-			if (!access(probe, R_OK)) {
-				char *real = realpath(out, NULL);
-				if (real) {
-					snprintf(out, outsz, "%s", real);
-					free(real);
-				}
-				return 0;
-			}
-		}
-	}
-	snprintf(out, outsz, "%s/include", KG_DATADIR);
-	snprintf(probe, sizeof(probe), "%s/kgate/kernel.h", out);
-	if (!access(probe, R_OK))
+	char home_inc[PATH_MAX];
+	snprintf(home_inc, sizeof(home_inc), "%s/include", home && *home ? home : "/nonexistent");
+	static const char *const rel[] = {"../include", "../../../include", "../../include"};
+	const char *fixed[] = {home_inc, KG_DATADIR "/include", KG_INCLUDEDIR};
+	/* KGATE_HOME wins over the build tree: tests point it at the source tree they check. */
+	if (!find_near_exe(NULL, 0, fixed, 1, "kgate/kernel.h", R_OK, out, outsz))
 		return 0;
-	snprintf(out, outsz, "%s", KG_INCLUDEDIR);
-	snprintf(probe, sizeof(probe), "%s/kgate/kernel.h", out);
-	return access(probe, R_OK) ? -ENOENT : 0;
+	return find_near_exe(rel, 3, fixed + 1, 2, "kgate/kernel.h", R_OK, out, outsz);
 }
 
 static int ended(struct kg_session *s)
