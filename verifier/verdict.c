@@ -88,7 +88,9 @@ int kg_verdict_has_reason(const struct kg_verdict *v, const char *code)
 
 void kg_verdict_finish(struct kg_verdict *v)
 {
-	if (v->internal_error[0]) {
+	/* A sandbox the policy requires that the host cannot build is the host's failure, not the
+	 * candidate's: exit 3, with the reason kept in the report. */
+	if (v->internal_error[0] || kg_verdict_has_reason(v, "sandbox.setup")) {
 		v->accepted = 0;
 		v->exit_code = KG_EXIT_INTERNAL;
 	} else if (v->n_reasons) {

@@ -1135,7 +1135,10 @@ int kg_verify(const struct kg_verify_opts *o, struct kg_verdict *v, kg_error *e)
 			c->ref_is_cuda ? (const char(*)[32])c->task.ref_libs : NULL, c->ref_is_cuda ? c->task.n_ref_libs : 0,
 			&ce) ||
 	    !cr.ok) {
-		internal_error(c, "compiling the reference %s failed: %s", ref_src, ce.msg[0] ? ce.msg : cr.log);
+		if (ce.code == -EPERM)
+			kg_verdict_add_reason(v, "sandbox.setup", "compile: %s", ce.msg);
+		else
+			internal_error(c, "compiling the reference %s failed: %s", ref_src, ce.msg[0] ? ce.msg : cr.log);
 		goto finish;
 	}
 	if (compile_one(c, o->candidate, "cand", c->is_cuda, c->cand_so, sizeof(c->cand_so), &cr, o->flags, o->n_flags,

@@ -24,6 +24,9 @@ if grep -q 'root:' "$tmp/shadow.json"; then
 	echo "FAIL the compile log leaks /etc/shadow"
 fi
 
+# a layer the policy requires but the host (here: the caller) refuses is exit 3, never a downgrade
+expect 3 sandbox.setup softmax examples/softmax/online.c --policy policy/strict.yaml --shape-set ci --no-layer landlock
+
 # usage and configuration errors are exit 2, never a crash
 expect 2 - softmax /nonexistent.c $P
 expect 2 - no_such_task examples/softmax/online.c $P
