@@ -39,7 +39,10 @@ int kg_compile(const char *src, const char *workdir, const char *out_name, const
 	int ac = 0;
 	if (is_cuda) {
 		const char *ch = o->cuda_home ? o->cuda_home : getenv("CUDA_HOME");
-		snprintf(cuda_home, sizeof(cuda_home), "%s", ch && *ch ? ch : "/usr/local/cuda");
+		/* Resolved: /usr/local/cuda is usually a symlink, and a symlink cannot be a mount point. */
+		char *real = realpath(ch && *ch ? ch : "/usr/local/cuda", NULL);
+		snprintf(cuda_home, sizeof(cuda_home), "%s", real ? real : ch && *ch ? ch : "/usr/local/cuda");
+		free(real);
 		snprintf(nvcc_path, sizeof(nvcc_path), "%s/bin/nvcc", cuda_home);
 		const char *arch = o->arch ? o->arch : "90a";
 		snprintf(gencode, sizeof(gencode), "-gencode=arch=compute_%s,code=sm_%s", arch, arch);
@@ -101,7 +104,8 @@ int kg_compile(const char *src, const char *workdir, const char *out_name, const
 		.envp = is_cuda ? envp_cu : envp_c,
 		.cwd = "/work",
 		.paths = paths,
-		.n_paths = is_cuda ? 3 : 2,
+		/* A toolkit under /usr is already visible through the profile's /usr. */
+		.n_paths = is_cuda && strncmp(cuda_home, "/usr/", 5) ? 3 : 2,
 		.limits = o->limits,
 		.required = o->required_layers,
 		.disabled = o->disabled_layers,

@@ -1,11 +1,17 @@
-/* GPU discovery through the driver API, loaded at run time. Only device attributes are read:
- * contexts are created in the sandboxed runners, never in kgate itself. */
+/* GPU discovery through the driver API, loaded at run time, in a short-lived child process: cuInit
+ * reserves a huge virtual address range, which kgate itself must never carry (its sandboxed
+ * children share its address space until exec and get an address-space limit). Only device
+ * attributes are read; contexts are created in the sandboxed runners. */
 #include "verifier/gpu.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef int (*cu_init_t)(unsigned);
 typedef int (*cu_count_t)(int *);
@@ -19,14 +25,8 @@ typedef int (*cu_errstr_t)(int, const char **);
 #define CU_ATTR_CC_MAJOR 75
 #define CU_ATTR_CC_MINOR 76
 
-void kg_gpu_probe(struct kg_gpu_info *g)
+static void probe_here(struct kg_gpu_info *g)
 {
-	memset(g, 0, sizeof(*g));
-	const char *force = getenv("KGATE_NO_GPU");
-	if (force && *force && strcmp(force, "0")) {
-		snprintf(g->why, sizeof(g->why), "KGATE_NO_GPU is set");
-		return;
-	}
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		snprintf(g->why, sizeof(g->why), "libcuda.so.1 not loadable (no NVIDIA driver)");
@@ -64,4 +64,49 @@ void kg_gpu_probe(struct kg_gpu_info *g)
 out:
 	/* The handle stays open: unloading libcuda after cuInit is not supported by the driver. */
 	(void)h;
+}
+
+void kg_gpu_probe(struct kg_gpu_info *g)
+{
+	memset(g, 0, sizeof(*g));
+	const char *force = getenv("KGATE_NO_GPU");
+	if (force && *force && strcmp(force, "0")) {
+		snprintf(g->why, sizeof(g->why), "KGATE_NO_GPU is set");
+		return;
+	}
+	int p[2];
+	if (pipe2(p, O_CLOEXEC)) {
+		snprintf(g->why, sizeof(g->why), "pipe: %s", strerror(errno));
+		return;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(g->why, sizeof(g->why), "fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	if (pid == 0) {
+		struct kg_gpu_info mine;
+		memset(&mine, 0, sizeof(mine));
+		close(p[0]);
+		probe_here(&mine);
+		ssize_t n = write(p[1], &mine, sizeof(mine));
+		_exit(n == (ssize_t)sizeof(mine) ? 0 : 1);
+	}
+	close(p[1]);
+	ssize_t n;
+	do
+		n = read(p[0], g, sizeof(*g));
+	while (n < 0 && errno == EINTR);
+	close(p[0]);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(*g)) {
+		memset(g, 0, sizeof(*g));
+		snprintf(g->why, sizeof(g->why), "the GPU probe process failed");
+	}
+	g->why[sizeof(g->why) - 1] = '\0';
+	g->name[sizeof(g->name) - 1] = '\0';
+	g->arch[sizeof(g->arch) - 1] = '\0';
 }
