@@ -15,6 +15,7 @@
 #include "agents/feedback.h"
 #include "agents/sha256.h"
 #include "policy/policy.h"
+#include "verifier/paths.h"
 #include "verifier/gpu.h"
 #include "verifier/task.h"
 
@@ -82,29 +83,15 @@ static int load_policy(struct search *s, kg_error *e)
 	return rc;
 }
 
+/* The header candidates are compiled against, as the verifier finds it (source tree, build tree,
+ * or the installed copy in share/kgate/include or the -dev package's include dir). */
 static int abi_header(char *out, size_t outsz)
 {
-	/* The header candidates are compiled against: the source tree or the installed copy. */
-	const char *home = getenv("KGATE_HOME");
-	char exe[PATH_MAX], dir[PATH_MAX];
-	if (home && *home) {
-		snprintf(out, outsz, "%s/include/kgate/kernel.h", home);
-		if (!access(out, R_OK))
-			return 0;
-	}
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		kg_dirname(exe, dir, sizeof(dir));
-		const char *rel[] = {"../include", "../../../include"};
-		for (size_t i = 0; i < KG_ARRAY_LEN(rel); i++) {
-			snprintf(out, outsz, "%s/%s/kgate/kernel.h", dir, rel[i]);
-			if (!access(out, R_OK))
-				return 0;
-		}
-	}
-	snprintf(out, outsz, "%s/kgate/kernel.h", KG_INCLUDEDIR);
-	return access(out, R_OK) ? -ENOENT : 0;
+	char dir[PATH_MAX];
+	int rc = kg_path_include(dir, sizeof(dir));
+	if (!rc && snprintf(out, outsz, "%s/kgate/kernel.h", dir) >= (int)outsz)
+		rc = -ENAMETOOLONG;
+	return rc;
 }
 
 /* OUTDIR/search.json records what the directory is a search of; resuming a different one is a

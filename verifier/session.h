@@ -55,8 +55,6 @@ void kg_session_close(struct kg_session *s);
 /* Close, then free the sandbox child (the outcome's output goes with it). */
 void kg_session_free(struct kg_session *s);
 
-/* Host paths of kgate's own files, found relative to the running binary or installed. */
-int kg_path_runner(char *out, size_t outsz);
-int kg_path_include(char *out, size_t outsz);
+#include "verifier/paths.h"
 
 #endif
