@@ -207,9 +207,10 @@ SB_CHILD static void set_rlimits(struct cstate *st, const struct sb_plan *p)
 		{RLIMIT_AS, l->mem_bytes, l->mem_bytes},
 	};
 	for (size_t i = 0; i < KG_ARRAY_LEN(lims); i++) {
-		/* the CUDA driver reserves huge address ranges; ASan's shadow needs terabytes */
-		if (lims[i].res == RLIMIT_AS &&
-		    (!l->mem_bytes || p->profile == KG_SB_PROFILE_RUN_CUDA || p->sanitize))
+		/* RLIMIT_AS comes last, in the program's process right before execve (as_limit()):
+		 * until then this process shares kgate's address space, which may be far larger than
+		 * the program's bound (gigabyte tensors), and every mmap here would fail. */
+		if (lims[i].res == RLIMIT_AS)
 			continue;
 		struct rlimit rl = {lims[i].soft, lims[i].hard};
 		if (setrlimit(lims[i].res, &rl)) {
@@ -296,6 +297,19 @@ SB_CHILD static void nest_landlock(void)
 	close((int)fd);
 }
 
+/* The address-space bound, set once nothing more needs mapping before execve replaces the
+ * (shared) address space with the program's own. The CUDA driver reserves huge ranges and ASan's
+ * shadow needs terabytes, so those go without. */
+SB_CHILD static void as_limit(struct cstate *st, const struct sb_plan *p)
+{
+	const struct kg_sb_limits *l = &p->lim;
+	if (!l->mem_bytes || p->profile == KG_SB_PROFILE_RUN_CUDA || p->sanitize)
+		return;
+	struct rlimit rl = {l->mem_bytes, l->mem_bytes};
+	if (setrlimit(RLIMIT_AS, &rl))
+		fail(st, "rlimits", errno, "RLIMIT_AS");
+}
+
 SB_CHILD static _Noreturn void run_program(struct cstate *st, const struct sb_plan *p)
 {
 	int n = p->n_fds;
@@ -315,6 +329,7 @@ SB_CHILD static _Noreturn void run_program(struct cstate *st, const struct sb_pl
 		/* the parent's page holding our path (see spawn.c) */
 		if (p->exec_gate)
 			path = (const char *)(uintptr_t)p->exec_gate;
+		as_limit(st, p);
 		struct sock_fprog prog = {.len = (unsigned short)(st->sync.bpf_len / sizeof(struct sock_filter)),
 			.filter = bpf};
 		long lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
@@ -331,6 +346,8 @@ SB_CHILD static _Noreturn void run_program(struct cstate *st, const struct sb_pl
 			}
 		}
 	}
+	if ((p->disabled & KG_SB_LAYER_SECCOMP) || !st->sync.bpf_len)
+		as_limit(st, p);
 	send_msg(st, SB_MSG_REPORT, 0, 0, "", "");
 	execve(path, p->argv, p->envp);
 	fail(st, "execve", errno, p->exec_path);

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -66,6 +67,32 @@ static void test_true_and_layers(void **state)
 		assert_true(r.o.layers_active & KG_SB_LAYER_PIDNS);
 	assert_true(r.o.wall_s > 0 && r.o.wall_s < 10);
 	sb_run_free(&r);
+}
+
+/* Regression (seen on the GPU host): the child shares kgate's address space until execve, so an
+ * address-space bound set early made every later mapping fail ("seccomp mapping the filter:
+ * Cannot allocate memory") whenever kgate itself held more than the bound (gigabyte tensors). */
+static void test_big_parent_small_bound(void **state)
+{
+	(void)state;
+	static const char *const argv[] = {"/bin/sh", "-c", "exit 5", NULL};
+	size_t big = 6ull << 30;
+	void *hold = mmap(NULL, big, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(hold != MAP_FAILED);
+	for (int prof = KG_SB_PROFILE_COMPILE; prof <= KG_SB_PROFILE_RUN_CPU; prof++) {
+		struct kg_sb_path paths[1];
+		struct kg_sb_spec s;
+		struct sb_run r;
+		sb_spec(&s, paths, (enum kg_sb_profile)prof, argv);
+		s.limits.mem_bytes = 1ull << 30;
+		sb_run_spec(&s, &r);
+		if (r.rc)
+			fail_msg("profile %d: spawn failed: %s", prof, r.e.msg);
+		assert_int_equal(r.o.end, KG_SB_END_EXIT);
+		assert_int_equal(r.o.exit_code, 5);
+		sb_run_free(&r);
+	}
+	munmap(hold, big);
 }
 
 static void test_exit_code(void **state)
@@ -487,6 +514,7 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_true_and_layers),
 		cmocka_unit_test(test_exit_code),
+		cmocka_unit_test(test_big_parent_small_bound),
 		cmocka_unit_test(test_output_both_streams),
 		cmocka_unit_test(test_output_truncated),
 		cmocka_unit_test(test_output_flood_killed),
