@@ -40,7 +40,9 @@ summary "$out/gpu-e2e.json" "softmax online.cu, default policy (all classes, var
 echo
 echo "trusted references at the nominal shapes (CUDA events, L2 flushed, fresh inputs, median of 20):"
 for t in softmax layernorm matmul conv_relu_pool; do
-	"$K" verify $t tasks/$t/reference.cu --policy bench/bench.yaml --quiet --report json:"$out/ref-$t.json"
+	lib=""
+	[ $t = matmul ] && lib="--flag -lcublas"
+	"$K" verify $t tasks/$t/reference.cu --policy bench/bench.yaml $lib --quiet --report json:"$out/ref-$t.json"
 done
 python3 - "$out" <<'PY'
 import json, os, sys

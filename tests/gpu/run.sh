@@ -15,7 +15,9 @@ G="--policy tests/data/gpu.yaml"
 S="--policy tests/data/gpu-ci.yaml"
 
 for t in softmax layernorm matmul conv_relu_pool; do
-	expect 0 - $t tasks/$t/reference.cu --reference cpu --policy policy/ci.yaml --iterations 0
+	lib=""
+	[ $t = matmul ] && lib="--flag -lcublas"
+	expect 0 - $t tasks/$t/reference.cu --reference cpu --policy tests/data/refcheck.yaml $lib
 done
 
 expect 0 - softmax $C/softmax/online.cu $G
