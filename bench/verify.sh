@@ -42,6 +42,7 @@ echo "trusted references at the nominal shapes (CUDA events, L2 flushed, fresh i
 for t in softmax layernorm matmul conv_relu_pool; do
 	lib=""
 	[ $t = matmul ] && lib="--flag -lcublas"
+	[ $t = conv_relu_pool ] && lib="--shape-set large"
 	"$K" verify $t tasks/$t/reference.cu --policy bench/bench.yaml $lib --quiet --report json:"$out/ref-$t.json"
 done
 python3 - "$out" <<'PY'
