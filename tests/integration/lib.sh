@@ -26,7 +26,13 @@ expect() {
 		case " $codes " in *" $want_code "*) ;; *) ok=0 ;; esac
 	fi
 	if [ $ok = 1 ]; then
-		echo "ok   $task $(basename "$cand"): exit $rc ${codes:-(no reasons)}"
+		# where the time went, and the timing when there is one
+		took=$(python3 -c 'import json,sys
+d=json.load(open(sys.argv[1])); u=d["durations"]; t=d.get("timing")
+s="%.1fs: compile %.1f, start %.1f, checks %.1f, timing %.1f" % (u["total_s"], u["compile_s"], u["sandbox_start_s"], u["checks_s"], u["timing_s"])
+if t: s += "; cand %.4f ms (spread %.1f%%), ref %.4f ms, %.2fx" % (t["candidate"]["median_ms"], 100*t["candidate"]["spread"], t["reference"]["median_ms"], t["speedup"])
+print(s)' "$json" 2>/dev/null)
+		echo "ok   $task $(basename "$cand"): exit $rc ${codes:-(no reasons)}${took:+ [$took]}"
 	else
 		failures=$((failures + 1))
 		echo "FAIL $task $(basename "$cand"): want exit $want_exit with $want_code, got exit $rc with '${codes}'"
