@@ -89,24 +89,4 @@ static const struct kg_llm_provider provider = {
 	.parse = parse,
 };
 
-static int create(const uint8_t *config, size_t len, void **agent, char **error)
-{
-	return kg_llm_create(&provider, config, len, agent, error);
-}
-
-static const struct kg_agent_plugin plugin = {
-	.abi_major = KG_AGENT_ABI_MAJOR,
-	.abi_minor = KG_AGENT_ABI_MINOR,
-	.struct_size = sizeof(struct kg_agent_plugin),
-	.name = "anthropic",
-	.description = "Anthropic Messages API",
-	.create = create,
-	.propose = kg_llm_propose,
-	.free_buf = kg_llm_free,
-	.destroy = kg_llm_destroy,
-};
-
-const struct kg_agent_plugin *kg_agent_plugin_v1(void)
-{
-	return &plugin;
-}
+KG_LLM_PLUGIN("anthropic", "Anthropic Messages API", &provider)

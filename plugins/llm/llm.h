@@ -90,4 +90,27 @@ int kg_llm_propose(void *agent, const uint8_t *req, size_t len, uint8_t **resp, 
 void kg_llm_destroy(void *agent);
 void kg_llm_free(void *p);
 
+/* The exported table of an LLM plugin: everything but the provider is shared, so each plugin
+ * file is its request builder, its response parser, and this one line. */
+#define KG_LLM_PLUGIN(plugin_name, plugin_description, provider_ptr)                                       \
+	static int kg_llm_plugin_create(const uint8_t *config, size_t len, void **agent, char **error)      \
+	{                                                                                                    \
+		return kg_llm_create(provider_ptr, config, len, agent, error);                               \
+	}                                                                                                    \
+	static const struct kg_agent_plugin kg_llm_plugin_table = {                                          \
+		.abi_major = KG_AGENT_ABI_MAJOR,                                                             \
+		.abi_minor = KG_AGENT_ABI_MINOR,                                                             \
+		.struct_size = sizeof(struct kg_agent_plugin),                                               \
+		.name = plugin_name,                                                                         \
+		.description = plugin_description,                                                           \
+		.create = kg_llm_plugin_create,                                                              \
+		.propose = kg_llm_propose,                                                                   \
+		.free_buf = kg_llm_free,                                                                     \
+		.destroy = kg_llm_destroy,                                                                   \
+	};                                                                                                   \
+	const struct kg_agent_plugin *kg_agent_plugin_v1(void)                                               \
+	{                                                                                                    \
+		return &kg_llm_plugin_table;                                                                 \
+	}
+
 #endif
