@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kg_common.h"
 #include "runner/backend.h"
 
 struct cpu_state {
@@ -18,12 +19,6 @@ struct cpu_state {
 
 static struct cpu_state cpu;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int cpu_init(struct kg_rbackend *b, void *arena, size_t arena_size, char *err, size_t errsz)
 {
@@ -94,9 +89,9 @@ static int cpu_run(struct kg_rbackend *b, void (*fn)(void *), void *arg, uint64_
 {
 	(void)b, (void)err, (void)errsz;
 	*tail_ns = 0; /* threads that outlive the call are caught by the parent's re-read instead */
-	uint64_t t0 = now_ns();
+	uint64_t t0 = kg_now_ns();
 	fn(arg);
-	*ns = now_ns() - t0;
+	*ns = kg_now_ns() - t0;
 	return 0;
 }
 

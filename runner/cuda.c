@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kg_common.h"
 #include "runner/backend.h"
 
 typedef int CUresult;
@@ -65,12 +66,6 @@ struct cuda_state {
 
 static struct cuda_state cs;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int cu_fail(CUresult rc, const char *what, char *err, size_t errsz)
 {
@@ -287,9 +282,9 @@ static int cuda_run(struct kg_rbackend *b, void (*fn)(void *), void *arg, uint64
 	CU_CHECK(cs.cu.event_elapsed(&ms, cs.ev0, cs.ev1), "cuEventElapsedTime");
 	*ns = (uint64_t)((double)ms * 1e6);
 	/* Work the candidate put on other streams keeps the device busy past ev1. */
-	uint64_t t0 = now_ns();
+	uint64_t t0 = kg_now_ns();
 	CU_CHECK(cs.cu.ctx_synchronize(), "device-wide synchronisation after kg_forward");
-	*tail_ns = now_ns() - t0;
+	*tail_ns = kg_now_ns() - t0;
 	return 0;
 }
 
@@ -303,9 +298,9 @@ static int cuda_download(struct kg_rbackend *b, size_t bytes, char *err, size_t 
 
 static int cuda_settle(struct kg_rbackend *b, uint32_t delay_ms, size_t bytes, char *err, size_t errsz)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = kg_now_ns();
 	CU_CHECK(cs.cu.ctx_synchronize(), "device-wide synchronisation");
-	uint64_t waited = (now_ns() - t0) / 1000000u;
+	uint64_t waited = (kg_now_ns() - t0) / 1000000u;
 	if (waited < delay_ms) {
 		struct timespec ts = {.tv_sec = (delay_ms - waited) / 1000,
 				      .tv_nsec = (long)((delay_ms - waited) % 1000) * 1000000L};
