@@ -330,6 +330,18 @@ static void load_inputs(struct vctx *c, struct kg_arena *a)
 		memcpy(kg_arena_ptr(a, i), c->shadow[i], a->slot[i].bytes);
 }
 
+/* The trusted reference failing is kgate's problem, never the candidate's: an internal error that
+ * says how the reference's process ended or what its runner answered. */
+static void ref_failed(struct vctx *c, int rc, const kg_error *e, const char *doing)
+{
+	char what[700];
+	if (rc == KG_SESSION_ENDED)
+		describe_end(&c->rs.outcome, what, sizeof(what));
+	else
+		snprintf(what, sizeof(what), "%s", rc == KG_SESSION_FAILED ? c->rs.msg : e->msg);
+	internal_error(c, "%s the reference (%s): %s", doing, c->cur_str[0] ? c->cur_str : "before any shape", what);
+}
+
 /* Runs the reference on the current shadow inputs; its outputs land in refout. Returns 0, or -1
  * after recording an internal error (the reference is trusted: its failure is kgate's). */
 static int ref_run(struct vctx *c, int flush, uint64_t *ns)
@@ -347,12 +359,7 @@ static int ref_run(struct vctx *c, int flush, uint64_t *ns)
 	if (!rc)
 		rc = kg_session_call(&c->rs, KG_OP_DOWNLOAD, 0, NULL, &c->ref_download_ns, &e);
 	if (rc) {
-		char what[700];
-		if (rc == KG_SESSION_ENDED)
-			describe_end(&c->rs.outcome, what, sizeof(what));
-		else
-			snprintf(what, sizeof(what), "%s", rc == KG_SESSION_FAILED ? c->rs.msg : e.msg);
-		internal_error(c, "the reference failed (%s): %s", c->cur_str, what);
+		ref_failed(c, rc, &e, "running");
 		return -1;
 	}
 	if (r.rc) {
@@ -993,12 +1000,7 @@ static void start_sessions(struct vctx *c)
 	int rc = kg_session_start(&c->rs, &so, &c->ra, &e);
 	c->rs_up = 1;
 	if (rc) {
-		char what[700];
-		if (rc == KG_SESSION_ENDED)
-			describe_end(&c->rs.outcome, what, sizeof(what));
-		else
-			snprintf(what, sizeof(what), "%s", rc == KG_SESSION_FAILED ? c->rs.msg : e.msg);
-		internal_error(c, "starting the reference: %s", what);
+		ref_failed(c, rc, &e, "starting");
 		return;
 	}
 	so.so_path = c->cand_so;
