@@ -169,34 +169,6 @@ static void test_output_flood_killed(void **state)
 	sb_run_free(&r);
 }
 
-/* Processes anywhere on the host whose command line holds marker. */
-static int count_procs(const char *marker)
-{
-	int n = 0;
-	DIR *d = opendir("/proc");
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		char path[300], buf[4096];
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t got = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		for (ssize_t i = 0; i < got; i++)
-			if (!buf[i])
-				buf[i] = ' ';
-		buf[got > 0 ? got : 0] = '\0';
-		if (strstr(buf, marker))
-			n++;
-	}
-	if (d)
-		closedir(d);
-	return n;
-}
-
 static void timeout_tree(unsigned disabled)
 {
 	/* a forked grandchild in the background and one in the foreground */
@@ -214,7 +186,7 @@ static void timeout_tree(unsigned disabled)
 	assert_true(r.o.wall_s >= 0.6 && r.o.wall_s < 5);
 	/* the whole tree is gone once the outcome is there (reaping races, so allow a moment) */
 	int left = 1;
-	for (int i = 0; i < 100 && (left = count_procs("sleep 1007.25")); i++)
+	for (int i = 0; i < 100 && (left = sb_count_procs("sleep 1007.25")); i++)
 		usleep(10000);
 	assert_int_equal(left, 0);
 	sb_run_free(&r);

@@ -232,34 +232,6 @@ static void test_writes_stay_in_scratch(void **state)
 	sb_run_free(&r);
 }
 
-/* Processes anywhere on the host whose command line holds marker (forks keep it). */
-static int count_procs(const char *marker)
-{
-	int n = 0;
-	DIR *d = opendir("/proc");
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		char path[300], buf[4096];
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t got = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		for (ssize_t i = 0; i < got; i++)
-			if (!buf[i])
-				buf[i] = ' ';
-		buf[got > 0 ? got : 0] = '\0';
-		if (strstr(buf, marker))
-			n++;
-	}
-	if (d)
-		closedir(d);
-	return n;
-}
-
 static void test_fork_bomb(void **state)
 {
 	(void)state;
@@ -279,7 +251,7 @@ static void test_fork_bomb(void **state)
 	assert_true(r.o.wall_s < 6);
 	/* nothing of it survives the outcome (allow the kernel a moment to finish the reaping) */
 	int left = 1;
-	for (int i = 0; i < 200 && (left = count_procs(pattern)); i++)
+	for (int i = 0; i < 200 && (left = sb_count_procs(pattern)); i++)
 		usleep(10000);
 	assert_int_equal(left, 0);
 	sb_run_free(&r);

@@ -3,6 +3,8 @@
 #ifndef KG_SB_TEST_H
 #define KG_SB_TEST_H
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +106,34 @@ static inline void sb_run_free(struct sb_run *r)
 {
 	free(r->out);
 	r->out = NULL;
+}
+
+/* Processes anywhere on the host whose command line holds marker (forks keep it). */
+static inline int sb_count_procs(const char *marker)
+{
+	int n = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char path[300], buf[4096];
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t got = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		for (ssize_t i = 0; i < got; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[got > 0 ? got : 0] = '\0';
+		if (strstr(buf, marker))
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
 }
 
 #endif
