@@ -11,15 +11,6 @@
 
 #define ANTHROPIC_VERSION "2023-06-01"
 
-static char *header(const char *fmt, const char *v)
-{
-	size_t n = strlen(fmt) + strlen(v) + 1;
-	char *h = malloc(n);
-	if (h)
-		snprintf(h, n, fmt, v);
-	return h;
-}
-
 static int build(const struct kg_llm_provider *p, const char *model, const char *key, int max_tokens,
 		 double temperature, const char *system, const char *user, char *url, size_t urlsz, const char *base_url,
 		 char **headers, int n_hdr_max, char **body)
@@ -27,9 +18,9 @@ static int build(const struct kg_llm_provider *p, const char *model, const char 
 	(void)p;
 	(void)n_hdr_max;
 	snprintf(url, urlsz, "%s/v1/messages", base_url);
-	if (!(headers[0] = header("anthropic-version: %s", ANTHROPIC_VERSION)))
+	if (!(headers[0] = kg_llm_header("anthropic-version: %s", ANTHROPIC_VERSION)))
 		return -1;
-	if (key && !(headers[1] = header("x-api-key: %s", key)))
+	if (key && !(headers[1] = kg_llm_header("x-api-key: %s", key)))
 		return -1;
 	/* max_tokens is required by this API: 0 ("omit") means the default. */
 	json_t *j = json_pack("{s:s, s:i, s:s, s:[{s:s, s:s}]}", "model", model, "max_tokens",

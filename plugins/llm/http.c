@@ -226,3 +226,12 @@ int kg_http_post(const struct kg_http_opts *o, const char *url, const char *cons
 	kg_buf_free(&a.body);
 	return rc;
 }
+
+char *kg_llm_header(const char *fmt, const char *v)
+{
+	size_t n = strlen(fmt) + strlen(v) + 1;
+	char *h = malloc(n);
+	if (h)
+		snprintf(h, n, fmt, v);
+	return h;
+}

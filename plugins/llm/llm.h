@@ -89,6 +89,8 @@ int kg_llm_create(const struct kg_llm_provider *p, const uint8_t *config, size_t
 int kg_llm_propose(void *agent, const uint8_t *req, size_t len, uint8_t **resp, size_t *resp_len, char **error);
 void kg_llm_destroy(void *agent);
 void kg_llm_free(void *p);
+/* "Name: value" built from fmt (one %s) and v, malloc'ed; NULL on exhaustion. */
+char *kg_llm_header(const char *fmt, const char *v);
 
 /* The exported table of an LLM plugin: everything but the provider is shared, so each plugin
  * file is its request builder, its response parser, and this one line. */

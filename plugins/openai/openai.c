@@ -9,15 +9,6 @@
 
 #include "plugins/llm/llm.h"
 
-static char *header(const char *fmt, const char *v)
-{
-	size_t n = strlen(fmt) + strlen(v) + 1;
-	char *h = malloc(n);
-	if (h)
-		snprintf(h, n, fmt, v);
-	return h;
-}
-
 static int build(const struct kg_llm_provider *p, const char *model, const char *key, int max_tokens,
 		 double temperature, const char *system, const char *user, char *url, size_t urlsz, const char *base_url,
 		 char **headers, int n_hdr_max, char **body)
@@ -25,7 +16,7 @@ static int build(const struct kg_llm_provider *p, const char *model, const char 
 	(void)p;
 	(void)n_hdr_max;
 	snprintf(url, urlsz, "%s/chat/completions", base_url);
-	if (key && !(headers[0] = header("Authorization: Bearer %s", key)))
+	if (key && !(headers[0] = kg_llm_header("Authorization: Bearer %s", key)))
 		return -1;
 	json_t *j = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}]}", "model", model, "messages", "role", "system", "content",
 			      system, "role", "user", "content", user);
