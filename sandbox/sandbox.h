@@ -172,6 +172,11 @@ struct kg_sb_filter_opts {
 	uint64_t mem_bytes; /* 0: no mmap size rule */
 	const int *ioctl_fds; /* run-cuda: ioctl allowed only on these fds (the driver's) */
 	int n_ioctl_fds;
+	/* sendmsg/recvmsg/sendto/recvfrom are allowed on the handed fds and the notify socket; a
+	 * program that runs under a tool (compute-sanitizer) also needs the tool's sockets, opened
+	 * before the filter by the tool's injected library. */
+	const int *msg_fds;
+	int n_msg_fds;
 };
 /* Applies the profile's allowlist to every thread of the calling process (TSYNC) and passes the
  * notification fd to the supervising parent, so that a denied call is reported by name. Call it

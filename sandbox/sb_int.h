@@ -138,6 +138,8 @@ struct sb_filter_params {
 	const int *ioctl_fds;
 	int n_ioctl_fds;
 	int fd_limit; /* sendmsg/recvmsg and friends only on fds below this (handed fds + notify) */
+	const int *msg_fds; /* ...and on these (a tool's channels the program inherited) */
+	int n_msg_fds;
 	pid_t self_pid; /* kill/tgkill only to this pid (as the program sees itself); 0: none */
 	uint64_t exec_gate; /* nonzero: execve only with this pathname pointer */
 	int notify; /* default action USER_NOTIF (else KILL_PROCESS) */

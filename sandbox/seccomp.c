@@ -186,6 +186,10 @@ int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, k
 	for (size_t i = 0; i < KG_ARRAY_LEN(msg_calls) && !rc; i++) {
 		struct scmp_arg_cmp c = SCMP_A0_32(SCMP_CMP_LT, (uint32_t)fp->fd_limit);
 		rc = add(ctx, SCMP_ACT_ALLOW, msg_calls[i], 1, &c);
+		for (int j = 0; j < fp->n_msg_fds && !rc; j++) {
+			struct scmp_arg_cmp eq = SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)fp->msg_fds[j]);
+			rc = add(ctx, SCMP_ACT_ALLOW, msg_calls[i], 1, &eq);
+		}
 	}
 	if (rc)
 		goto out;
@@ -422,6 +426,8 @@ int kg_sb_seccomp_apply(const struct kg_sb_filter_opts *o, kg_error *e)
 		.mem_bytes = o->mem_bytes,
 		.ioctl_fds = o->ioctl_fds,
 		.n_ioctl_fds = o->n_ioctl_fds,
+		.msg_fds = o->msg_fds,
+		.n_msg_fds = o->n_msg_fds,
 		.fd_limit = 3 + nfds,
 		.self_pid = getpid(),
 		.notify = sock >= 0 && sb_notify_supported(),

@@ -125,6 +125,17 @@ static void test_no_exec_in_run_profiles(void **state)
 	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("execve"), KG_SB_END_EXIT, NULL);
 }
 
+/* A tool's channel (compute-sanitizer's socket) is usable after the filter only when the program
+ * names it; other sockets above the handed fds stay closed to sendmsg and friends. */
+static void test_tool_socket_only_when_named(void **state)
+{
+	(void)state;
+	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("--tool-socket-allowed", "tool-send"), KG_SB_END_EXIT,
+	       "RESULT tool-send ok");
+	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("--tool-socket", "tool-send"), KG_SB_END_SYSCALL, "sendto");
+	expect(KG_SB_PROFILE_RUN_CUDA, 1, 0, ARGS("--tool-socket", "tool-send"), KG_SB_END_SYSCALL, "sendto");
+}
+
 static void test_no_fork_in_run_cpu(void **state)
 {
 	(void)state;
@@ -563,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_no_network),
 		cmocka_unit_test(test_no_exec_in_run_profiles),
 		cmocka_unit_test(test_no_fork_in_run_cpu),
+		cmocka_unit_test(test_tool_socket_only_when_named),
 		cmocka_unit_test(test_no_ptrace_no_peeking),
 		cmocka_unit_test(test_no_killing_others),
 		cmocka_unit_test(test_no_mount_no_setuid),

@@ -46,6 +46,8 @@ static void *thread_main(void *arg)
 	return arg;
 }
 
+static int tool_sock = -1;
+
 static int act(const char *a, int argc, char **argv)
 {
 	const char *x = argc > 0 ? argv[0] : "";
@@ -197,6 +199,11 @@ static int act(const char *a, int argc, char **argv)
 		closedir(d);
 		return 0;
 	}
+	if (!strcmp(a, "tool-send")) {
+		/* a tool's channel, opened before the filter (--tool-socket) */
+		ssize_t n = send(tool_sock, "x", 1, MSG_DONTWAIT);
+		return result(a, n < 0 ? -1 : 0);
+	}
 	if (!strcmp(a, "write-fd")) {
 		ssize_t n = write(atoi(x), y, strlen(y));
 		return result(a, n < 0 ? -1 : 0);
@@ -209,7 +216,7 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	struct kg_sb_filter_opts o = {0};
-	int apply = 0, ioctl_fds[4], n_ioctl = 0;
+	int apply = 0, ioctl_fds[4], n_ioctl = 0, msg_fds[1], n_msg = 0;
 	int i = 1;
 	for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
 		if (!strcmp(argv[i], "--apply") && i + 1 < argc) {
@@ -224,6 +231,14 @@ int main(int argc, char **argv)
 			o.mem_bytes = strtoull(argv[++i], NULL, 10);
 		} else if (!strcmp(argv[i], "--ioctl-fd") && i + 1 < argc && n_ioctl < 4) {
 			ioctl_fds[n_ioctl++] = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--tool-socket") || !strcmp(argv[i], "--tool-socket-allowed")) {
+			/* what a tool's injected library leaves behind: a connected socket above the
+			 * handed fds, optionally named to the filter as one of msg_fds */
+			int sv[2];
+			if (tool_sock < 0 && !socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+				tool_sock = sv[0];
+			if (!strcmp(argv[i], "--tool-socket-allowed") && tool_sock >= 0)
+				msg_fds[0] = tool_sock, n_msg = 1;
 		} else {
 			fprintf(stderr, "try-syscall: bad option %s\n", argv[i]);
 			return 2;
@@ -235,6 +250,8 @@ int main(int argc, char **argv)
 	}
 	o.ioctl_fds = ioctl_fds;
 	o.n_ioctl_fds = n_ioctl;
+	o.msg_fds = msg_fds;
+	o.n_msg_fds = n_msg;
 	if (apply) {
 		kg_error e = {0};
 		if (kg_sb_seccomp_apply(&o, &e)) {
