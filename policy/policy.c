@@ -175,6 +175,43 @@ static int parse_list(kg_yaml *y, yaml_node_t *n, const char *field, char (*dst)
 	return 0;
 }
 
+static const char *const sanitizer_tools[KG_SAN_COUNT_] = {"memcheck", "racecheck", "synccheck", "initcheck"};
+
+const char *kg_sanitizer_tool_name(enum kg_sanitizer_tool t)
+{
+	return (unsigned)t < KG_SAN_COUNT_ ? sanitizer_tools[t] : "?";
+}
+
+/* false, true (memcheck alone) or a list of tools, each one sanitized run */
+static int parse_sanitizer(kg_yaml *y, yaml_node_t *n, unsigned *out, kg_error *e)
+{
+	const char *field = "gpu.compute_sanitizer";
+	int on = 0, rc;
+	if (n->type != YAML_SEQUENCE_NODE) {
+		if ((rc = kg_yaml_bool(y, n, field, &on, e)))
+			return kg_err(e, rc, "%s:%d: field '%s': true, false or a list of %s, %s, %s, %s", y->path,
+				      kg_yaml_line(n), field, sanitizer_tools[0], sanitizer_tools[1], sanitizer_tools[2],
+				      sanitizer_tools[3]);
+		*out = on ? 1u << KG_SAN_MEMCHECK : 0;
+		return 0;
+	}
+	*out = 0;
+	for (int i = 0; i < kg_yaml_seq_len(n); i++) {
+		yaml_node_t *item = kg_yaml_seq_item(y, n, i);
+		char name[32];
+		if ((rc = kg_yaml_str(y, item, field, name, sizeof(name), e)))
+			return rc;
+		int k = 0;
+		while (k < KG_SAN_COUNT_ && strcmp(name, sanitizer_tools[k]))
+			k++;
+		if (k == KG_SAN_COUNT_)
+			return kg_err(e, -EINVAL, "%s:%d: field '%s': unknown tool '%s' (memcheck, racecheck, synccheck, initcheck)",
+				      y->path, kg_yaml_line(item), field, name);
+		*out |= 1u << k;
+	}
+	return 0;
+}
+
 /* A tolerance value may be a number or the word "task". */
 static int parse_tol(kg_yaml *y, yaml_node_t *n, const char *field, double *out, kg_error *e)
 {
@@ -383,15 +420,8 @@ static int parse_policy(kg_yaml *y, struct kg_policy *p, kg_error *e)
 			return rc;
 		if ((m = kg_yaml_get(y, n, "required")) && (rc = kg_yaml_bool(y, m, "gpu.required", &p->gpu_required, e)))
 			return rc;
-		if ((m = kg_yaml_get(y, n, "compute_sanitizer")) &&
-		    (rc = kg_yaml_bool(y, m, "gpu.compute_sanitizer", &p->compute_sanitizer, e)))
+		if ((m = kg_yaml_get(y, n, "compute_sanitizer")) && (rc = parse_sanitizer(y, m, &p->compute_sanitizer, e)))
 			return rc;
-		/* Refused rather than ignored: a gate must never look stricter than it is. */
-		if (p->compute_sanitizer)
-			return kg_err(e, -ENOTSUP,
-				      "%s:%d: field 'gpu.compute_sanitizer': the compute-sanitizer run is not "
-				      "implemented in this version; set it to false",
-				      y->path, kg_yaml_line(m));
 	}
 	return 0;
 }

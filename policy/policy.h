@@ -44,7 +44,7 @@ struct kg_policy {
 	char libraries[32][64]; /* DT_NEEDED entries allowed; '*' globs */
 	/* gpu */
 	int gpu_required;
-	int compute_sanitizer;
+	unsigned compute_sanitizer; /* bit per enum kg_sanitizer_tool: one sanitized run each */
 };
 
 /* The built-in defaults (what policy/default.yaml also spells out). */
@@ -53,6 +53,16 @@ void kg_policy_defaults(struct kg_policy *p);
 int kg_policy_load(const char *path, struct kg_policy *p, kg_error *e);
 /* Finds a policy by name ("default", "strict") or path. */
 int kg_policy_find(const char *name_or_path, struct kg_policy *p, kg_error *e);
+
+/* The compute-sanitizer tools a policy can ask for (gpu.compute_sanitizer). */
+enum kg_sanitizer_tool {
+	KG_SAN_MEMCHECK, /* out-of-bounds and misaligned accesses, device-side faults */
+	KG_SAN_RACECHECK, /* shared-memory hazards between threads of a block */
+	KG_SAN_SYNCCHECK, /* barriers used where not all threads reach them */
+	KG_SAN_INITCHECK, /* reads of device memory nobody wrote */
+	KG_SAN_COUNT_
+};
+const char *kg_sanitizer_tool_name(enum kg_sanitizer_tool t);
 
 const char *kg_precision_name(enum kg_precision p);
 /* Widens a task tolerance to what the policy's precision accepts. */

@@ -7,12 +7,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runner/wire.h"
+
 struct kg_rbackend {
 	const char *name;
 	/* Called before the seccomp filter: create contexts, allocate, open everything needed. */
 	int (*init)(struct kg_rbackend *b, void *arena, size_t arena_size, char *err, size_t errsz);
 	/* fds the driver needs ioctl on after the filter (CUDA), or none. */
 	int (*driver_fds)(struct kg_rbackend *b, int *fds, int max);
+	/* Optional: told the tensors of the next runs (SETUP). With exact set, the CUDA backend gives
+	 * each tensor its own allocation of exactly its size instead of a window into the mirrored
+	 * arena, so that a memory checker sees every buffer's true bounds. */
+	int (*setup)(struct kg_rbackend *b, const struct kg_wire_tensor *t, int n, char *err, size_t errsz);
 	/* Pointer the candidate sees for an arena offset. */
 	void *(*ptr)(struct kg_rbackend *b, uint64_t offset);
 	void *(*stream)(struct kg_rbackend *b);
@@ -26,6 +32,7 @@ struct kg_rbackend {
 	int (*settle)(struct kg_rbackend *b, uint32_t delay_ms, size_t bytes, char *err, size_t errsz);
 	/* Measured memory bandwidth ceiling in MB/s (bytes read plus written), 0 when not measured. */
 	uint64_t ceiling_mbps;
+	int exact; /* set before init: one exact-size device buffer per tensor, no guard bands */
 	void *state;
 };
 

@@ -66,6 +66,15 @@ struct cuda_state {
 
 static struct cuda_state cs;
 
+/* Exact mode (a compute-sanitizer run): one allocation per tensor, sized to the byte, so that an
+ * access past a tensor's end is past its allocation. The guard bands then stay host-side only. */
+static struct exact_buf {
+	uint64_t offset;
+	size_t bytes;
+	CUdeviceptr dev;
+} xb[KG_WIRE_MAX_TENSORS];
+static int n_xb;
+
 
 static int cu_fail(CUresult rc, const char *what, char *err, size_t errsz)
 {
@@ -198,7 +207,8 @@ static int cuda_init(struct kg_rbackend *b, void *arena, size_t arena_size, char
 		return rc;
 	cs.arena_host = arena;
 	cs.arena_size = arena_size;
-	CU_CHECK(cs.cu.mem_alloc(&cs.arena_dev, arena_size), "cuMemAlloc (arena)");
+	if (!b->exact)
+		CU_CHECK(cs.cu.mem_alloc(&cs.arena_dev, arena_size), "cuMemAlloc (arena)");
 	/* Pinning the shared arena makes the copies DMA at full speed; failing that, pageable works. */
 	cs.cu.host_register(arena, arena_size, 0);
 	CU_CHECK(cs.cu.stream_create(&cs.stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
@@ -209,7 +219,7 @@ static int cuda_init(struct kg_rbackend *b, void *arena, size_t arena_size, char
 	cs.cu.device_attr(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, cs.dev);
 	cs.flush_bytes = (size_t)(l2 > 0 ? l2 : 64 << 20) * 2;
 	CU_CHECK(cs.cu.mem_alloc(&cs.flush, cs.flush_bytes), "cuMemAlloc (L2 flush buffer)");
-	b->ceiling_mbps = measure_copy_mbps();
+	b->ceiling_mbps = b->exact ? 0 : measure_copy_mbps(); /* nobody times an exact-mode run */
 	b->state = &cs;
 	return 0;
 }
@@ -239,10 +249,61 @@ static int cuda_driver_fds(struct kg_rbackend *b, int *fds, int max)
 	return n;
 }
 
+static size_t dtype_bytes(int32_t dt)
+{
+	switch (dt) {
+	case KG_F16:
+	case KG_BF16:
+		return 2;
+	case KG_I64:
+		return 8;
+	case KG_U8:
+		return 1;
+	default:
+		return 4;
+	}
+}
+
+static void exact_free(void)
+{
+	for (int i = 0; i < n_xb; i++)
+		if (xb[i].dev)
+			cs.cu.mem_free(xb[i].dev);
+	n_xb = 0;
+}
+
+static int cuda_setup(struct kg_rbackend *b, const struct kg_wire_tensor *t, int n, char *err, size_t errsz)
+{
+	if (!b->exact)
+		return 0;
+	CU_CHECK(cs.cu.ctx_synchronize(), "synchronisation before re-allocating");
+	exact_free();
+	for (int i = 0; i < n; i++) {
+		size_t bytes = dtype_bytes(t[i].dtype);
+		for (int d = 0; d < t[i].ndim; d++)
+			bytes *= (size_t)t[i].shape[d];
+		if (t[i].offset > cs.arena_size || bytes > cs.arena_size - t[i].offset) {
+			snprintf(err, errsz, "tensor %d lies outside the arena", i);
+			return -EINVAL;
+		}
+		xb[i].offset = t[i].offset;
+		xb[i].bytes = bytes;
+		xb[i].dev = 0;
+		n_xb = i + 1;
+		if (bytes)
+			CU_CHECK(cs.cu.mem_alloc(&xb[i].dev, bytes), "cuMemAlloc (exact tensor buffer)");
+	}
+	return 0;
+}
+
 static void *cuda_ptr(struct kg_rbackend *b, uint64_t offset)
 {
-	(void)b;
-	return (void *)(uintptr_t)(cs.arena_dev + offset);
+	if (!b->exact)
+		return (void *)(uintptr_t)(cs.arena_dev + offset);
+	for (int i = 0; i < n_xb; i++)
+		if (xb[i].offset == offset)
+			return (void *)(uintptr_t)xb[i].dev;
+	return NULL;
 }
 
 static void *cuda_stream(struct kg_rbackend *b)
@@ -253,7 +314,15 @@ static void *cuda_stream(struct kg_rbackend *b)
 
 static int cuda_upload(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz)
 {
-	(void)b;
+	if (b->exact) {
+		for (int i = 0; i < n_xb; i++)
+			if (xb[i].bytes)
+				CU_CHECK(cs.cu.memcpy_htod_async(xb[i].dev, cs.arena_host + xb[i].offset, xb[i].bytes,
+								 cs.copy),
+					 "upload");
+		CU_CHECK(cs.cu.stream_synchronize(cs.copy), "upload (sync)");
+		return 0;
+	}
 	CU_CHECK(cs.cu.memcpy_htod_async(cs.arena_dev, cs.arena_host, bytes, cs.copy), "upload");
 	CU_CHECK(cs.cu.stream_synchronize(cs.copy), "upload (sync)");
 	return 0;
@@ -290,7 +359,15 @@ static int cuda_run(struct kg_rbackend *b, void (*fn)(void *), void *arg, uint64
 
 static int cuda_download(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz)
 {
-	(void)b;
+	if (b->exact) {
+		for (int i = 0; i < n_xb; i++)
+			if (xb[i].bytes)
+				CU_CHECK(cs.cu.memcpy_dtoh_async(cs.arena_host + xb[i].offset, xb[i].dev, xb[i].bytes,
+								 cs.copy),
+					 "download");
+		CU_CHECK(cs.cu.stream_synchronize(cs.copy), "download (sync)");
+		return 0;
+	}
 	CU_CHECK(cs.cu.memcpy_dtoh_async(cs.arena_host, cs.arena_dev, bytes, cs.copy), "download");
 	CU_CHECK(cs.cu.stream_synchronize(cs.copy), "download (sync)");
 	return 0;
@@ -314,6 +391,7 @@ static struct kg_rbackend cuda_backend = {
 	.name = "cuda",
 	.init = cuda_init,
 	.driver_fds = cuda_driver_fds,
+	.setup = cuda_setup,
 	.ptr = cuda_ptr,
 	.stream = cuda_stream,
 	.upload = cuda_upload,

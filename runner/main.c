@@ -1,6 +1,7 @@
 /* kgate-run: hosts one candidate or reference inside the sandbox. It maps the arena, initialises
  * its backend, applies the seccomp filter, and only then loads the untrusted .so, so that even
  * its constructors run filtered. After that it obeys the parent's commands (runner/wire.h). */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -115,6 +116,8 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size)
 			call.n_in = (int)cmd.n_in;
 			call.n_out = (int)cmd.n_out;
 			in_use = cmd.arena_size;
+			if (b->setup && b->setup(b, cmd.t, call.n_in + call.n_out, r.msg, sizeof(r.msg)))
+				r.status = KG_WS_CUDA;
 			break;
 		case KG_OP_UPLOAD:
 			if (b->upload(b, in_use, r.msg, sizeof(r.msg)))
@@ -167,14 +170,38 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: kgate-run --backend cpu|cuda [--threads] [--mem BYTES]\n"
+	fprintf(stderr, "usage: kgate-run --backend cpu|cuda [--threads] [--mem BYTES] [--exact-buffers] "
+			"[--tool-sockets]\n"
 			"  (started by kgate inside its sandbox; fd 3 is the control socket, fd 4 the arena)\n");
+}
+
+/* Under compute-sanitizer the tool's injected library has connected its sockets before main; the
+ * filter must let them carry messages, or the first report would be a denied sendmsg. */
+static int socket_fds(int *fds, int max)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < max) {
+		char link[64], target[64];
+		int fd = atoi(de->d_name);
+		if (de->d_name[0] == '.' || fd == dirfd(d))
+			continue;
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
+		ssize_t len = readlink(link, target, sizeof(target) - 1);
+		if (len > 0 && (target[len] = '\0', !strncmp(target, "socket:", 7)))
+			fds[n++] = fd;
+	}
+	closedir(d);
+	return n;
 }
 
 int main(int argc, char **argv)
 {
 	const char *backend = "cpu";
-	int threads = 0;
+	int threads = 0, exact = 0, tool_sockets = 0;
 	unsigned long long mem = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
@@ -183,6 +210,10 @@ int main(int argc, char **argv)
 			threads = 1;
 		} else if (!strcmp(argv[i], "--mem") && i + 1 < argc) {
 			mem = strtoull(argv[++i], NULL, 10);
+		} else if (!strcmp(argv[i], "--exact-buffers")) {
+			exact = 1;
+		} else if (!strcmp(argv[i], "--tool-sockets")) {
+			tool_sockets = 1;
 		} else {
 			usage();
 			return 2;
@@ -207,6 +238,7 @@ int main(int argc, char **argv)
 		snprintf(hello.msg, sizeof(hello.msg), "backend '%s' is not available in this build", backend);
 		goto fail;
 	}
+	b->exact = exact;
 	if (fstat(KG_WIRE_ARENA_FD, &st) || st.st_size <= 0) {
 		hello.status = KG_WS_ERROR;
 		snprintf(hello.msg, sizeof(hello.msg), "no arena on fd %d", KG_WIRE_ARENA_FD);
@@ -223,11 +255,13 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	if (getenv("KGATE_SB_NOTIFY_FD")) {
-		int fds[64];
+		int fds[64], tool[16];
 		int nfds = b->driver_fds(b, fds, 64);
+		int ntool = tool_sockets ? socket_fds(tool, 16) : 0;
 		struct kg_sb_filter_opts fo = {
 			.profile = profile, .allow_threads = threads, .mem_bytes = mem,
 			.ioctl_fds = fds, .n_ioctl_fds = nfds > 0 ? nfds : 0,
+			.msg_fds = tool, .n_msg_fds = ntool,
 		};
 		kg_error e = {0};
 		if (kg_sb_seccomp_apply(&fo, &e)) {

@@ -8,5 +8,8 @@
 int kg_path_runner(char *out, size_t outsz);
 /* The directory that holds kgate/kernel.h. */
 int kg_path_include(char *out, size_t outsz);
+/* NVIDIA's compute-sanitizer binary itself (not the bin/ wrapper script): $KGATE_COMPUTE_SANITIZER,
+ * else under $CUDA_HOME, else under /usr/local/cuda. */
+int kg_path_compute_sanitizer(char *out, size_t outsz);
 
 #endif

@@ -69,6 +69,29 @@ int kg_path_include(char *out, size_t outsz)
 	return find_near_exe(rel, 3, fixed + 1, 2, "kgate/kernel.h", R_OK, out, outsz);
 }
 
+int kg_path_compute_sanitizer(char *out, size_t outsz)
+{
+	const char *env = getenv("KGATE_COMPUTE_SANITIZER");
+	if (env && *env) {
+		snprintf(out, outsz, "%s", env);
+		return access(out, X_OK) ? -ENOENT : 0;
+	}
+	const char *home = getenv("CUDA_HOME");
+	const char *homes[] = {home && *home ? home : "/usr/local/cuda", "/usr/local/cuda"};
+	for (size_t i = 0; i < 2; i++) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/compute-sanitizer/compute-sanitizer", homes[i]);
+		char *real = realpath(path, NULL);
+		int ok = real && !access(real, X_OK) && strlen(real) < outsz;
+		if (ok)
+			snprintf(out, outsz, "%s", real);
+		free(real);
+		if (ok)
+			return 0;
+	}
+	return -ENOENT;
+}
+
 static int ended(struct kg_session *s)
 {
 	if (!s->ended) {
@@ -180,12 +203,18 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	s->call_timeout_s = o->call_timeout_s > 0 ? o->call_timeout_s : 60;
 	if (kg_path_runner(runner, sizeof(runner)))
 		return kg_err(e, -ENOENT, "kgate-run not found (set KGATE_RUNNER or install kgate)");
+	int n_tool = 0;
+	while (o->tool_argv && o->tool_argv[n_tool])
+		if (++n_tool > 30)
+			return kg_err(e, -E2BIG, "too many tool arguments");
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return kg_err(e, -errno, "socketpair: %s", strerror(errno));
 
 	snprintf(mem, sizeof(mem), "%llu", (unsigned long long)o->limits.mem_bytes);
-	const char *argv[8];
+	const char *argv[40];
 	int ac = 0;
+	for (int i = 0; o->tool_argv && o->tool_argv[i]; i++)
+		argv[ac++] = o->tool_argv[i];
 	argv[ac++] = runner;
 	argv[ac++] = "--backend";
 	argv[ac++] = o->backend;
@@ -195,17 +224,32 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 		argv[ac++] = "--mem";
 		argv[ac++] = mem;
 	}
+	if (o->tool_argv) {
+		argv[ac++] = "--exact-buffers";
+		argv[ac++] = "--tool-sockets";
+	}
 	argv[ac] = NULL;
 	static const char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp",
 					   "OMP_NUM_THREADS=1", NULL};
 	int fds[2] = {sv[1], a->fd};
 	/* An installed runner lives under /usr, which every profile already shows read-only; a build
 	 * tree's runner has to be bound in (at the same path, so argv[0] stays valid). */
-	int runner_visible = !strncmp(runner, "/usr/", 5);
-	struct kg_sb_path paths[2] = {
+	int n_paths = 1;
+	struct kg_sb_path paths[3] = {
 		{.host = o->so_path, .inside = "/kgate/lib/kernel.so", .flags = KG_SB_PATH_EXEC},
-		{.host = runner, .inside = NULL, .flags = KG_SB_PATH_EXEC},
 	};
+	if (strncmp(runner, "/usr/", 5))
+		paths[n_paths++] = (struct kg_sb_path){.host = runner, .inside = NULL, .flags = KG_SB_PATH_EXEC};
+	/* A tool outside /usr (CUDA under /opt, say) is shown with its whole directory: it loads its
+	 * injection libraries from beside itself. */
+	char tool_dir[PATH_MAX];
+	if (o->tool_argv && strncmp(o->tool_argv[0], "/usr/", 5)) {
+		snprintf(tool_dir, sizeof(tool_dir), "%s", o->tool_argv[0]);
+		char *slash = strrchr(tool_dir, '/');
+		if (slash && slash != tool_dir)
+			*slash = '\0';
+		paths[n_paths++] = (struct kg_sb_path){.host = tool_dir, .inside = NULL, .flags = KG_SB_PATH_EXEC};
+	}
 	struct kg_sb_spec spec = {
 		.profile = strcmp(o->backend, "cuda") ? KG_SB_PROFILE_RUN_CPU : KG_SB_PROFILE_RUN_CUDA,
 		.argv = argv,
@@ -214,7 +258,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 		.fds = fds,
 		.n_fds = 2,
 		.paths = paths,
-		.n_paths = runner_visible ? 1 : 2,
+		.n_paths = n_paths,
 		.limits = o->limits,
 		.required = o->required_layers,
 		.disabled = o->disabled_layers,

@@ -19,6 +19,10 @@ struct kg_session_opts {
 	unsigned disabled_layers;
 	int threads;
 	double call_timeout_s; /* per command; the sandbox's wall limit bounds the whole session */
+	/* Runs the runner under a tool (compute-sanitizer): its argv up to the runner, NULL-ended.
+	 * The runner then also gives each tensor an exact-size buffer and names the tool's sockets
+	 * to its filter. */
+	const char *const *tool_argv;
 };
 
 struct kg_session {

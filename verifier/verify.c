@@ -24,6 +24,7 @@
 #include "verifier/gpu.h"
 #include "verifier/inputs.h"
 #include "verifier/prng.h"
+#include "verifier/sanitizer.h"
 #include "verifier/session.h"
 #include "verifier/task.h"
 
@@ -62,6 +63,7 @@ struct vctx {
 	int have_prev, prev_mismatch;
 	int progress, trial_no, trial_total;
 	struct kg_gpu_info gpu;
+	char sanitizer[PATH_MAX]; /* compute-sanitizer, when the policy asks for sanitized runs */
 };
 
 /* ---- small helpers ---- */
@@ -1091,6 +1093,116 @@ static void correctness(struct vctx *c)
 	c->v->t_checks_s = secs_since(t0);
 }
 
+/* ---- compute-sanitizer runs ---- */
+
+/* One run of the candidate under a compute-sanitizer tool, on every shape of the set, with exact
+ * per-tensor allocations so that the tool sees each buffer's true end (the guard bands of the
+ * checked runs sit inside one allocation, where a read past a tensor is invisible to it). The
+ * tool's exit status decides; its report supplies the details. */
+static void sanitized_run(struct vctx *c, enum kg_sanitizer_tool tool)
+{
+	uint64_t t0 = kg_now_ns();
+	const char *name = kg_sanitizer_tool_name(tool);
+	char code[40], prefix[48], msg[900];
+	snprintf(code, sizeof(code), "check.%s", name);
+	uint64_t token = 0;
+	kg_seed_fresh(&token);
+	/* a prefix the candidate cannot predict, so it cannot print a report of its own making */
+	snprintf(prefix, sizeof(prefix), "=kgate-%016llx=", (unsigned long long)token);
+	const char *argv[KG_SANITIZER_MAX_ARGS];
+	kg_sanitizer_argv(tool, c->sanitizer, prefix, argv);
+	struct kg_session ss;
+	kg_error e = {0};
+	struct kg_session_opts so = {
+		.backend = "cuda",
+		.so_path = c->cand_so,
+		.limits = c->limits,
+		.required_layers = c->pol.required_layers,
+		.disabled_layers = c->o->disabled_layers,
+		.threads = c->pol.threads,
+		.call_timeout_s = 120,
+		.tool_argv = argv,
+	};
+	/* the tool's own descriptors and a report that must survive the candidate's chatter */
+	so.limits.nofile = 1024;
+	so.limits.output_keep = 1u << 20;
+	so.limits.wall_s = c->limits.wall_s > 600 ? c->limits.wall_s : 600;
+	so.limits.cpu_s = 0;
+	progress(c, "%s run", name);
+	int rc = kg_session_start(&ss, &so, &c->ca, &e);
+	int completed = 0, shape = 0;
+	const char *during = "while loading";
+	for (; !rc && shape < c->n_shapes; shape++) {
+		if ((rc = set_shape(c, shape, &e)) < 0 || (rc = kg_session_setup(&ss, &e)))
+			break;
+		uint64_t seed = kg_seed_derive(c->master, 0x73616e0000ull + (uint64_t)tool * 64 + (uint64_t)shape);
+		gen_inputs(c, KG_CLASS_NORMAL, seed);
+		load_inputs(c, &c->ca);
+		kg_arena_canary_fill(&c->ca, kg_seed_derive(seed, 0x63616e61ull));
+		kg_arena_poison(&c->ca, kg_seed_derive(seed, 0x706f6973ull));
+		struct kg_wire_reply r;
+		during = "during kg_forward";
+		if ((rc = kg_session_call(&ss, KG_OP_UPLOAD, 0, NULL, NULL, &e)) ||
+		    (rc = kg_session_call(&ss, KG_OP_RUN, 0, &r, NULL, &e)) ||
+		    (rc = kg_session_call(&ss, KG_OP_DOWNLOAD, 0, NULL, NULL, &e)))
+			break;
+	}
+	if (!rc)
+		completed = 1;
+	const char *at = shape < c->n_shapes ? c->cur_str : "";
+	char at_str[160];
+	snprintf(at_str, sizeof(at_str), "%s%s", at[0] ? " at shape " : "", at);
+	char fail_msg[sizeof(ss.msg)];
+	snprintf(fail_msg, sizeof(fail_msg), "%s", rc == KG_SESSION_FAILED ? ss.msg : e.msg);
+	kg_session_close(&ss);
+	const struct kg_sb_outcome *o = &ss.outcome;
+	double secs = secs_since(t0);
+	const char *log = getenv("KGATE_TOOL_LOG"); /* development aid: the tool's whole output */
+	FILE *lf = log && *log && o->output ? fopen(log, "a") : NULL;
+	if (lf) {
+		fprintf(lf, "--- %s on %s (end %d, exit %d)\n%s\n", name, c->o->candidate, o->end, o->exit_code, o->output);
+		fclose(lf);
+	}
+	if (o->end == KG_SB_END_EXIT && o->exit_code == KG_SANITIZER_ERROR_EXIT) {
+		kg_sanitizer_first_error(o->output, prefix, msg, sizeof(msg));
+		kg_verdict_add_reason(c->v, code, "compute-sanitizer %s found errors%s: %s", name, at_str, msg);
+		kg_verdict_add_check(c->v, name, KG_CHECK_FAIL, secs, "errors%s: %s", at_str, msg);
+	} else if (completed && o->end == KG_SB_END_EXIT && o->exit_code == 0) {
+		kg_verdict_add_check(c->v, name, KG_CHECK_PASS, secs, "compute-sanitizer %s: no errors over %d shapes",
+				     name, c->n_shapes);
+	} else if (rc == KG_SESSION_ENDED && o->end != KG_SB_END_EXIT && o->end != KG_SB_END_KILLED) {
+		/* the sandbox ended it (a denied call, the clock, memory): the candidate's process did it */
+		char what[700];
+		describe_end(o, what, sizeof(what));
+		kg_verdict_add_reason(c->v, kg_sb_end_reason(o->end), "candidate %s under compute-sanitizer %s%s: %s",
+				      during, name, at_str, what);
+		kg_verdict_add_check(c->v, name, KG_CHECK_FAIL, secs, "%s", what);
+	} else {
+		/* The tool itself failed (no device support, a lost connection): kgate cannot say. */
+		char what[700];
+		describe_end(o, what, sizeof(what));
+		const char *out = o->output ? o->output : "";
+		size_t n = strlen(out);
+		internal_error(c, "the compute-sanitizer %s run failed%s (%s; %s%s): %.300s", name, at_str, what,
+			       completed ? "" : "runner: ", completed ? "the runs completed" : fail_msg,
+			       n > 300 ? out + n - 300 : out);
+	}
+	kg_session_free(&ss);
+}
+
+static void sanitized_runs(struct vctx *c)
+{
+	/* The checked sessions are done; their processes go first, so the GPU and the arena are the
+	 * sanitized run's alone. */
+	if (c->cs_up)
+		kg_session_close(&c->cs);
+	if (c->rs_up)
+		kg_session_close(&c->rs);
+	for (int t = 0; t < KG_SAN_COUNT_ && !c->v->n_reasons && !c->v->internal_error[0]; t++)
+		if (c->pol.compute_sanitizer >> t & 1)
+			sanitized_run(c, (enum kg_sanitizer_tool)t);
+}
+
 int kg_verify(const struct kg_verify_opts *o, struct kg_verdict *v, kg_error *e)
 {
 	struct vctx *c = calloc(1, sizeof(*c));
@@ -1118,6 +1230,12 @@ int kg_verify(const struct kg_verify_opts *o, struct kg_verdict *v, kg_error *e)
 		snprintf(v->device, sizeof(v->device), "%s", c->gpu.present ? c->gpu.name : "no GPU");
 		if (!c->gpu.present && c->pol.gpu_required) {
 			internal_error(c, "no GPU: %s (the policy requires one)", c->gpu.why);
+			goto finish;
+		}
+		if (c->is_cuda && c->gpu.present && c->pol.compute_sanitizer &&
+		    kg_path_compute_sanitizer(c->sanitizer, sizeof(c->sanitizer))) {
+			internal_error(c, "the policy asks for compute-sanitizer runs, and none was found (looked under "
+					  "$CUDA_HOME and /usr/local/cuda; set KGATE_COMPUTE_SANITIZER)");
 			goto finish;
 		}
 	} else {
@@ -1185,6 +1303,8 @@ int kg_verify(const struct kg_verify_opts *o, struct kg_verdict *v, kg_error *e)
 		run_timing(c);
 	else
 		kg_verdict_add_check(v, "timing", KG_CHECK_SKIP, 0, "skipped: the candidate failed its checks");
+	if (c->is_cuda && c->pol.compute_sanitizer && !c->cand_dead && !v->internal_error[0] && !v->n_reasons)
+		sanitized_runs(c);
 	if (c->cs_up && c->cs.forged && !kg_verdict_has_reason(v, "timing.tampered"))
 		kg_verdict_add_reason(v, "timing.tampered",
 				      "%u message(s) on the runner's control channel answered no pending command: something "

@@ -33,4 +33,14 @@ expect 1 sandbox.syscall softmax $H/host_socket.cu $S
 expect 1 sandbox.timeout softmax $H/endless.cu $S
 # the GPU survived the endless kernel
 expect 0 - softmax $C/softmax/online.cu $S
+
+# compute-sanitizer runs (memcheck, racecheck, synccheck, initcheck): the honest kernels are clean,
+# and a read one element past the input, invisible to the checked runs, is found by memcheck alone
+Z="--policy tests/data/gpu-sanitize.yaml"
+expect 0 - softmax $H/read_past_end.cu $S
+expect 1 check.memcheck softmax $H/read_past_end.cu $Z
+expect 0 - softmax $C/softmax/online.cu $Z
+expect 0 - layernorm $C/layernorm/welford.cu $Z
+expect 0 - matmul $C/matmul/tiled.cu $Z
+expect 0 - conv_relu_pool $C/conv_relu_pool/fused.cu $Z
 finish

@@ -31,8 +31,14 @@ expect() {
 d=json.load(open(sys.argv[1])); u=d["durations"]; t=d.get("timing")
 s="%.1fs: compile %.1f, start %.1f, checks %.1f, timing %.1f" % (u["total_s"], u["compile_s"], u["sandbox_start_s"], u["checks_s"], u["timing_s"])
 if t: s += "; cand %.4f ms (spread %.1f%%), ref %.4f ms, %.2fx" % (t["candidate"]["median_ms"], 100*t["candidate"]["spread"], t["reference"]["median_ms"], t["speedup"])
+san = [c for c in d.get("checks", []) if c["name"] in ("memcheck", "racecheck", "synccheck", "initcheck")]
+if san: s += "; " + ", ".join("%s %s %.1fs" % (c["name"], c["status"], c.get("seconds", 0)) for c in san)
 print(s)' "$json" 2>/dev/null)
 		echo "ok   $task $(basename "$cand"): exit $rc ${codes:-(no reasons)}${took:+ [$took]}"
+		# the wanted reason's words, for the reader of the log
+		[ "$want_code" = "-" ] || python3 -c 'import json,sys
+r=[r for r in json.load(open(sys.argv[1]))["reasons"] if r["code"]==sys.argv[2]]
+r and print("     >", r[0]["message"][:300])' "$json" "$want_code" 2>/dev/null
 	else
 		failures=$((failures + 1))
 		echo "FAIL $task $(basename "$cand"): want exit $want_exit with $want_code, got exit $rc with '${codes}'"

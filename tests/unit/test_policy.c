@@ -73,7 +73,8 @@ static void test_errors(void **state)
 		{"kgate_policy: 1\nsandbox:\n  memory_mb: lots\n", ":3: field 'sandbox.memory_mb'"},
 		{"kgate_policy: 1\ntiming:\n  iterations: 5\n  warmpu: 1\n", ":4: unknown key 'warmpu'"},
 		{"kgate_policy: 1\ngpu: {required: maybe}\n", "gpu.required"},
-		{"kgate_policy: 1\ngpu: {compute_sanitizer: true}\n", "not implemented"},
+		{"kgate_policy: 1\ngpu: {compute_sanitizer: maybe}\n", "a list of memcheck"},
+		{"kgate_policy: 1\ngpu:\n  compute_sanitizer: [memcheck, leakcheck]\n", ":3: field 'gpu.compute_sanitizer': unknown tool 'leakcheck'"},
 		{"kgate_policy: 2\n", "kgate_policy"},
 		{"trials: 2\n", "kgate_policy"},
 	};
@@ -128,6 +129,16 @@ static void test_queries(void **state)
 	assert_int_equal(load_text("kgate_policy: 1\ntolerance: {atol: 0.5, rtol: task}\n", p, &e), 0);
 	kg_policy_tolerance(p, 1e-6, 1e-5, 0, &a, &r, &m);
 	assert_true(a == 0.5 && r == 1e-5);
+
+	/* compute-sanitizer: true means memcheck; a list names each tool's run */
+	assert_int_equal(p->compute_sanitizer, 0);
+	assert_int_equal(load_text("kgate_policy: 1\ngpu: {compute_sanitizer: true}\n", p, &e), 0);
+	assert_int_equal(p->compute_sanitizer, 1u << KG_SAN_MEMCHECK);
+	assert_int_equal(load_text("kgate_policy: 1\ngpu: {compute_sanitizer: [racecheck, memcheck, synccheck]}\n", p, &e),
+			 0);
+	assert_int_equal(p->compute_sanitizer,
+			 1u << KG_SAN_MEMCHECK | 1u << KG_SAN_RACECHECK | 1u << KG_SAN_SYNCCHECK);
+	assert_string_equal(kg_sanitizer_tool_name(KG_SAN_INITCHECK), "initcheck");
 	free(p);
 }
 

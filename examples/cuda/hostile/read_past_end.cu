@@ -1,0 +1,72 @@
+/* Bug: the online softmax with an off-by-one loop bound in its first pass: every row's reader
+ * loads one element past the row, and the last row one past the input. The stray value is
+ * dropped, so every output is right and the read lands in kgate's guard band, inside the device
+ * arena: all the checked runs pass. Only a compute-sanitizer memcheck run, where each tensor has
+ * an allocation of its own, sees it: check.memcheck. (Task: softmax.) */
+#include <kgate/kernel.h>
+#include <cuda_runtime.h>
+#include <math.h>
+
+KG_CANDIDATE;
+
+__device__ static void merge(float &m, float &s, float m2, float s2)
+{
+	float mm = fmaxf(m, m2);
+	s = (m == -INFINITY ? 0.0f : s * __expf(m - mm)) + (m2 == -INFINITY ? 0.0f : s2 * __expf(m2 - mm));
+	m = mm;
+}
+
+__global__ static void softmax(const float *x, float *y, long long cols)
+{
+	__shared__ float sm[32], ss[32];
+	__shared__ int snan;
+	const float *xr = x + blockIdx.x * cols;
+	float *yr = y + blockIdx.x * cols;
+	float m = -INFINITY, s = 0.0f;
+	int nan = 0;
+	for (long long c = threadIdx.x; c <= cols; c += blockDim.x) {
+		float v = *(const volatile float *)&xr[c]; /* volatile: the stray load stays */
+		if (c == cols)
+			break;
+		nan |= isnan(v);
+		if (v > m) {
+			s = (m == -INFINITY ? 0.0f : s * __expf(m - v));
+			m = v;
+		}
+		s += __expf(v - m);
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+	if ((threadIdx.x & 31) == 0) {
+		sm[threadIdx.x >> 5] = m;
+		ss[threadIdx.x >> 5] = s;
+	}
+	nan = __syncthreads_or(nan);
+	if (threadIdx.x < 32) {
+		int nw = blockDim.x >> 5;
+		m = threadIdx.x < nw ? sm[threadIdx.x] : -INFINITY;
+		s = threadIdx.x < nw ? ss[threadIdx.x] : 0.0f;
+		for (int o = 16; o > 0; o >>= 1)
+			merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+		if (threadIdx.x == 0) {
+			sm[0] = m;
+			ss[0] = s;
+			snan = nan;
+		}
+	}
+	__syncthreads();
+	m = sm[0];
+	float inv = 1.0f / ss[0];
+	nan = snan;
+	for (long long c = threadIdx.x; c < cols; c += blockDim.x)
+		yr[c] = nan ? NAN : __expf(xr[c] - m) * inv;
+}
+
+int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *stream)
+{
+	if (n_in != 1 || n_out != 1)
+		return -22;
+	softmax<<<(unsigned)in[0].shape[0], 1024, 0, (cudaStream_t)stream>>>((const float *)in[0].data,
+									      (float *)out[0].data, in[0].shape[1]);
+	return cudaGetLastError() == cudaSuccess ? 0 : -5;
+}
