@@ -55,7 +55,8 @@ for t, (eager, comp) in brief.items():
     d = json.load(open(os.path.join(sys.argv[1], f"ref-{t}.json")))
     tm = d.get("timing")
     if not tm:
-        print(f"  {t:<16} (no timing: {d['verdict']}) {d.get('error','')}")
+        why = "; ".join(f"{r['code']}: {r['message'][:160]}" for r in d["reasons"][:2])
+        print(f"  {t:<16} (no timing: {d['verdict']}) {d.get('error','')}{why}")
         continue
     r = tm["reference"]["median_ms"]
     gbps = tm["bytes"] / (r * 1e-3) / 1e9 if r else 0

@@ -182,7 +182,7 @@ int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, k
 	    (rc = allow_arg_in(ctx, "arch_prctl", 0, arch_ops, KG_ARRAY_LEN(arch_ops))))
 		goto out;
 	/* the control channel (handed fds) and the notify socket, nothing else (no socket() anyway) */
-	static const char *const msg_calls[] = {"sendmsg", "recvmsg", "sendto", "recvfrom"};
+	static const char *const msg_calls[] = {"sendmsg", "recvmsg", "sendto", "recvfrom", "shutdown"};
 	for (size_t i = 0; i < KG_ARRAY_LEN(msg_calls) && !rc; i++) {
 		struct scmp_arg_cmp c = SCMP_A0_32(SCMP_CMP_LT, (uint32_t)fp->fd_limit);
 		rc = add(ctx, SCMP_ACT_ALLOW, msg_calls[i], 1, &c);
