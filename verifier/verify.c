@@ -1305,6 +1305,9 @@ int kg_verify(const struct kg_verify_opts *o, struct kg_verdict *v, kg_error *e)
 		kg_verdict_add_check(v, "timing", KG_CHECK_SKIP, 0, "skipped: the candidate failed its checks");
 	if (c->is_cuda && c->pol.compute_sanitizer && !c->cand_dead && !v->internal_error[0] && !v->n_reasons)
 		sanitized_runs(c);
+	else if (!c->is_cuda && c->pol.compute_sanitizer)
+		kg_verdict_add_check(v, "compute-sanitizer", KG_CHECK_SKIP, 0,
+				     "the policy's compute-sanitizer runs apply to CUDA candidates only");
 	if (c->cs_up && c->cs.forged && !kg_verdict_has_reason(v, "timing.tampered"))
 		kg_verdict_add_reason(v, "timing.tampered",
 				      "%u message(s) on the runner's control channel answered no pending command: something "

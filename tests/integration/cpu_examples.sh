@@ -24,6 +24,16 @@ if grep -q 'root:' "$tmp/shadow.json"; then
 	echo "FAIL the compile log leaks /etc/shadow"
 fi
 
+# a policy's compute-sanitizer runs are for CUDA candidates: a CPU one says they were skipped
+printf 'kgate_policy: 1\nshape_set: ci\ngpu: {compute_sanitizer: [memcheck, racecheck]}\n' >"$tmp/san.yaml"
+expect 0 - softmax examples/softmax/online.c --policy "$tmp/san.yaml" --iterations 5
+if ! python3 -c 'import json,sys
+c=[c for c in json.load(open(sys.argv[1]))["checks"] if c["name"]=="compute-sanitizer"]
+sys.exit(0 if c and c[0]["status"]=="skip" else 1)' "$tmp/report-$checked.json"; then
+	failures=$((failures + 1))
+	echo "FAIL a CPU candidate under a compute-sanitizer policy does not report the runs as skipped"
+fi
+
 # a layer the policy requires but the host (here: the caller) refuses is exit 3, never a downgrade
 expect 3 sandbox.setup softmax examples/softmax/online.c --policy policy/strict.yaml --shape-set ci --no-layer landlock
 

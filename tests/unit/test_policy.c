@@ -51,6 +51,7 @@ static void test_shipped(void **state)
 	assert_true(p->required_layers & KG_SB_LAYER_LANDLOCK);
 	assert_true(p->min_speedup == 1.0);
 	assert_int_equal(p->trials, 4);
+	assert_int_equal(p->compute_sanitizer, (1u << KG_SAN_COUNT_) - 1); /* every tool */
 	free(p);
 }
 
