@@ -201,6 +201,8 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	s->ctl = -1;
 	s->arena = a;
 	s->call_timeout_s = o->call_timeout_s > 0 ? o->call_timeout_s : 60;
+	/* a tool writes its report and tears down after the runner is gone: give it time */
+	s->linger_ms = o->tool_argv ? 60000 : 2000;
 	if (kg_path_runner(runner, sizeof(runner)))
 		return kg_err(e, -ENOENT, "kgate-run not found (set KGATE_RUNNER or install kgate)");
 	int n_tool = 0;
@@ -321,7 +323,7 @@ void kg_session_close(struct kg_session *s)
 		if (quit_sent) {
 			struct kg_wire_reply r;
 			if (recv_reply(s, q.seq, &r, 5.0) != KG_SESSION_ENDED && !s->ended &&
-			    kg_sb_wait_fd(s->sb, -1, 2000) != KG_SB_ENDED)
+			    kg_sb_wait_fd(s->sb, -1, s->linger_ms) != KG_SB_ENDED)
 				quit_sent = 0;
 		}
 		/* A runner that lingers after QUIT is killed, not waited on. */

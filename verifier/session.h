@@ -33,6 +33,7 @@ struct kg_session {
 	struct kg_sb_outcome outcome;
 	int ended;
 	double call_timeout_s;
+	int linger_ms; /* how long the process may take to end after QUIT before it is killed */
 	uint64_t nop_ns; /* median round trip of a NOP, measured after LOAD */
 	uint64_t ceiling_mbps; /* the runner's measured bandwidth ceiling (HELLO), 0 when none */
 	unsigned forged; /* messages on the control channel that answered no pending command */
