@@ -37,6 +37,8 @@ struct kg_rbackend {
 };
 
 extern struct kg_rbackend kg_rbackend_cpu;
+/* The runner's open fds whose /proc/self/fd link starts with prefix ("/dev/nvidia", "socket:"). */
+int kg_runner_fds_to(const char *prefix, int *fds, int max);
 /* NULL when this build has no CUDA backend. */
 struct kg_rbackend *kg_rbackend_cuda(void);
 

@@ -2,7 +2,6 @@
  * dlopen and fully initialised before the seccomp filter: context, device arena, streams, events,
  * the L2 flush buffer. The device arena mirrors the shared one byte for byte, guard bands
  * included, so the parent's checks are the same as on the CPU. */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -227,26 +226,7 @@ static int cuda_init(struct kg_rbackend *b, void *arena, size_t arena_size, char
 static int cuda_driver_fds(struct kg_rbackend *b, int *fds, int max)
 {
 	(void)b;
-	int n = 0;
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		return 0;
-	struct dirent *de;
-	while ((de = readdir(d)) && n < max) {
-		char link[64], target[PATH_MAX];
-		int fd = atoi(de->d_name);
-		if (de->d_name[0] == '.' || fd == dirfd(d))
-			continue;
-		snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
-		ssize_t len = readlink(link, target, sizeof(target) - 1);
-		if (len <= 0)
-			continue;
-		target[len] = '\0';
-		if (!strncmp(target, "/dev/nvidia", 11))
-			fds[n++] = fd;
-	}
-	closedir(d);
-	return n;
+	return kg_runner_fds_to("/dev/nvidia", fds, max);
 }
 
 static size_t dtype_bytes(int32_t dt)

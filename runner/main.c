@@ -1,7 +1,6 @@
 /* kgate-run: hosts one candidate or reference inside the sandbox. It maps the arena, initialises
  * its backend, applies the seccomp filter, and only then loads the untrusted .so, so that even
  * its constructors run filtered. After that it obeys the parent's commands (runner/wire.h). */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -175,29 +174,6 @@ static void usage(void)
 			"  (started by kgate inside its sandbox; fd 3 is the control socket, fd 4 the arena)\n");
 }
 
-/* Under compute-sanitizer the tool's injected library has connected its sockets before main; the
- * filter must let them carry messages, or the first report would be a denied sendmsg. */
-static int socket_fds(int *fds, int max)
-{
-	int n = 0;
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		return 0;
-	struct dirent *de;
-	while ((de = readdir(d)) && n < max) {
-		char link[64], target[64];
-		int fd = atoi(de->d_name);
-		if (de->d_name[0] == '.' || fd == dirfd(d))
-			continue;
-		snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
-		ssize_t len = readlink(link, target, sizeof(target) - 1);
-		if (len > 0 && (target[len] = '\0', !strncmp(target, "socket:", 7)))
-			fds[n++] = fd;
-	}
-	closedir(d);
-	return n;
-}
-
 int main(int argc, char **argv)
 {
 	const char *backend = "cpu";
@@ -257,7 +233,9 @@ int main(int argc, char **argv)
 	if (getenv("KGATE_SB_NOTIFY_FD")) {
 		int fds[64], tool[16];
 		int nfds = b->driver_fds(b, fds, 64);
-		int ntool = tool_sockets ? socket_fds(tool, 16) : 0;
+		/* Under compute-sanitizer the tool's injected library connected its sockets before
+		 * main; the filter must let them carry messages, or its first report is a denial. */
+		int ntool = tool_sockets ? kg_runner_fds_to("socket:", tool, 16) : 0;
 		struct kg_sb_filter_opts fo = {
 			.profile = profile, .allow_threads = threads, .mem_bytes = mem,
 			.ioctl_fds = fds, .n_ioctl_fds = nfds > 0 ? nfds : 0,
