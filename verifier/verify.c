@@ -1170,15 +1170,19 @@ static void sanitized_run(struct vctx *c, enum kg_sanitizer_tool tool)
 	} else if (completed && o->end == KG_SB_END_EXIT && o->exit_code == 0) {
 		kg_verdict_add_check(c->v, name, KG_CHECK_PASS, secs, "compute-sanitizer %s: no errors over %d shapes",
 				     name, c->n_shapes);
-	} else if (rc == KG_SESSION_ENDED && o->end != KG_SB_END_EXIT && o->end != KG_SB_END_KILLED) {
-		/* the sandbox ended it (a denied call, the clock, memory): the candidate's process did it */
+	} else if (rc == KG_SESSION_ENDED && o->end != KG_SB_END_EXIT && o->end != KG_SB_END_KILLED &&
+		   o->end != KG_SB_END_TIMEOUT) {
+		/* The sandbox ended it (a denied call, memory, a crash): the candidate's process did it.
+		 * Running out of time is left to the branch below: the tool slows every kernel by a
+		 * large factor, and a candidate that passed its timed runs is not judged by that. */
 		char what[700];
 		describe_end(o, what, sizeof(what));
 		kg_verdict_add_reason(c->v, kg_sb_end_reason(o->end), "candidate %s under compute-sanitizer %s%s: %s",
 				      during, name, at_str, what);
 		kg_verdict_add_check(c->v, name, KG_CHECK_FAIL, secs, "%s", what);
 	} else {
-		/* The tool itself failed (no device support, a lost connection): kgate cannot say. */
+		/* The tool itself failed (no device support, a lost connection, too slow at these
+		 * shapes): kgate cannot say, and says so (exit 3, never an acceptance). */
 		char what[700];
 		describe_end(o, what, sizeof(what));
 		const char *out = o->output ? o->output : "";
