@@ -23,15 +23,6 @@ struct llm_agent {
 	double temperature;
 };
 
-static char *dupstr(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *d = malloc(n);
-	if (d)
-		memcpy(d, s, n);
-	return d;
-}
-
 static const char *first_env(const char *const *names)
 {
 	for (int i = 0; names && names[i]; i++) {
@@ -78,7 +69,7 @@ static int apply_setting(struct llm_agent *a, const char *k, const char *v, char
 	}
 	if (!strcmp(k, "api_key")) {
 		free(a->key);
-		a->key = *v ? dupstr(v) : NULL;
+		a->key = *v ? strdup(v) : NULL;
 		return 0;
 	}
 	if (!strcmp(k, "temperature")) {
@@ -134,7 +125,7 @@ bad:
 static int fail(char **error, int rc, const char *msg)
 {
 	if (error)
-		*error = dupstr(msg);
+		*error = strdup(msg);
 	return rc;
 }
 
@@ -165,7 +156,7 @@ int kg_llm_create(const struct kg_llm_provider *p, const uint8_t *config, size_t
 	snprintf(a->base_url, sizeof(a->base_url), "%s", v ? v : p->default_base_url);
 	if ((v = first_env(p->env_model)))
 		snprintf(a->model, sizeof(a->model), "%s", v);
-	if ((v = first_env(p->env_key)) && !(a->key = dupstr(v))) {
+	if ((v = first_env(p->env_key)) && !(a->key = strdup(v))) {
 		rc = fail(error, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -289,7 +280,7 @@ int kg_llm_propose(void *agent, const uint8_t *req, size_t len, uint8_t **resp, 
 	n_ideas = kg_extract_ideas(kg_buf_str(&text), ideas, (int)branch);
 	if (n_ideas == 0) {
 		kg_buf_printf(&log, "no ideas found in the answer; using one generic idea\n");
-		if (!(ideas[0] = dupstr("a faster, correct implementation of the task")))
+		if (!(ideas[0] = strdup("a faster, correct implementation of the task")))
 			goto oom;
 		n_ideas = 1;
 	}

@@ -21,20 +21,11 @@ struct replay {
 	char **names; /* sorted */
 };
 
-static char *dupstr(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *d = malloc(n);
-	if (d)
-		memcpy(d, s, n);
-	return d;
-}
-
 static int fail(char **error, int rc, const char *fmt, const char *arg)
 {
 	char msg[4200];
 	snprintf(msg, sizeof(msg), fmt, arg);
-	*error = dupstr(msg);
+	*error = strdup(msg);
 	return rc;
 }
 
@@ -92,7 +83,7 @@ static int create(const uint8_t *config, size_t len, void **agent, char **error)
 	struct dirent *de;
 	while ((de = readdir(d)) && r->n < MAX_FILES)
 		if (de->d_name[0] != '.' && (has_ext(de->d_name, ".c") || has_ext(de->d_name, ".cu"))) {
-			if (!(r->names[r->n] = dupstr(de->d_name))) {
+			if (!(r->names[r->n] = strdup(de->d_name))) {
 				rc = fail(error, -ENOMEM, "%s", "out of memory");
 				goto out;
 			}
