@@ -292,20 +292,28 @@ static void *cuda_stream(struct kg_rbackend *b)
 	return cs.stream;
 }
 
+/* Copies between the shared arena and the device, on our own stream: the whole arena in use, or
+ * in exact mode each tensor to and from its own allocation. */
+static int copy_arena(const struct kg_rbackend *b, int to_device, size_t bytes, char *err, size_t errsz)
+{
+	const char *what = to_device ? "upload" : "download";
+	int n = b->exact ? n_xb : 1;
+	for (int i = 0; i < n; i++) {
+		CUdeviceptr dev = b->exact ? xb[i].dev : cs.arena_dev;
+		unsigned char *host = cs.arena_host + (b->exact ? xb[i].offset : 0);
+		size_t len = b->exact ? xb[i].bytes : bytes;
+		if (len)
+			CU_CHECK(to_device ? cs.cu.memcpy_htod_async(dev, host, len, cs.copy)
+					   : cs.cu.memcpy_dtoh_async(host, dev, len, cs.copy),
+				 what);
+	}
+	CU_CHECK(cs.cu.stream_synchronize(cs.copy), to_device ? "upload (sync)" : "download (sync)");
+	return 0;
+}
+
 static int cuda_upload(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz)
 {
-	if (b->exact) {
-		for (int i = 0; i < n_xb; i++)
-			if (xb[i].bytes)
-				CU_CHECK(cs.cu.memcpy_htod_async(xb[i].dev, cs.arena_host + xb[i].offset, xb[i].bytes,
-								 cs.copy),
-					 "upload");
-		CU_CHECK(cs.cu.stream_synchronize(cs.copy), "upload (sync)");
-		return 0;
-	}
-	CU_CHECK(cs.cu.memcpy_htod_async(cs.arena_dev, cs.arena_host, bytes, cs.copy), "upload");
-	CU_CHECK(cs.cu.stream_synchronize(cs.copy), "upload (sync)");
-	return 0;
+	return copy_arena(b, 1, bytes, err, errsz);
 }
 
 static int cuda_flush(struct kg_rbackend *b, uint64_t *bytes, char *err, size_t errsz)
@@ -339,18 +347,7 @@ static int cuda_run(struct kg_rbackend *b, void (*fn)(void *), void *arg, uint64
 
 static int cuda_download(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz)
 {
-	if (b->exact) {
-		for (int i = 0; i < n_xb; i++)
-			if (xb[i].bytes)
-				CU_CHECK(cs.cu.memcpy_dtoh_async(cs.arena_host + xb[i].offset, xb[i].dev, xb[i].bytes,
-								 cs.copy),
-					 "download");
-		CU_CHECK(cs.cu.stream_synchronize(cs.copy), "download (sync)");
-		return 0;
-	}
-	CU_CHECK(cs.cu.memcpy_dtoh_async(cs.arena_host, cs.arena_dev, bytes, cs.copy), "download");
-	CU_CHECK(cs.cu.stream_synchronize(cs.copy), "download (sync)");
-	return 0;
+	return copy_arena(b, 0, bytes, err, errsz);
 }
 
 static int cuda_settle(struct kg_rbackend *b, uint32_t delay_ms, size_t bytes, char *err, size_t errsz)
