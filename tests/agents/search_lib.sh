@@ -1,21 +1,10 @@
 # Helpers for the search integration scripts (tests/integration/search_*.sh): the fake LLM
-# server, queries over a search's history, and plain assertions. Sourced after
-# tests/integration/lib.sh, which provides $KGATE, $tmp and finish.
+# server and queries over a search's history. Sourced after
+# tests/integration/lib.sh, which provides $KGATE, $tmp, ok and finish.
 P="--policy policy/ci.yaml --iterations 5"
 CANDS=tests/agents/candidates
 server_pid=""
 trap 'stop_server; rm -rf "$tmp"' EXIT
-
-ok() { # ok DESCRIPTION COMMAND...: one assertion
-	what=$1; shift
-	checked=$((checked + 1))
-	if "$@"; then
-		echo "ok   $what"
-	else
-		failures=$((failures + 1))
-		echo "FAIL $what"
-	fi
-}
 
 # Skips the whole script (exit 77) when this machine cannot verify the honest candidate at all
 # (no sandbox support, say): the search would only record infrastructure errors.

@@ -47,6 +47,17 @@ r and print("     >", r[0]["message"][:300])' "$json" "$want_code" 2>/dev/null
 	fi
 }
 
+ok() { # ok DESCRIPTION COMMAND...: one assertion that is not a verification
+	what=$1; shift
+	checked=$((checked + 1))
+	if "$@"; then
+		echo "ok   $what"
+	else
+		failures=$((failures + 1))
+		echo "FAIL $what"
+	fi
+}
+
 finish() {
 	echo "$checked checked, $failures failed"
 	[ $failures -eq 0 ]

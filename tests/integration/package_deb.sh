@@ -8,16 +8,6 @@ set -u
 [ "$(id -u)" -eq 0 ] || { echo "not root: cannot install packages; skipped"; exit 77; }
 command -v dpkg >/dev/null && command -v dpkg-deb >/dev/null || { echo "no dpkg; skipped"; exit 77; }
 
-ok() { # ok DESCRIPTION COMMAND...: one assertion
-	what=$1; shift
-	checked=$((checked + 1))
-	if "$@"; then
-		echo "ok   $what"
-	else
-		failures=$((failures + 1))
-		echo "FAIL $what"
-	fi
-}
 absent() { for p; do [ ! -e "$p" ] || { echo "     left behind: $p"; return 1; }; done; }
 status() { dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null; }
 known() { s=$(status "$1"); [ -n "$s" ] && [ "$s" != not-installed ]; }

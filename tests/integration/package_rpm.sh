@@ -6,16 +6,6 @@
 set -u
 . tests/integration/lib.sh
 
-ok() { # ok DESCRIPTION COMMAND...: one assertion
-	what=$1; shift
-	checked=$((checked + 1))
-	if "$@"; then
-		echo "ok   $what"
-	else
-		failures=$((failures + 1))
-		echo "FAIL $what"
-	fi
-}
 # has FILE LINE...: every LINE is a whole line of FILE
 has() { f=$1; shift; for l; do grep -qxF -- "$l" "$f" || { echo "     missing: $l"; return 1; }; done; }
 lacks() { f=$1; shift; for re; do ! grep -qE -- "$re" "$f" || { echo "     unexpected: $(grep -E -- "$re" "$f" | head -n 1)"; return 1; }; done; }
