@@ -401,15 +401,20 @@ static double cand_timeout_s(struct vctx *c)
 	return t < c->pol.wall_s ? t : c->pol.wall_s;
 }
 
+/* The candidate's arena before a call: this trial's inputs, fresh canaries, poisoned outputs. */
+static void cand_arena_ready(struct vctx *c, uint64_t seed)
+{
+	load_inputs(c, &c->ca);
+	kg_arena_canary_fill(&c->ca, kg_seed_derive(seed, 0x63616e61ull));
+	kg_arena_poison(&c->ca, kg_seed_derive(seed, 0x706f6973ull));
+}
+
 static void cand_run(struct vctx *c, int flush, enum kg_input_class cls, uint64_t seed, struct cand_result *res)
 {
 	kg_error e = {0};
 	struct kg_wire_reply r;
-	struct kg_arena *a = &c->ca;
 	memset(res, 0, sizeof(*res));
-	load_inputs(c, a);
-	kg_arena_canary_fill(a, kg_seed_derive(seed, 0x63616e61ull));
-	kg_arena_poison(a, kg_seed_derive(seed, 0x706f6973ull));
+	cand_arena_ready(c, seed);
 	c->cs.call_timeout_s = 30;
 	int rc = kg_session_call(&c->cs, KG_OP_UPLOAD, 0, NULL, NULL, &e);
 	if (!rc && flush)
@@ -1137,9 +1142,7 @@ static void sanitized_run(struct vctx *c, enum kg_sanitizer_tool tool)
 			break;
 		uint64_t seed = kg_seed_derive(c->master, 0x73616e0000ull + (uint64_t)tool * 64 + (uint64_t)shape);
 		gen_inputs(c, KG_CLASS_NORMAL, seed);
-		load_inputs(c, &c->ca);
-		kg_arena_canary_fill(&c->ca, kg_seed_derive(seed, 0x63616e61ull));
-		kg_arena_poison(&c->ca, kg_seed_derive(seed, 0x706f6973ull));
+		cand_arena_ready(c, seed);
 		struct kg_wire_reply r;
 		during = "during kg_forward";
 		if ((rc = kg_session_call(&ss, KG_OP_UPLOAD, 0, NULL, NULL, &e)) ||
