@@ -56,10 +56,10 @@ void kg_sanitizer_first_error(const char *out, const char *prefix, char *msg, si
 				t++, tn--, indent++;
 			while (tn && t[tn - 1] == '\r')
 				tn--;
-			if (!strncmp(t, "ERROR SUMMARY", 13) || !strncmp(t, "RACECHECK SUMMARY", 17))
+			int is_summary = !strncmp(t, "ERROR SUMMARY", 13) || !strncmp(t, "RACECHECK SUMMARY", 17);
+			if (is_summary)
 				snprintf(summary, sizeof(summary), "%.*s", (int)tn, t);
-			int skip = !tn || !strncmp(t, "COMPUTE-SANITIZER", 17) || !strncmp(t, "ERROR SUMMARY", 13) ||
-				   !strncmp(t, "RACECHECK SUMMARY", 17) ||
+			int skip = !tn || is_summary || !strncmp(t, "COMPUTE-SANITIZER", 17) ||
 				   !strncmp(t, "Saved host backtrace", 20) || !strncmp(t, "Host Frame", 10) ||
 				   !strncmp(t, "Device Frame", 12);
 			if (!skip && !done) {
