@@ -7,11 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "kg_yaml.h"
 #include "sandbox/sandbox.h"
-#include "verifier/inputs.h"
 
 /* What a numeric kernel legitimately needs from libc/libm/libgomp; everything else (dlsym,
  * mprotect, ptrace, syscall, socket, fork, fopen...) is refused unless a policy adds it. */
@@ -39,19 +37,6 @@ static const char *const default_flags[] = {
 	"-use_fast_math", "-lineinfo", "--use_fast_math", "-Xptxas=-v", "--ftz=true", "--ftz=false",
 	"--prec-div=true", "--prec-sqrt=true", "--fmad=true", "--fmad=false", NULL,
 };
-
-static const char *const cuda_symbols[] = {
-	"cuda*", "__cuda*", "__cxa_*", "__gxx_personality_v0", "_Unwind_Resume", "_Znwm", "_Znam", "_ZdlPv*",
-	"_ZdaPv*", "_ZSt9terminatev", NULL,
-};
-
-/* Checked before the allowlist: IPC handles reach other processes' memory, a device reset or a
- * device switch pulls the context from under the runner, driver entry points are a dlsym. */
-static const char *const cuda_denied[] = {
-	"cudaIpc*", "cudaDeviceReset", "cudaSetDevice*", "cudaGetDriverEntryPoint*", "cudaSetValidDevices", NULL,
-};
-
-static const char *const cuda_libraries[] = {"libcudart.so.*", "libstdc++.so.*", NULL};
 
 static const char *const default_libraries[] = {
 	"libc.so.*", "libm.so.*", "libgcc_s.so.*", "ld-linux*", "libmvec.so.*", NULL,
@@ -122,34 +107,20 @@ static int glob_any(const char *const *globs, const char *s)
 	return 0;
 }
 
-int kg_policy_symbol_allowed(const struct kg_policy *p, const char *sym, int cuda)
+int kg_policy_symbol_allowed(const struct kg_policy *p, const char *sym)
 {
-	if (cuda && glob_any(cuda_denied, sym))
-		return 0;
-	if (cuda && glob_any(cuda_symbols, sym))
-		return 1;
 	for (int i = 0; i < p->n_symbols; i++)
 		if (!fnmatch(p->symbols[i], sym, 0))
 			return 1;
-	if (p->threads)
-		for (const char *const *t = thread_symbols; *t; t++)
-			if (!fnmatch(*t, sym, 0))
-				return 1;
-	return 0;
+	return p->threads && glob_any(thread_symbols, sym);
 }
 
-int kg_policy_library_allowed(const struct kg_policy *p, const char *lib, int cuda)
+int kg_policy_library_allowed(const struct kg_policy *p, const char *lib)
 {
-	if (cuda && glob_any(cuda_libraries, lib))
-		return 1;
 	for (int i = 0; i < p->n_libraries; i++)
 		if (!fnmatch(p->libraries[i], lib, 0))
 			return 1;
-	if (p->threads)
-		for (const char *const *t = thread_libraries; *t; t++)
-			if (!fnmatch(*t, lib, 0))
-				return 1;
-	return 0;
+	return p->threads && glob_any(thread_libraries, lib);
 }
 
 int kg_policy_flag_allowed(const struct kg_policy *p, const char *flag)
@@ -175,13 +146,6 @@ static int parse_list(kg_yaml *y, yaml_node_t *n, const char *field, char (*dst)
 	return 0;
 }
 
-static const char *const sanitizer_tools[KG_SAN_COUNT_] = {"memcheck", "racecheck", "synccheck", "initcheck"};
-
-const char *kg_sanitizer_tool_name(enum kg_sanitizer_tool t)
-{
-	return (unsigned)t < KG_SAN_COUNT_ ? sanitizer_tools[t] : "?";
-}
-
 /* false, true (memcheck alone) or a list of tools, each one sanitized run */
 static int parse_sanitizer(kg_yaml *y, yaml_node_t *n, unsigned *out, kg_error *e)
 {
@@ -189,9 +153,8 @@ static int parse_sanitizer(kg_yaml *y, yaml_node_t *n, unsigned *out, kg_error *
 	int on = 0, rc;
 	if (n->type != YAML_SEQUENCE_NODE) {
 		if ((rc = kg_yaml_bool(y, n, field, &on, e)))
-			return kg_err(e, rc, "%s:%d: field '%s': true, false or a list of %s, %s, %s, %s", y->path,
-				      kg_yaml_line(n), field, sanitizer_tools[0], sanitizer_tools[1], sanitizer_tools[2],
-				      sanitizer_tools[3]);
+			return kg_err(e, rc, "%s:%d: field '%s': true, false or a list of %s", y->path, kg_yaml_line(n),
+				      field, kg_sanitizer_tool_names());
 		*out = on ? 1u << KG_SAN_MEMCHECK : 0;
 		return 0;
 	}
@@ -201,12 +164,10 @@ static int parse_sanitizer(kg_yaml *y, yaml_node_t *n, unsigned *out, kg_error *
 		char name[32];
 		if ((rc = kg_yaml_str(y, item, field, name, sizeof(name), e)))
 			return rc;
-		int k = 0;
-		while (k < KG_SAN_COUNT_ && strcmp(name, sanitizer_tools[k]))
-			k++;
-		if (k == KG_SAN_COUNT_)
-			return kg_err(e, -EINVAL, "%s:%d: field '%s': unknown tool '%s' (memcheck, racecheck, synccheck, initcheck)",
-				      y->path, kg_yaml_line(item), field, name);
+		enum kg_sanitizer_tool k;
+		if (kg_sanitizer_tool_parse(name, &k))
+			return kg_err(e, -EINVAL, "%s:%d: field '%s': unknown tool '%s' (%s)", y->path, kg_yaml_line(item),
+				      field, name, kg_sanitizer_tool_names());
 		*out |= 1u << k;
 	}
 	return 0;
@@ -309,10 +270,8 @@ static int parse_policy(kg_yaml *y, struct kg_policy *p, kg_error *e)
 		for (int i = 0; i < cnt; i++) {
 			enum kg_input_class c;
 			if (kg_class_parse(names[i], &c))
-				return kg_err(e, -EINVAL,
-					      "%s:%d: field 'classes': unknown class '%s' (normal uniform large tiny "
-					      "zeros ones negative special identity sorted)",
-					      y->path, kg_yaml_line(kg_yaml_seq_item(y, n, i)), names[i]);
+				return kg_err(e, -EINVAL, "%s:%d: field 'classes': unknown class '%s' (%s)", y->path,
+					      kg_yaml_line(kg_yaml_seq_item(y, n, i)), names[i], kg_class_names());
 			p->classes |= 1u << c;
 		}
 		if (!(p->classes & (1u << KG_CLASS_NORMAL)))
@@ -437,22 +396,4 @@ int kg_policy_load(const char *path, struct kg_policy *p, kg_error *e)
 	rc = parse_policy(&y, p, e);
 	kg_yaml_free(&y);
 	return rc;
-}
-
-int kg_policy_find(const char *name_or_path, struct kg_policy *p, kg_error *e)
-{
-	if (strchr(name_or_path, '/') || strstr(name_or_path, ".yaml"))
-		return kg_policy_load(name_or_path, p, e);
-	const char *home = getenv("KGATE_HOME");
-	char cand[3][PATH_MAX];
-	int n = 0;
-	if (home && *home)
-		snprintf(cand[n++], PATH_MAX, "%s/policy/%s.yaml", home, name_or_path);
-	snprintf(cand[n++], PATH_MAX, "%s/%s.yaml", KG_SYSCONFDIR, name_or_path);
-	snprintf(cand[n++], PATH_MAX, "policy/%s.yaml", name_or_path);
-	for (int i = 0; i < n; i++)
-		if (!access(cand[i], R_OK))
-			return kg_policy_load(cand[i], p, e);
-	return kg_err(e, -ENOENT, "policy '%s' not found (looked in $KGATE_HOME/policy, %s, ./policy)", name_or_path,
-		      KG_SYSCONFDIR);
 }

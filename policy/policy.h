@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "kg_common.h"
+#include "kg_vocab.h"
 
 #define KG_POLICY_MAX_LIST 256
 
@@ -51,27 +52,16 @@ struct kg_policy {
 void kg_policy_defaults(struct kg_policy *p);
 /* Loads a policy file over the defaults. */
 int kg_policy_load(const char *path, struct kg_policy *p, kg_error *e);
-/* Finds a policy by name ("default", "strict") or path. */
-int kg_policy_find(const char *name_or_path, struct kg_policy *p, kg_error *e);
-
-/* The compute-sanitizer tools a policy can ask for (gpu.compute_sanitizer). */
-enum kg_sanitizer_tool {
-	KG_SAN_MEMCHECK, /* out-of-bounds and misaligned accesses, device-side faults */
-	KG_SAN_RACECHECK, /* shared-memory hazards between threads of a block */
-	KG_SAN_SYNCCHECK, /* barriers used where not all threads reach them */
-	KG_SAN_INITCHECK, /* reads of device memory nobody wrote */
-	KG_SAN_COUNT_
-};
-const char *kg_sanitizer_tool_name(enum kg_sanitizer_tool t);
+/* (Finding a policy by name: verifier/resolve.h.) */
 
 const char *kg_precision_name(enum kg_precision p);
 /* Widens a task tolerance to what the policy's precision accepts. */
 void kg_policy_tolerance(const struct kg_policy *p, double task_atol, double task_rtol, double task_rms, double *atol,
 			 double *rtol, double *rms);
-/* 1 when sym matches the allowlist (for a CUDA candidate, cuda=1 adds the CUDA runtime's entry
- * points and the C++ support symbols nvcc emits, minus a few that reach outside the process). */
-int kg_policy_symbol_allowed(const struct kg_policy *p, const char *sym, int cuda);
+/* 1 when sym matches the policy's allowlist (a backend's own runtime imports are the backend
+ * table's: verifier/backend.h). */
+int kg_policy_symbol_allowed(const struct kg_policy *p, const char *sym);
 int kg_policy_flag_allowed(const struct kg_policy *p, const char *flag);
-int kg_policy_library_allowed(const struct kg_policy *p, const char *lib, int cuda);
+int kg_policy_library_allowed(const struct kg_policy *p, const char *lib);
 
 #endif
