@@ -13,7 +13,7 @@
 #define N 200
 
 enum { ROW_FORK, ROW_FORK_EXEC, ROW_SB_RUN, ROW_SB_COMPILE, ROWS };
-static const char *const row_names[ROWS] = {"fork+exit", "fork+exec+exit", "sandbox run-cpu",
+static const char *const row_names[ROWS] = {"fork+exit", "fork+exec+exit", "sandbox run",
 	"sandbox compile"};
 
 static int cmp_double(const void *a, const void *b)
@@ -62,7 +62,7 @@ int main(void)
 	for (int i = 0; i < N; i++) {
 		t[ROW_FORK][i] = plain(0);
 		t[ROW_FORK_EXEC][i] = plain(1);
-		t[ROW_SB_RUN][i] = sandboxed(KG_SB_PROFILE_RUN_CPU, &layers);
+		t[ROW_SB_RUN][i] = sandboxed(KG_SB_PROFILE_RUN, &layers);
 		t[ROW_SB_COMPILE][i] = sandboxed(KG_SB_PROFILE_COMPILE, &layers);
 		for (int r = 0; r < ROWS; r++)
 			if (t[r][i] < 0) {

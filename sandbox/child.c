@@ -298,12 +298,12 @@ SB_CHILD static void nest_landlock(void)
 }
 
 /* The address-space bound, set once nothing more needs mapping before execve replaces the
- * (shared) address space with the program's own. The CUDA driver reserves huge ranges and ASan's
- * shadow needs terabytes, so those go without. */
+ * (shared) address space with the program's own. A GPU driver reserves huge ranges (its spec says
+ * address_space_unbounded) and ASan's shadow needs terabytes, so those go without. */
 SB_CHILD static void as_limit(struct cstate *st, const struct sb_plan *p)
 {
 	const struct kg_sb_limits *l = &p->lim;
-	if (!l->mem_bytes || p->profile == KG_SB_PROFILE_RUN_CUDA || p->sanitize)
+	if (!l->mem_bytes || l->address_space_unbounded || p->sanitize)
 		return;
 	struct rlimit rl = {l->mem_bytes, l->mem_bytes};
 	if (setrlimit(RLIMIT_AS, &rl))

@@ -74,7 +74,7 @@ static uint64_t rights_for(const struct sb_mnt *m)
 	const uint64_t ro = LL_FS_READ_FILE | LL_FS_READ_DIR;
 	const uint64_t exec = (m->flags & KG_SB_PATH_EXEC) ? LL_FS_EXECUTE : 0;
 	switch (m->kind) {
-	case SB_MNT_PROC: /* writable only for run-cuda (see mounts.c) */
+	case SB_MNT_PROC: /* writable only when the spec asks (see mounts.c) */
 		return ro | ((m->flags & KG_SB_PATH_RW) ? LL_FS_WRITE_FILE | LL_FS_TRUNCATE : 0);
 	case SB_MNT_SYMLINK:
 		return 0;

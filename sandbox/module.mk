@@ -21,6 +21,7 @@ $(BUILD)/tests/bin/sandbox_%: $(BUILD)/tests/sandbox/sandbox_%.o $(SANDBOX_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(KG_LDFLAGS) $(filter %.o %.a,$^) -o $@ $(CMOCKA_LIBS) $(PKG_LIBS) -lm
 
-TEST_BINS += $(BUILD)/tests/bin/sandbox_api $(BUILD)/tests/bin/sandbox_syscalls $(BUILD)/tests/bin/sandbox_cuda
+TEST_BINS += $(BUILD)/tests/bin/sandbox_api $(BUILD)/tests/bin/sandbox_syscalls $(BUILD)/tests/bin/sandbox_spec \
+	$(BUILD)/tests/bin/sandbox_cuda
 
 include bench/sandbox.mk

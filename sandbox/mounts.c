@@ -1,9 +1,10 @@
-/* The sandbox's file system: a fresh root on a tmpfs holding only what the profile needs, bound
- * read-only from the host, then pivot_root into it (bubblewrap's approach). The parent plans every
- * entry; the child, which may not allocate, opens the sources and builds the tree. */
+/* The sandbox's file system: a fresh root on a tmpfs holding only what the profile and the spec ask
+ * for, bound read-only from the host unless said otherwise, then pivot_root into it (bubblewrap's
+ * approach). The parent plans every entry; the child, which may not allocate, builds the tree. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,28 +88,6 @@ static int plan_system(struct sb_plan *p, const char *path, unsigned flags, kg_e
 	return plan_add(p, SB_MNT_BIND, path, path, flags | KG_SB_PATH_OPTIONAL, 1, e);
 }
 
-static int plan_nvidia(struct sb_plan *p, kg_error *e)
-{
-	DIR *d = opendir("/dev");
-	if (!d)
-		return 0;
-	int rc = 0;
-	struct dirent *de;
-	while (!rc && (de = readdir(d))) {
-		if (strncmp(de->d_name, "nvidia", 6))
-			continue;
-		char path[PATH_MAX];
-		snprintf(path, sizeof(path), "/dev/%s", de->d_name);
-		struct stat st;
-		if (lstat(path, &st) || !(S_ISCHR(st.st_mode) || S_ISDIR(st.st_mode)))
-			continue;
-		/* nvidia-caps is a directory of capability nodes (MIG); everything else a device */
-		rc = plan_add(p, SB_MNT_BIND, path, path, KG_SB_PATH_DEV | KG_SB_PATH_OPTIONAL, 1, e);
-	}
-	closedir(d);
-	return rc;
-}
-
 static int inside_ok(const char *path)
 {
 	if (!path || path[0] != '/' || strlen(path) >= PATH_MAX / 2)
@@ -120,6 +99,65 @@ static int inside_ok(const char *path)
 			return 0;
 	}
 	return 1;
+}
+
+static int planned(const struct sb_plan *p, const char *dst)
+{
+	for (int i = 0; i < p->n_mnts; i++)
+		if (!strcmp(p->mnts[i].dst, dst))
+			return 1;
+	return 0;
+}
+
+/* A directory holding character devices and nothing else (nvidia-caps, for MIG): a pattern that
+ * happens to match /dev/shm or /dev/pts must not bind the host's shared memory or terminals. */
+static int dir_of_devices(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	int ok = 1;
+	struct dirent *de;
+	while (ok && (de = readdir(d))) {
+		struct stat st;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		ok = !fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISCHR(st.st_mode);
+	}
+	closedir(d);
+	return ok;
+}
+
+/* The spec's device patterns ("/dev/nvidia*"): every match that is a character device or a
+ * directory of them is bound read-write; symlinks and anything else are left out, and a pattern
+ * matching nothing is fine (no such device on this host). */
+static int plan_devices(struct sb_plan *p, const char *const *pats, kg_error *e)
+{
+	int rc = 0;
+	for (size_t i = 0; pats && pats[i] && !rc; i++) {
+		if (pats[i][0] != '/')
+			return kg_err(e, -EINVAL, "sandbox: device pattern %s: not absolute", pats[i]);
+		glob_t g;
+		int gr = glob(pats[i], 0, NULL, &g);
+		if (gr == GLOB_NOSPACE) {
+			globfree(&g);
+			return kg_err(e, -ENOMEM, "sandbox: out of memory expanding %s", pats[i]);
+		}
+		for (size_t k = 0; gr == 0 && k < g.gl_pathc && !rc; k++) {
+			const char *path = g.gl_pathv[k];
+			struct stat st;
+			if (lstat(path, &st) || !(S_ISCHR(st.st_mode) || (S_ISDIR(st.st_mode) && dir_of_devices(path))) ||
+			    planned(p, path))
+				continue;
+			if (!inside_ok(path)) {
+				rc = kg_err(e, -EINVAL, "sandbox: device %s: not a plain absolute path", path);
+				break;
+			}
+			rc = plan_add(p, SB_MNT_BIND, path, path, KG_SB_PATH_DEV | KG_SB_PATH_OPTIONAL, 1, e);
+		}
+		globfree(&g);
+	}
+	return rc;
 }
 
 int sb_mounts_plan(struct sb_plan *p, const struct kg_sb_spec *s, kg_error *e)
@@ -136,20 +174,24 @@ int sb_mounts_plan(struct sb_plan *p, const struct kg_sb_spec *s, kg_error *e)
 			      1, e);
 	for (size_t i = 0; !rc && i < KG_ARRAY_LEN(dev_links); i++)
 		rc = plan_add(p, SB_MNT_SYMLINK, dev_links[i][1], dev_links[i][0], 0, 1, e);
-	if (!rc && s->profile == KG_SB_PROFILE_RUN_CUDA)
-		rc = plan_nvidia(p, e);
-	/* /proc: the toolchain reads /proc/self/exe and the driver its /proc/driver/nvidia entries.
-	 * run-cpu gets none: the candidate shares its process with the runner, and /proc/self/mem or
-	 * /proc/self/maps are the classic ways to patch a harness past mprotect. A math kernel needs
-	 * nothing from it. Sanitizer builds are the exception (ASan reads /proc/self/maps). Where it
-	 * exists it is a fresh procfs of the child's own pid namespace, read-only (a write open of
-	 * /proc/self/mem fails with EROFS even without Landlock) except for run-cuda: the driver
-	 * names its threads through /proc/self/task/TID/comm and cuInit fails when it cannot. There
-	 * the run-cuda filter allows only read-only opens once the program applied it. */
-	if (!rc && (s->profile != KG_SB_PROFILE_RUN_CPU || p->sanitize))
-		rc = plan_add(p, SB_MNT_PROC, NULL, "/proc",
-			      s->profile == KG_SB_PROFILE_RUN_CUDA ? KG_SB_PATH_RW : 0, 1, e);
-	if (!rc && s->profile == KG_SB_PROFILE_RUN_CUDA)
+	if (!rc)
+		rc = plan_devices(p, s->devices, e);
+	/* /proc: the toolchain reads /proc/self/exe, a GPU driver its /proc/driver entries. A run
+	 * gets none by default: the candidate shares its process with the runner, and /proc/self/mem
+	 * or /proc/self/maps are the classic ways to patch a harness past mprotect; a math kernel needs
+	 * nothing from it. Sanitizer runtimes cannot start without /proc/self/maps, so there it is at
+	 * least read-only. It is a fresh procfs of the child's own pid namespace, read-only (a write
+	 * open of /proc/self/mem fails with EROFS even without Landlock) unless the spec asks for RW
+	 * (a driver names its threads through /proc/self/task/TID/comm), which it pairs with
+	 * readonly_opens. */
+	enum kg_sb_proc proc = s->proc;
+	if (proc == KG_SB_PROC_DEFAULT)
+		proc = s->profile == KG_SB_PROFILE_COMPILE ? KG_SB_PROC_RO : KG_SB_PROC_NONE;
+	if (proc == KG_SB_PROC_NONE && p->sanitize)
+		proc = KG_SB_PROC_RO;
+	if (!rc && proc != KG_SB_PROC_NONE)
+		rc = plan_add(p, SB_MNT_PROC, NULL, "/proc", proc == KG_SB_PROC_RW ? KG_SB_PATH_RW : 0, 1, e);
+	if (!rc && s->sys_ro)
 		rc = plan_add(p, SB_MNT_BIND, "/sys", "/sys", KG_SB_PATH_OPTIONAL, 1, e);
 	if (!rc)
 		rc = plan_tmpfs(p, "/tmp", p->lim.tmpfs_bytes, 01777, KG_SB_PATH_RW, e);

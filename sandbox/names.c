@@ -1,5 +1,5 @@
-/* Stable names for profiles, layers and ends: they appear in reports, policies and reason codes,
- * so they never change once shipped. */
+/* Stable names for profiles, layers and ends: they appear in reports, policies, logs and tests, so
+ * they never change once shipped. What an end means for a verdict is the caller's to name. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,8 +8,7 @@
 
 static const char *const profile_names[] = {
 	[KG_SB_PROFILE_COMPILE] = "compile",
-	[KG_SB_PROFILE_RUN_CPU] = "run-cpu",
-	[KG_SB_PROFILE_RUN_CUDA] = "run-cuda",
+	[KG_SB_PROFILE_RUN] = "run",
 };
 
 const char *kg_sb_profile_name(enum kg_sb_profile p)
@@ -69,28 +68,23 @@ unsigned kg_sb_layer_parse(const char *name)
 	return 0;
 }
 
-const char *kg_sb_end_reason(enum kg_sb_end end)
+static const char *const end_names[] = {
+	[KG_SB_END_RUNNING] = "running",
+	[KG_SB_END_EXIT] = "exit",
+	[KG_SB_END_SIGNAL] = "signal",
+	[KG_SB_END_TIMEOUT] = "timeout",
+	[KG_SB_END_SYSCALL] = "syscall",
+	[KG_SB_END_MEMORY] = "memory",
+	[KG_SB_END_OUTPUT_LIMIT] = "output_limit",
+	[KG_SB_END_SETUP] = "setup",
+	[KG_SB_END_KILLED] = "killed",
+};
+
+const char *kg_sb_end_name(enum kg_sb_end end)
 {
-	switch (end) {
-	case KG_SB_END_SIGNAL:
-		return "sandbox.crash";
-	case KG_SB_END_TIMEOUT:
-		return "sandbox.timeout";
-	case KG_SB_END_SYSCALL:
-		return "sandbox.syscall";
-	case KG_SB_END_MEMORY:
-		return "sandbox.memory";
-	case KG_SB_END_OUTPUT_LIMIT:
-		return "sandbox.output_limit";
-	case KG_SB_END_SETUP:
-		return "sandbox.setup";
-	case KG_SB_END_KILLED:
-		return "sandbox.killed";
-	case KG_SB_END_RUNNING:
-	case KG_SB_END_EXIT:
-		break;
-	}
-	return NULL;
+	if ((unsigned)end >= KG_ARRAY_LEN(end_names))
+		return "?";
+	return end_names[end];
 }
 
 const char *sb_signame(int sig, char *buf, size_t n)

@@ -10,13 +10,25 @@
 
 #include "kg_common.h"
 
+/* The two shapes of sandbox. What a particular program needs beyond its profile (device nodes,
+ * /proc and /sys, a few more system calls) is data in its spec, never a profile of its own: the
+ * sandbox knows no driver by name. */
 enum kg_sb_profile {
 	KG_SB_PROFILE_COMPILE, /* may exec the toolchain and fork; no network; writes only scratch */
-	KG_SB_PROFILE_RUN_CPU, /* one process, no exec after start, no network */
-	KG_SB_PROFILE_RUN_CUDA, /* like run-cpu plus /dev/nvidia*, the driver's /proc and /sys reads */
+	KG_SB_PROFILE_RUN, /* one process (threads if allowed), no exec after start, no network */
 };
 const char *kg_sb_profile_name(enum kg_sb_profile p);
 int kg_sb_profile_parse(const char *name, enum kg_sb_profile *out);
+
+/* /proc inside the sandbox. */
+enum kg_sb_proc {
+	KG_SB_PROC_DEFAULT = 0, /* compile: read-only; run: none (sanitizer builds: read-only) */
+	KG_SB_PROC_NONE,
+	KG_SB_PROC_RO,
+	/* writable: a driver names its threads through /proc/self/task/TID/comm. Pair it with
+	 * readonly_opens, or /proc/self/mem opens for writing. */
+	KG_SB_PROC_RW,
+};
 
 /* Isolation layers, as a bitmask. Spawn brings up every layer it can; `required` ones that fail
  * make the spawn fail (KG_SB_END_SETUP), the others are recorded in layers_failed. */
@@ -41,18 +53,25 @@ char *kg_sb_layers_str(unsigned mask, char *out, size_t outsz);
 /* Parses one layer name ("landlock"); 0 when unknown. */
 unsigned kg_sb_layer_parse(const char *name);
 
+#define KG_SB_MEM_UNBOUNDED UINT64_MAX
+
 struct kg_sb_limits {
 	double wall_s; /* watchdog: the whole process group is killed after this; 0 = 60 s */
 	uint32_t cpu_s; /* RLIMIT_CPU; 0 = derived from wall_s */
-	uint64_t mem_bytes; /* RLIMIT_AS (run-cpu and compile), cgroup memory.max, and the bound that a
-	                     * single mmap/mremap may not exceed (reported as KG_SB_END_MEMORY);
-	                     * 0 = 8 GiB for compile and run-cpu, no bound for run-cuda */
-	uint32_t nproc; /* RLIMIT_NPROC and cgroup pids.max; 0 = profile default */
+	uint64_t mem_bytes; /* RLIMIT_AS, cgroup memory.max, and the bound that a single mmap/mremap
+	                     * may not exceed (reported as KG_SB_END_MEMORY); 0 = 8 GiB;
+	                     * KG_SB_MEM_UNBOUNDED = none (a GPU driver reserves terabytes of
+	                     * address space: its memory is bounded by the device, not here) */
+	uint32_t nproc; /* RLIMIT_NPROC and cgroup pids.max; 0 = profile default (compile 256, run 64
+	                 * with threads, else 1) */
 	uint32_t nofile; /* RLIMIT_NOFILE; 0 = 64 */
 	uint64_t fsize; /* RLIMIT_FSIZE; 0 = 64 MiB */
 	uint64_t tmpfs_bytes; /* size of the private /tmp; 0 = 64 MiB */
 	size_t output_keep; /* bytes of stdout+stderr kept for the report; 0 = 64 KiB */
 	uint64_t output_max; /* total output after which the child is killed (output_limit); 0 = 64 MiB */
+	int address_space_unbounded; /* no RLIMIT_AS, while mem_bytes still bounds each mmap/mremap and
+	                              * the cgroup: a GPU driver reserves terabytes of virtual address
+	                              * space that it never backs */
 };
 
 enum {
@@ -71,6 +90,8 @@ struct kg_sb_path {
 
 struct kg_sb_spec {
 	enum kg_sb_profile profile;
+	const char *name; /* names this sandbox in denials and in doctor ("run-cuda"); NULL: the
+	                   * profile's name */
 	const char *const *argv; /* argv[0]: absolute path as seen inside the sandbox */
 	const char *const *envp; /* complete environment; NULL = empty */
 	const char *cwd; /* inside; NULL = "/tmp" */
@@ -87,22 +108,32 @@ struct kg_sb_spec {
 	int seccomp_deferred;
 	int allow_threads; /* run profiles: clone of threads allowed in the filter */
 	int stdin_fd; /* -1: /dev/null */
+	/* What this program needs beyond its profile, as data (bubblewrap's --dev-bind, minijail's
+	 * policy files). The filter a deferred program applies gets the same extras (see
+	 * kg_sb_seccomp_apply). */
+	const char *const *devices; /* NULL-ended glob(3) patterns of device nodes, or directories of
+	                             * them, bound read-write where present ("/dev/nvidia*") */
+	enum kg_sb_proc proc;
+	int sys_ro; /* /sys, read-only */
+	const char *const *syscalls; /* NULL-ended names added to the profile's allowlist */
+	int readonly_opens; /* open/openat only without write access, creation or truncation */
 };
 
+/* How a sandboxed program ended. The sandbox says what happened; what it means for a verdict is
+ * the caller's to name. */
 enum kg_sb_end {
 	KG_SB_END_RUNNING = 0,
 	KG_SB_END_EXIT, /* exited by itself: exit_code */
-	KG_SB_END_SIGNAL, /* killed by a signal it raised or caused: signo (sandbox.crash) */
-	KG_SB_END_TIMEOUT, /* the watchdog or the caller's deadline (sandbox.timeout) */
-	KG_SB_END_SYSCALL, /* a denied system call: syscall names it (sandbox.syscall) */
-	KG_SB_END_MEMORY, /* over the memory bound (sandbox.memory) */
-	KG_SB_END_OUTPUT_LIMIT, /* printed more than output_max (sandbox.output_limit) */
-	KG_SB_END_SETUP, /* a required layer could not be set up (sandbox.setup) */
+	KG_SB_END_SIGNAL, /* killed by a signal it raised or caused: signo */
+	KG_SB_END_TIMEOUT, /* the watchdog or the caller's deadline */
+	KG_SB_END_SYSCALL, /* a denied system call: syscall names it */
+	KG_SB_END_MEMORY, /* over the memory bound */
+	KG_SB_END_OUTPUT_LIMIT, /* printed more than output_max */
+	KG_SB_END_SETUP, /* a required layer could not be set up */
 	KG_SB_END_KILLED, /* the caller killed it for its own reasons */
 };
-/* The stable reason code for an end ("sandbox.timeout"; KILLED is "sandbox.killed"); NULL for EXIT
- * and RUNNING. */
-const char *kg_sb_end_reason(enum kg_sb_end end);
+/* A stable one-word name for an end ("timeout", "syscall"), for logs and tests. */
+const char *kg_sb_end_name(enum kg_sb_end end);
 
 struct kg_sb_outcome {
 	enum kg_sb_end end;
@@ -123,14 +154,17 @@ struct kg_sb_outcome {
 struct kg_sb_child;
 
 /* Environment a program spawned with seccomp_deferred = 1 finds (kg_sb_seccomp_apply reads it):
- * the fd of the socket the seccomp listener goes back over (3 + n_fds), and n_fds. */
+ * the fd of the socket the seccomp listener goes back over (3 + n_fds), n_fds, and the filter its
+ * spec describes (profile, threads, memory bound, extra syscalls, read-only opens), so that the
+ * program applies exactly what its spawner asked for without being told twice. */
 #define KG_SB_ENV_NOTIFY_FD "KGATE_SB_NOTIFY_FD"
 #define KG_SB_ENV_NFDS "KGATE_SB_NFDS"
+#define KG_SB_ENV_FILTER "KGATE_SB_FILTER"
 
 /* Starts the program. On success *out owns the child; it is running. When a required layer fails,
  * returns -EPERM with the layer named in e and nothing is left running; other setup failures (a
- * missing path, execve) return their -errno the same way. Callers report any of them as
- * kg_sb_end_reason(KG_SB_END_SETUP). The child dies with the calling *thread* (PR_SET_PDEATHSIG),
+ * missing path, execve, a spec the sandbox refuses) return their -errno the same way: all of
+ * them are a KG_SB_END_SETUP end. The child dies with the calling *thread* (PR_SET_PDEATHSIG),
  * and the caller must not reap children it did not start (waitpid(-1)). */
 int kg_sb_spawn(const struct kg_sb_spec *spec, struct kg_sb_child **out, kg_error *e);
 
@@ -167,10 +201,14 @@ int kg_sb_chown_scratch(const char *dir, kg_error *e);
 /* --- called inside the sandboxed program (seccomp_deferred = 1) --- */
 
 struct kg_sb_filter_opts {
+	/* Used only outside a sandbox (no KG_SB_ENV_FILTER): inside one, the spawn spec decides. */
 	enum kg_sb_profile profile;
 	int allow_threads;
 	uint64_t mem_bytes; /* 0: no mmap size rule */
-	const int *ioctl_fds; /* run-cuda: ioctl allowed only on these fds (the driver's) */
+	const char *const *syscalls; /* NULL-ended extra names */
+	int readonly_opens;
+	/* What only the program knows, after its initialisation: */
+	const int *ioctl_fds; /* ioctl allowed only on these fds (a driver's), besides tty queries */
 	int n_ioctl_fds;
 	/* sendmsg/recvmsg/sendto/recvfrom are allowed on the handed fds and the notify socket; a
 	 * program that runs under a tool (compute-sanitizer) also needs the tool's sockets, opened

@@ -1,5 +1,6 @@
 /* Internal glue between the files of the sandbox room: the spawn plan the parent prepares and the
- * child executes, the messages they exchange, and the per-layer helpers. Not part of the API.
+ * child executes, the messages they exchange, the per-layer helpers, and the parent's record of a
+ * child that spawn, supervise and outcome share. Not part of the API.
  * Rule for everything the child runs: no allocation (the parent may be multi-threaded, and a raw
  * clone does not reset malloc's locks), only system calls on memory the parent prepared. */
 #ifndef KG_SB_INT_H
@@ -9,6 +10,7 @@
 #include <sys/resource.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <seccomp.h>
 
@@ -23,7 +25,7 @@ enum sb_mnt_kind {
 	SB_MNT_BIND, /* host src at dst: read-only unless RW, noexec unless EXEC */
 	SB_MNT_SYMLINK, /* dst -> src (merged-/usr hosts: /lib -> usr/lib) */
 	SB_MNT_TMPFS, /* private tmpfs of `size` bytes */
-	SB_MNT_PROC, /* fresh procfs of the child's pid namespace, read-only */
+	SB_MNT_PROC, /* fresh procfs of the child's pid namespace, read-only unless RW */
 };
 
 struct sb_mnt {
@@ -45,10 +47,10 @@ struct sb_plan {
 	enum kg_sb_profile profile;
 	unsigned required, disabled;
 	int deferred, allow_threads;
-	int sanitize; /* ASan build or KGATE_SANITIZE=1: no RLIMIT_AS, /proc for run-cpu */
+	int sanitize; /* ASan build or KGATE_SANITIZE=1: no RLIMIT_AS, /proc at least read-only */
 	int host_root; /* kgate runs as root: the child ends up as SB_OUTER_ID */
 	pid_t parent_pid;
-	struct kg_sb_limits lim; /* defaults resolved */
+	struct kg_sb_limits lim; /* defaults resolved; mem_bytes 0 here means unbounded */
 
 	struct sb_mnt *mnts;
 	int n_mnts, cap_mnts;
@@ -130,11 +132,30 @@ long sb_cgroup_oom_kills(const struct sb_cgroup *cg);
 void sb_cgroup_kill(const struct sb_cgroup *cg);
 void sb_cgroup_destroy(struct sb_cgroup *cg);
 
-/* seccomp.c */
-struct sb_filter_params {
+/* The filter a spec describes (filterdesc.c), and its text form in KG_SB_ENV_FILTER:
+ *   <profile>;threads=<0|1>;mem=<none|bytes>;ro_opens=<0|1>;syscalls=<name>[,<name>]...
+ * Every field present, in this order, nothing else; mem is decimal without leading zeros. */
+#define SB_FILTER_MAX_NAMES 64
+#define SB_FILTER_NAME_LEN 40 /* with room: the longest x86_64 name has 23 characters */
+#define SB_FILTER_DESC_MAX (96 + SB_FILTER_MAX_NAMES * SB_FILTER_NAME_LEN)
+struct sb_filter_desc {
 	enum kg_sb_profile profile;
 	int allow_threads;
+	int readonly_opens;
 	uint64_t mem_bytes; /* 0: no mmap/mremap length rule */
+	int n_syscalls;
+	char syscalls[SB_FILTER_MAX_NAMES][SB_FILTER_NAME_LEN];
+};
+/* Copies NULL-ended extra names into d after checking them (syntax, count, sb_filter_reserved). */
+int sb_filter_desc_names(struct sb_filter_desc *d, const char *const *names, kg_error *e);
+/* Returns the length written, or -EINVAL / -ENAMETOOLONG. */
+int sb_filter_desc_format(const struct sb_filter_desc *d, char *out, size_t n);
+/* 0, or -EINVAL for anything but a string sb_filter_desc_format could have written. */
+int sb_filter_desc_parse(const char *s, struct sb_filter_desc *d);
+
+/* seccomp.c */
+struct sb_filter_params {
+	const struct sb_filter_desc *desc; /* profile, threads, mmap bound, opens, extra names */
 	const int *ioctl_fds;
 	int n_ioctl_fds;
 	int fd_limit; /* sendmsg/recvmsg and friends only on fds below this (handed fds + notify) */
@@ -145,6 +166,9 @@ struct sb_filter_params {
 	int notify; /* default action USER_NOTIF (else KILL_PROCESS) */
 };
 int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, kg_error *e);
+/* Why name may not be an extra: NULL when it may. The calls the baseline denies stay denied, and
+ * the ones a profile allows only by their arguments keep those checks. */
+const char *sb_filter_reserved(const char *name);
 int sb_filter_baseline(int notify, scmp_filter_ctx *out, kg_error *e);
 int sb_filter_export(scmp_filter_ctx ctx, int memfd, uint32_t *len, kg_error *e);
 /* USER_NOTIF usable together with TSYNC (kernel and libseccomp) */
@@ -152,5 +176,67 @@ int sb_notify_supported(void);
 /* SCM_RIGHTS over the notify socket; async-signal-safe (the child uses it) */
 int sb_send_fd(int sock, int fd);
 int sb_recv_fd(int sock);
+
+/* ---- the parent's side of one child: spawn.c, supervise.c, outcome.c ---- */
+
+struct kg_sb_child {
+	struct sb_plan plan;
+	char name[48]; /* the spec's name for its filter, in denials */
+	pid_t pid;
+	int pidfd, err_r, out_r, notify_p, status_r, devnull_w;
+	/* our copies of the child's ends; the plan gets the numbers at clone time and is shared
+	 * with the child (CLONE_VM), so it is never written to afterwards */
+	struct {
+		int err_w, sync_r, out_w, notify_c, status_w, bpf_fd, stdin_fd;
+	} ce;
+	int listeners[SB_MAX_LISTENERS];
+	int n_listeners;
+	struct sb_cgroup cg;
+	int pidns_init;
+	uint64_t start_ns, deadline_ns, end_ns;
+	unsigned active, failed;
+	char notes[1024];
+	int exited, reaped, killed;
+	int status; /* wait status of the program (or of its init when we killed that) */
+	/* the first reason we decided on (a denial, the watchdog, the output bound, the caller) */
+	enum kg_sb_end why;
+	int why_nr;
+	char why_syscall[48];
+	char why_detail[512];
+	char *out;
+	size_t out_len, keep;
+	uint64_t out_total;
+	struct seccomp_notif *req;
+	struct seccomp_notif_resp *resp;
+	char env_notify[40], env_nfds[40];
+	char env_filter[sizeof(KG_SB_ENV_FILTER) + SB_FILTER_DESC_MAX];
+	struct kg_sb_outcome oc;
+};
+
+static inline void sb_close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* supervise.c */
+void sb_kill_tree(struct kg_sb_child *c);
+/* Records why the child is ending; the first reason wins, and a child that exited keeps its exit. */
+void sb_set_why(struct kg_sb_child *c, enum kg_sb_end why, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void sb_drain_output(struct kg_sb_child *c);
+void sb_drop_listener(struct kg_sb_child *c, int i);
+int sb_ms_until(uint64_t now, uint64_t t);
+/* One poll over the caller's fd and extra (either may be -1) and the sandbox's own fds, servicing
+ * the latter; returns their revents through the pointers, < 0 on poll errors. */
+int sb_poll_once(struct kg_sb_child *c, int fd, int extra, int timeout_ms, short *fd_ev, short *extra_ev,
+		 short *exit_ev);
+
+/* outcome.c */
+void sb_reap(struct kg_sb_child *c);
+
+/* spawn.c */
+void sb_unmap_exec_gate(struct sb_plan *p);
 
 #endif

@@ -1,8 +1,8 @@
-/* The seccomp layer: per-profile allowlists (libseccomp), the baseline deny list for programs that
- * apply their own filter later, and kg_sb_seccomp_apply for those programs. Denials go to the
- * supervising parent as user notifications so that they can be reported by name; where that is not
- * available the filter kills instead. To extend a profile, add the call to its table below; calls
- * that need argument checks have their own rule further down. */
+/* The seccomp layer: per-profile allowlists (libseccomp) plus the extras a spec names, the baseline
+ * deny list for programs that apply their own filter later, and kg_sb_seccomp_apply for those
+ * programs. Denials go to the supervising parent as user notifications so that they can be reported
+ * by name; where that is not available the filter kills instead. What one program needs beyond its
+ * profile comes from its spec (syscalls); calls that need argument checks have their own rule. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -32,11 +32,11 @@
 		    CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME))
 
 /* What a loaded .so doing math needs, and what the dynamic loader needs to load it (the verifier
- * separately refuses candidates importing mprotect). */
-static const char *const run_cpu_allow[] = {
+ * separately refuses candidates importing mprotect). open(at): see open_rules. */
+static const char *const run_allow[] = {
 	"read", "write", "readv", "writev", "pread64", "pwrite64", "lseek", "close",
 	"fstat", "newfstatat", "statx", "stat", "lstat",
-	"access", "faccessat", "faccessat2", /* paths: mounts + Landlock; open(at): see below */
+	"access", "faccessat", "faccessat2", /* paths: mounts + Landlock */
 	"readlink", "getcwd", "getdents64",
 	"munmap", "mprotect", "madvise", "brk",
 	"futex", "set_robust_list", "rseq", "set_tid_address",
@@ -49,23 +49,13 @@ static const char *const run_cpu_allow[] = {
 	"dup", "dup2", "dup3", "poll", "ppoll",
 };
 
-/* run-cpu plus what the driver and its threads do after context creation (plus ioctl on the
- * driver's fds, and read-only opens: see below). Measured on an H200 (driver 580, CUDA 13) with
- * the context made before the filter: allocation, copies, PTX JIT, launches, events, streams,
- * pinned memory and a cudart-static candidate .so needed only the priority queries (the JIT's
- * threads). Extend from the syscall names the reports give. */
-static const char *const run_cuda_allow[] = {
-	"epoll_wait", "epoll_pwait", "epoll_ctl", "select", "pselect6",
-	"sched_getparam", "sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min",
-};
-
 /* Derived with strace -f on gcc/cc1/as/collect2/ld (cc -O2 -shared -fPIC, with and without errors,
  * g++ -pthread) and nvcc/cudafe++/cicc/ptxas/fatbinary/nvlink, plus the close relatives of each
  * (the *at and 64 forms) so that another libc or toolchain version does not trip. */
 static const char *const compile_allow[] = {
 	"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "lseek", "close",
 	"close_range", "fstat", "newfstatat", "statx", "stat", "lstat", "statfs", "fstatfs",
-	"open", "openat", "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getcwd",
+	"access", "faccessat", "faccessat2", "readlink", "readlinkat", "getcwd",
 	"chdir", "fchdir", "getdents64", "umask", "chmod", "fchmod", "fchmodat",
 	"rename", "renameat", "renameat2", "unlink", "unlinkat", "mkdir", "mkdirat", "rmdir",
 	"link", "linkat", "symlink", "symlinkat", "ftruncate", "fallocate", "fsync", "fdatasync",
@@ -101,6 +91,25 @@ static const char *const baseline_deny[] = {
 	"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
 	"setfsuid", "setfsgid",
 };
+
+/* Never an extra: what the baseline denies (see there), and what the profiles allow only with
+ * argument checks or the exec gate, or a twin that would get around those (creat, openat2). */
+static const char *const reserved_checked[] = {
+	"clone", "clone3", "execve", "execveat", "mmap", "mremap", "open", "openat", "openat2", "creat",
+	"ioctl", "fcntl", "prctl", "arch_prctl", "kill", "tgkill", "tkill", "prlimit64", "setrlimit",
+	"socket", "socketpair", "personality", "sendmsg", "recvmsg", "sendto", "recvfrom", "shutdown",
+};
+
+const char *sb_filter_reserved(const char *name)
+{
+	for (size_t i = 0; i < KG_ARRAY_LEN(baseline_deny); i++)
+		if (!strcmp(name, baseline_deny[i]))
+			return "denied to every sandbox";
+	for (size_t i = 0; i < KG_ARRAY_LEN(reserved_checked); i++)
+		if (!strcmp(name, reserved_checked[i]))
+			return "it would void the profile's argument checks";
+	return NULL;
+}
 
 static int add(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n,
 	       const struct scmp_arg_cmp *cmp)
@@ -161,8 +170,27 @@ static int memory_rules(scmp_filter_ctx ctx, uint64_t mem)
 	return add(ctx, SCMP_ACT_ALLOW, "mremap", 1, &newlen);
 }
 
+static int open_rules(scmp_filter_ctx ctx, int readonly)
+{
+	int rc;
+	if (!readonly) {
+		if ((rc = add(ctx, SCMP_ACT_ALLOW, "openat", 0, NULL)))
+			return rc;
+		return add(ctx, SCMP_ACT_ALLOW, "open", 0, NULL);
+	}
+	/* a writable /proc (a driver names its threads there) must not give /proc/self/mem for
+	 * writing: once applied, files open for reading only */
+	const uint64_t wr = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
+	struct scmp_arg_cmp at = SCMP_A2_64(SCMP_CMP_MASKED_EQ, wr, 0);
+	struct scmp_arg_cmp op = SCMP_A1_64(SCMP_CMP_MASKED_EQ, wr, 0);
+	if ((rc = add(ctx, SCMP_ACT_ALLOW, "openat", 1, &at)))
+		return rc;
+	return add(ctx, SCMP_ACT_ALLOW, "open", 1, &op);
+}
+
 int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, kg_error *e)
 {
+	const struct sb_filter_desc *d = fp->desc;
 	scmp_filter_ctx ctx = new_ctx(fp->notify ? SCMP_ACT_NOTIFY : SCMP_ACT_KILL_PROCESS);
 	int rc = 0;
 	if (!ctx)
@@ -175,7 +203,7 @@ int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, k
 	/* glibc tries clone3 first and falls back to clone, whose flags a filter can see */
 	if ((rc = add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL)))
 		goto out;
-	if ((rc = memory_rules(ctx, fp->mem_bytes)))
+	if ((rc = memory_rules(ctx, d->mem_bytes)) || (rc = open_rules(ctx, d->readonly_opens)))
 		goto out;
 	if ((rc = allow_arg_in(ctx, "ioctl", 1, tty_ioctls, KG_ARRAY_LEN(tty_ioctls))) ||
 	    (rc = allow_arg_in(ctx, "prctl", 0, prctl_ops, KG_ARRAY_LEN(prctl_ops))) ||
@@ -191,10 +219,17 @@ int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, k
 			rc = add(ctx, SCMP_ACT_ALLOW, msg_calls[i], 1, &eq);
 		}
 	}
+	for (int i = 0; i < d->n_syscalls && !rc; i++)
+		rc = add(ctx, SCMP_ACT_ALLOW, d->syscalls[i], 0, NULL);
+	/* a driver's fds, whatever the profile */
+	for (int i = 0; i < fp->n_ioctl_fds && !rc; i++) {
+		struct scmp_arg_cmp c = SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)fp->ioctl_fds[i]);
+		rc = add(ctx, SCMP_ACT_ALLOW, "ioctl", 1, &c);
+	}
 	if (rc)
 		goto out;
 
-	if (fp->profile == KG_SB_PROFILE_COMPILE) {
+	if (d->profile == KG_SB_PROFILE_COMPILE) {
 		if ((rc = allow_all(ctx, compile_allow, KG_ARRAY_LEN(compile_allow))))
 			goto out;
 		/* build tools also lock files (ccache, make -j) and size their pipes */
@@ -208,22 +243,9 @@ int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, k
 		goto out;
 	}
 
-	if ((rc = allow_all(ctx, run_cpu_allow, KG_ARRAY_LEN(run_cpu_allow))) ||
+	if ((rc = allow_all(ctx, run_allow, KG_ARRAY_LEN(run_allow))) ||
 	    (rc = allow_arg_in(ctx, "fcntl", 1, fcntl_cmds, KG_ARRAY_LEN(fcntl_cmds))))
 		goto out;
-	if (fp->profile == KG_SB_PROFILE_RUN_CUDA) {
-		/* run-cuda's /proc is writable (the driver's thread names): once applied, files open
-		 * for reading only, so /proc/self/mem cannot patch the harness */
-		const uint64_t wr = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
-		struct scmp_arg_cmp at = SCMP_A2_64(SCMP_CMP_MASKED_EQ, wr, 0);
-		struct scmp_arg_cmp op = SCMP_A1_64(SCMP_CMP_MASKED_EQ, wr, 0);
-		if ((rc = add(ctx, SCMP_ACT_ALLOW, "openat", 1, &at)) || (rc = add(ctx, SCMP_ACT_ALLOW, "open", 1, &op)))
-			goto out;
-	} else {
-		static const char *const opens[] = {"openat", "open"};
-		if ((rc = allow_all(ctx, opens, KG_ARRAY_LEN(opens))))
-			goto out;
-	}
 	/* rlimits may be read, never set (raising is the point of a call) */
 	struct scmp_arg_cmp getonly = SCMP_A2_64(SCMP_CMP_EQ, 0);
 	if ((rc = add(ctx, SCMP_ACT_ALLOW, "prlimit64", 1, &getonly)))
@@ -235,7 +257,7 @@ int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, k
 		    (rc = add(ctx, SCMP_ACT_ALLOW, "tgkill", 1, &self)))
 			goto out;
 	}
-	if (fp->allow_threads) {
+	if (d->allow_threads) {
 		struct scmp_arg_cmp thr = SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD | NS_FLAGS, CLONE_THREAD);
 		if ((rc = add(ctx, SCMP_ACT_ALLOW, "clone", 1, &thr)))
 			goto out;
@@ -247,18 +269,10 @@ int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, k
 		if ((rc = add(ctx, SCMP_ACT_ALLOW, "execve", 1, &gate)))
 			goto out;
 	}
-	if (fp->profile == KG_SB_PROFILE_RUN_CUDA) {
-		if ((rc = allow_all(ctx, run_cuda_allow, KG_ARRAY_LEN(run_cuda_allow))))
-			goto out;
-		for (int i = 0; i < fp->n_ioctl_fds && !rc; i++) {
-			struct scmp_arg_cmp c = SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)fp->ioctl_fds[i]);
-			rc = add(ctx, SCMP_ACT_ALLOW, "ioctl", 1, &c);
-		}
-	}
 out:
 	if (rc) {
 		seccomp_release(ctx);
-		return kg_err(e, rc, "seccomp: building the %s filter: %s", kg_sb_profile_name(fp->profile),
+		return kg_err(e, rc, "seccomp: building the %s filter: %s", kg_sb_profile_name(d->profile),
 			      strerror(-rc));
 	}
 	*out = ctx;
@@ -407,10 +421,29 @@ static int load(const struct sb_filter_params *fp, scmp_filter_ctx *ctx, kg_erro
 	if ((rc = seccomp_attr_set(*ctx, SCMP_FLTATR_CTL_TSYNC, 1)) || (rc = seccomp_load(*ctx))) {
 		seccomp_release(*ctx);
 		*ctx = NULL;
-		return kg_err(e, rc, "seccomp: loading the %s filter: %s", kg_sb_profile_name(fp->profile),
+		return kg_err(e, rc, "seccomp: loading the %s filter: %s", kg_sb_profile_name(fp->desc->profile),
 			      strerror(-rc));
 	}
 	return 0;
+}
+
+/* Inside a sandbox the spec's description decides; the caller's own idea counts only outside. */
+static int filter_desc(const struct kg_sb_filter_opts *o, struct sb_filter_desc *d, kg_error *e)
+{
+	const char *env = getenv(KG_SB_ENV_FILTER);
+	if (env) {
+		if (sb_filter_desc_parse(env, d))
+			return kg_err(e, -EINVAL, "seccomp: malformed %s: no filter loaded", KG_SB_ENV_FILTER);
+		return 0;
+	}
+	memset(d, 0, sizeof(*d));
+	if ((unsigned)o->profile > KG_SB_PROFILE_RUN)
+		return kg_err(e, -EINVAL, "seccomp: unknown profile %d", (int)o->profile);
+	d->profile = o->profile;
+	d->allow_threads = !!o->allow_threads;
+	d->mem_bytes = o->mem_bytes == KG_SB_MEM_UNBOUNDED ? 0 : o->mem_bytes;
+	d->readonly_opens = !!o->readonly_opens;
+	return sb_filter_desc_names(d, o->syscalls, e);
 }
 
 int kg_sb_seccomp_apply(const struct kg_sb_filter_opts *o, kg_error *e)
@@ -420,10 +453,12 @@ int kg_sb_seccomp_apply(const struct kg_sb_filter_opts *o, kg_error *e)
 	struct stat st;
 	if (sock >= 0 && (fstat(sock, &st) || !S_ISSOCK(st.st_mode)))
 		sock = -1;
+	struct sb_filter_desc d;
+	int rc = filter_desc(o, &d, e);
+	if (rc)
+		goto out_sock;
 	struct sb_filter_params fp = {
-		.profile = o->profile,
-		.allow_threads = o->allow_threads,
-		.mem_bytes = o->mem_bytes,
+		.desc = &d,
 		.ioctl_fds = o->ioctl_fds,
 		.n_ioctl_fds = o->n_ioctl_fds,
 		.msg_fds = o->msg_fds,
@@ -435,8 +470,7 @@ int kg_sb_seccomp_apply(const struct kg_sb_filter_opts *o, kg_error *e)
 	if (sock >= fp.fd_limit)
 		fp.fd_limit = sock + 1;
 	scmp_filter_ctx ctx = NULL;
-	int rc = load(&fp, &ctx, e);
-	if (rc)
+	if ((rc = load(&fp, &ctx, e)))
 		goto out;
 	if (fp.notify) {
 		int lfd = seccomp_notify_fd(ctx);
@@ -457,6 +491,7 @@ int kg_sb_seccomp_apply(const struct kg_sb_filter_opts *o, kg_error *e)
 out:
 	if (ctx)
 		seccomp_release(ctx);
+out_sock:
 	if (sock >= 0)
 		close(sock);
 	return rc;

@@ -1,26 +1,19 @@
-/* The parent's side of a sandboxed child: plan and clone it, write its uid maps, hand it the seccomp
- * filter, wait for its setup report, then supervise it (output, seccomp notifications, watchdog,
- * exit through a pidfd) and turn its end into an outcome with a stable reason. */
-#include <dirent.h>
+/* Starting a sandboxed child from the parent: plan it from the spec, clone it into its first
+ * namespaces, write its id maps, hand it the seccomp filter the spec describes, and wait until it
+ * either runs the program or reports why setup failed. supervise.c takes over from there. */
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <linux/sched.h>
 #include <math.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/mman.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,40 +21,6 @@
 
 #define GiB (1024ull * 1024 * 1024)
 #define MiB (1024ull * 1024)
-
-struct kg_sb_child {
-	struct sb_plan plan;
-	pid_t pid;
-	int pidfd, err_r, out_r, notify_p, status_r, devnull_w;
-	/* our copies of the child's ends; the plan gets the numbers at clone time and is shared
-	 * with the child (CLONE_VM), so it is never written to afterwards */
-	struct {
-		int err_w, sync_r, out_w, notify_c, status_w, bpf_fd, stdin_fd;
-	} ce;
-	int listeners[SB_MAX_LISTENERS];
-	int n_listeners;
-	struct sb_cgroup cg;
-	int pidns_init;
-	uint64_t start_ns, deadline_ns, end_ns;
-	unsigned active, failed;
-	char notes[1024];
-	int exited, reaped, killed;
-	int status; /* wait status of the program (or of its init when we killed that) */
-	/* the first reason we decided on (a denial, the watchdog, the output bound, the caller) */
-	enum kg_sb_end why;
-	int why_nr;
-	char why_syscall[48];
-	char why_detail[512];
-	char *out;
-	size_t out_len, keep;
-	uint64_t out_total;
-	struct seccomp_notif *req;
-	struct seccomp_notif_resp *resp;
-	char env_notify[40], env_nfds[40];
-	struct kg_sb_outcome oc;
-};
-
-static void unmap_exec_gate(struct sb_plan *p);
 
 static int sanitize_mode(void)
 {
@@ -84,13 +43,6 @@ static void notes_add(struct kg_sb_child *c, const char *s)
 	snprintf(c->notes + len, sizeof(c->notes) - len, "%s%s", len ? "; " : "", s);
 }
 
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 static void resolve_limits(struct kg_sb_limits *l, const struct kg_sb_spec *s)
 {
 	*l = s->limits;
@@ -100,12 +52,13 @@ static void resolve_limits(struct kg_sb_limits *l, const struct kg_sb_spec *s)
 		l->wall_s = 1e6;
 	if (!l->cpu_s)
 		l->cpu_s = (uint32_t)ceil(l->wall_s) + 1;
-	if (!l->mem_bytes && s->profile != KG_SB_PROFILE_RUN_CUDA)
+	/* from here on 0 means unbounded: what the rlimit, cgroup and filter code already read so */
+	if (!l->mem_bytes)
 		l->mem_bytes = 8 * GiB;
+	else if (l->mem_bytes == KG_SB_MEM_UNBOUNDED)
+		l->mem_bytes = 0;
 	if (!l->nproc)
-		l->nproc = s->profile == KG_SB_PROFILE_COMPILE ? 256
-			   : s->profile == KG_SB_PROFILE_RUN_CUDA ? 128
-			   : s->allow_threads ? 64 : 1;
+		l->nproc = s->profile == KG_SB_PROFILE_COMPILE ? 256 : s->allow_threads ? 64 : 1;
 	if (!l->nofile)
 		l->nofile = 64;
 	if (!l->fsize)
@@ -118,474 +71,28 @@ static void resolve_limits(struct kg_sb_limits *l, const struct kg_sb_spec *s)
 		l->output_max = 64 * MiB;
 }
 
-/* ---- killing and recording why ---- */
-
-static void kill_tree(struct kg_sb_child *c)
+/* The filter the spec describes: what spawn loads itself, or what a deferred program finds in its
+ * environment (KG_SB_ENV_FILTER) and loads, so that both get the same. */
+static int describe_filter(const struct kg_sb_child *c, const struct kg_sb_spec *s, struct sb_filter_desc *d,
+			   kg_error *e)
 {
-	if (c->pid <= 0 || c->reaped)
-		return;
-	sb_cgroup_kill(&c->cg);
-	/* the pid-ns init: its death takes every process of the namespace along */
-	if (c->pidfd >= 0)
-		syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
-	else
-		kill(c->pid, SIGKILL);
-	/* the process group (the child called setsid): what runs without a pid namespace. The
-	 * leader is not reaped yet, so the id cannot have been recycled. */
-	kill(-c->pid, SIGKILL);
+	memset(d, 0, sizeof(*d));
+	d->profile = s->profile;
+	d->allow_threads = !!s->allow_threads;
+	/* sanitizer runtimes map terabytes: ASan's shadow at start (under the filter when spawn
+	 * loads it), its allocator's regions later */
+	d->mem_bytes = c->plan.sanitize ? 0 : c->plan.lim.mem_bytes;
+	d->readonly_opens = !!s->readonly_opens;
+	return sb_filter_desc_names(d, s->syscalls, e);
 }
 
-static void set_why(struct kg_sb_child *c, enum kg_sb_end why, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void set_why(struct kg_sb_child *c, enum kg_sb_end why, const char *fmt, ...)
-{
-	if (c->why != KG_SB_END_RUNNING || c->exited)
-		return;
-	c->why = why;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(c->why_detail, sizeof(c->why_detail), fmt, ap);
-	va_end(ap);
-}
-
-void kg_sb_kill(struct kg_sb_child *c, enum kg_sb_end why)
-{
-	if (!c || c->exited || c->reaped)
-		return;
-	if (why == KG_SB_END_TIMEOUT)
-		set_why(c, why, "the caller's deadline passed");
-	else
-		set_why(c, KG_SB_END_KILLED, "killed by the caller");
-	c->killed = 1;
-	kill_tree(c);
-}
-
-/* ---- servicing the sandbox's own fds ---- */
-
-static void drain_output(struct kg_sb_child *c)
-{
-	/* bounded per call so that a flooding child cannot starve the caller's fd and timers */
-	for (uint64_t budget = 64 * MiB; c->out_r >= 0 && budget;) {
-		ssize_t n;
-		if (c->out_len < c->keep) {
-			n = read(c->out_r, c->out + c->out_len, c->keep - c->out_len);
-			if (n > 0)
-				c->out_len += (size_t)n;
-		} else {
-			/* past what we keep: move the bytes to /dev/null inside the kernel */
-			n = splice(c->out_r, NULL, c->devnull_w, NULL, 1 << 20, SPLICE_F_NONBLOCK);
-			if (n < 0 && errno == EINVAL) {
-				char sink[65536];
-				n = read(c->out_r, sink, sizeof(sink));
-			}
-		}
-		if (n == 0) {
-			close_fd(&c->out_r);
-			break;
-		}
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN)
-				close_fd(&c->out_r);
-			break;
-		}
-		c->out_total += (uint64_t)n;
-		budget = budget > (uint64_t)n ? budget - (uint64_t)n : 0;
-		if (c->out_total > c->plan.lim.output_max && !c->killed) {
-			set_why(c, KG_SB_END_OUTPUT_LIMIT, "printed more than %" PRIu64 " bytes",
-				(uint64_t)c->plan.lim.output_max);
-			c->killed = 1;
-			kill_tree(c);
-		}
-	}
-	c->out[c->out_len] = '\0';
-}
-
-static void recv_listeners(struct kg_sb_child *c)
-{
-	while (c->notify_p >= 0) {
-		int fd = sb_recv_fd(c->notify_p);
-		if (fd == -EAGAIN || fd == -EINTR)
-			return;
-		if (fd == -EPIPE) {
-			close_fd(&c->notify_p);
-			return;
-		}
-		if (fd < 0)
-			continue; /* a message without an fd: ignore it */
-		if (c->n_listeners == SB_MAX_LISTENERS) {
-			close(fd);
-			continue;
-		}
-		c->listeners[c->n_listeners++] = fd;
-	}
-}
-
-static void drop_listener(struct kg_sb_child *c, int i)
-{
-	close(c->listeners[i]);
-	memmove(&c->listeners[i], &c->listeners[i + 1],
-		(size_t)(c->n_listeners - i - 1) * sizeof(c->listeners[0]));
-	c->n_listeners--;
-}
-
-static void record_denial(struct kg_sb_child *c, const struct seccomp_notif *req)
-{
-	const struct seccomp_data *d = &req->data;
-	char *name = seccomp_syscall_resolve_num_arch(d->arch, d->nr);
-	const char *nm = name ? name : "";
-	char filter[64];
-	if (c->plan.deferred)
-		snprintf(filter, sizeof(filter), "the program's own filter");
-	else
-		snprintf(filter, sizeof(filter), "the %s filter", kg_sb_profile_name(c->plan.profile));
-	if (c->why == KG_SB_END_RUNNING && !c->exited) {
-		c->why_nr = d->nr;
-		snprintf(c->why_syscall, sizeof(c->why_syscall), "%s", nm);
-		if (!strcmp(nm, "mmap") || !strcmp(nm, "mremap")) {
-			unsigned long long len = !strcmp(nm, "mmap") ? d->args[1] : d->args[2];
-			if (c->plan.deferred) /* the bound is the one the program passed */
-				set_why(c, KG_SB_END_MEMORY, "%s of %llu bytes over the limit of %s", nm, len, filter);
-			else
-				set_why(c, KG_SB_END_MEMORY, "%s of %llu bytes over the limit %" PRIu64, nm, len,
-					(uint64_t)c->plan.lim.mem_bytes);
-		} else {
-			set_why(c, KG_SB_END_SYSCALL,
-				"%s(%#llx, %#llx, %#llx, %#llx, %#llx, %#llx) denied by %s (pid %u)",
-				name ? name : "?", (unsigned long long)d->args[0], (unsigned long long)d->args[1],
-				(unsigned long long)d->args[2], (unsigned long long)d->args[3],
-				(unsigned long long)d->args[4], (unsigned long long)d->args[5], filter, req->pid);
-		}
-	}
-	free(name);
-}
-
-/* Only builds made with `make SANDBOX_LEARN=1` honour the variable: a production binary never
- * lets a denied call through, whatever its environment says. */
-static int learn_mode(void)
-{
-#ifdef KG_SANDBOX_LEARN
-	const char *v = getenv("KGATE_SB_LEARN");
-	return v && *v && strcmp(v, "0");
-#else
-	return 0;
-#endif
-}
-
-static void learn_note(const char *name, int nr)
-{
-	static char seen[4096];
-	char key[64];
-	snprintf(key, sizeof(key), ",%s,", name);
-	if (strstr(seen, key))
-		return;
-	size_t len = strlen(seen);
-	snprintf(seen + len, sizeof(seen) - len, "%s%s,", len ? "" : ",", name);
-	fprintf(stderr, "kgate-sandbox: learn: %s (%d)\n", name, nr);
-}
-
-static void service_listener(struct kg_sb_child *c, int i)
-{
-	if (!c->req && seccomp_notify_alloc(&c->req, &c->resp)) {
-		c->req = NULL;
-		drop_listener(c, i);
-		return;
-	}
-	int fd = c->listeners[i];
-	memset(c->req, 0, sizeof(*c->req));
-	int rc = seccomp_notify_receive(fd, c->req);
-	if (rc) {
-		/* the caller died before we read it: transient; anything else: not a listener */
-		if (rc != -ENOENT && rc != -EINTR)
-			drop_listener(c, i);
-		return;
-	}
-	if (learn_mode()) {
-		/* Development aid for measuring what a profile must allow (the CUDA driver after
-		 * initialisation, say): every call the filter would deny is let through and named on
-		 * stderr, once per name. Never set it in production. */
-		char *name = seccomp_syscall_resolve_num_arch(c->req->data.arch, c->req->data.nr);
-		learn_note(name ? name : "?", c->req->data.nr);
-		free(name);
-		memset(c->resp, 0, sizeof(*c->resp));
-		c->resp->id = c->req->id;
-		c->resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-		seccomp_notify_respond(fd, c->resp);
-		return;
-	}
-	record_denial(c, c->req);
-	/* kill first: the call never returns to the program, whatever we answer */
-	c->killed = 1;
-	kill_tree(c);
-	memset(c->resp, 0, sizeof(*c->resp));
-	c->resp->id = c->req->id;
-	c->resp->error = -EPERM;
-	seccomp_notify_respond(fd, c->resp);
-}
-
-/* One round of poll over the caller's fd (may be -1), our fds and extra (the setup pipe). Returns
- * the poll revents of fd and extra through the pointers; < 0 on poll errors. */
-static int poll_once(struct kg_sb_child *c, int fd, int extra, int timeout_ms, short *fd_ev,
-		     short *extra_ev, short *exit_ev)
-{
-	struct pollfd pf[5 + SB_MAX_LISTENERS];
-	int n = 0, i_fd = -1, i_extra = -1, i_out = -1, i_notify = -1, i_pid = -1, i_l = -1;
-	if (fd >= 0)
-		pf[i_fd = n++] = (struct pollfd){.fd = fd, .events = POLLIN};
-	if (extra >= 0)
-		pf[i_extra = n++] = (struct pollfd){.fd = extra, .events = POLLIN};
-	if (c->out_r >= 0)
-		pf[i_out = n++] = (struct pollfd){.fd = c->out_r, .events = POLLIN};
-	if (c->notify_p >= 0)
-		pf[i_notify = n++] = (struct pollfd){.fd = c->notify_p, .events = POLLIN};
-	if (c->pidfd >= 0 && !c->exited)
-		pf[i_pid = n++] = (struct pollfd){.fd = c->pidfd, .events = POLLIN};
-	i_l = n;
-	int nl = c->n_listeners;
-	for (int i = 0; i < nl; i++)
-		pf[n++] = (struct pollfd){.fd = c->listeners[i], .events = POLLIN};
-	int r = poll(pf, (nfds_t)n, timeout_ms);
-	if (r < 0)
-		return errno == EINTR ? 0 : -errno;
-	if (i_out >= 0 && pf[i_out].revents)
-		drain_output(c);
-	if (i_notify >= 0 && pf[i_notify].revents)
-		recv_listeners(c);
-	/* backwards: dropping one shifts those after it */
-	for (int i = nl - 1; i >= 0; i--) {
-		short ev = pf[i_l + i].revents;
-		if (ev & POLLIN)
-			service_listener(c, i);
-		else if (ev & (POLLHUP | POLLERR | POLLNVAL))
-			drop_listener(c, i);
-	}
-	*fd_ev = i_fd >= 0 ? pf[i_fd].revents : 0;
-	*extra_ev = i_extra >= 0 ? pf[i_extra].revents : 0;
-	*exit_ev = i_pid >= 0 ? pf[i_pid].revents : 0;
-	return r;
-}
-
-static void on_exit_seen(struct kg_sb_child *c)
-{
-	c->exited = 1;
-	c->end_ns = kg_now_ns();
-	/* anything that slipped out of the pid namespace's reach (no pid ns: the process group) */
-	kill_tree(c);
-	drain_output(c);
-}
-
-static int ms_until(uint64_t now, uint64_t t)
-{
-	if (t <= now)
-		return 0;
-	uint64_t ms = (t - now + 999999) / 1000000;
-	return ms > 3600000 ? 3600000 : (int)ms;
-}
-
-static void watchdog(struct kg_sb_child *c, uint64_t now)
-{
-	if (c->killed || c->exited || now < c->deadline_ns)
-		return;
-	set_why(c, KG_SB_END_TIMEOUT, "wall-clock limit of %g s reached", c->plan.lim.wall_s);
-	c->killed = 1;
-	kill_tree(c);
-}
-
-int kg_sb_wait_fd(struct kg_sb_child *c, int fd, int timeout_ms)
-{
-	uint64_t start = kg_now_ns();
-	uint64_t until = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000;
-	for (;;) {
-		uint64_t now = kg_now_ns();
-		watchdog(c, now);
-		int ms = -1;
-		if (!c->exited) {
-			if (!c->killed)
-				ms = ms_until(now, c->deadline_ns);
-			if (until != UINT64_MAX && (ms < 0 || ms_until(now, until) < ms))
-				ms = ms_until(now, until);
-		} else {
-			ms = 0;
-		}
-		short fd_ev = 0, extra_ev = 0, exit_ev = 0;
-		int r = poll_once(c, fd, -1, ms, &fd_ev, &extra_ev, &exit_ev);
-		if (r < 0)
-			return r;
-		if (fd_ev)
-			return 1;
-		if (exit_ev)
-			on_exit_seen(c);
-		if (c->exited)
-			return KG_SB_ENDED;
-		if (kg_now_ns() >= until)
-			return 0;
-	}
-}
-
-/* ---- the end ---- */
-
-static void classify(struct kg_sb_child *c, int status, const struct rusage *ru)
-{
-	struct kg_sb_outcome *o = &c->oc;
-	o->syscall_nr = -1;
-	o->end = c->why;
-	if (c->why != KG_SB_END_RUNNING) {
-		o->syscall_nr = c->why == KG_SB_END_SYSCALL || c->why == KG_SB_END_MEMORY ? c->why_nr : -1;
-		if (o->syscall_nr >= 0)
-			snprintf(o->syscall, sizeof(o->syscall), "%s", c->why_syscall);
-		snprintf(o->detail, sizeof(o->detail), "%s", c->why_detail);
-		return;
-	}
-	long ooms = sb_cgroup_oom_kills(&c->cg);
-	double cpu = (double)ru->ru_utime.tv_sec + (double)ru->ru_stime.tv_sec +
-		     ((double)ru->ru_utime.tv_usec + (double)ru->ru_stime.tv_usec) / 1e6;
-	if (ooms > 0) {
-		o->end = KG_SB_END_MEMORY;
-		snprintf(o->detail, sizeof(o->detail), "cgroup memory.max of %" PRIu64 " bytes reached (%ld oom kills)",
-			 (uint64_t)c->plan.lim.mem_bytes, ooms);
-	} else if (WIFEXITED(status)) {
-		o->end = KG_SB_END_EXIT;
-		o->exit_code = WEXITSTATUS(status);
-	} else if (WIFSIGNALED(status)) {
-		int sig = WTERMSIG(status);
-		if (sig == SIGSYS) {
-			o->end = KG_SB_END_SYSCALL;
-			snprintf(o->detail, sizeof(o->detail), "killed by SIGSYS (seccomp, call not known)");
-		} else if (sig == SIGXCPU || (sig == SIGKILL && cpu >= c->plan.lim.cpu_s)) {
-			o->end = KG_SB_END_TIMEOUT;
-			snprintf(o->detail, sizeof(o->detail), "CPU time limit of %u s exceeded", c->plan.lim.cpu_s);
-		} else {
-			o->end = KG_SB_END_SIGNAL;
-			o->signo = sig;
-			sb_signame(sig, o->detail, sizeof(o->detail));
-		}
-	}
-}
-
-static void reap(struct kg_sb_child *c)
-{
-	int status = 0;
-	struct rusage ru;
-	memset(&ru, 0, sizeof(ru));
-	while (wait4(c->pid, &status, 0, &ru) < 0) {
-		if (errno != EINTR) {
-			status = W_EXITCODE(0, SIGKILL);
-			break;
-		}
-	}
-	c->reaped = 1;
-	c->status = status;
-	if (!c->end_ns)
-		c->end_ns = kg_now_ns();
-	if (c->pidns_init && c->status_r >= 0) {
-		/* The program's own status and usage, as its init saw them; absent when we killed
-		 * init. Init's own rusage would be useless anyway: it shares our memory. */
-		struct sb_exit ex;
-		if (read(c->status_r, &ex, sizeof(ex)) == (ssize_t)sizeof(ex)) {
-			c->status = status = ex.status;
-			ru = ex.ru;
-		} else {
-			ru.ru_maxrss = 0;
-		}
-	}
-	memset(&c->oc, 0, sizeof(c->oc));
-	classify(c, status, &ru);
-	sb_cgroup_destroy(&c->cg);
-	drain_output(c);
-	c->oc.layers_active = c->active;
-	c->oc.layers_failed = c->failed;
-	c->oc.output = c->out;
-	c->oc.output_len = c->out_len;
-	c->oc.output_total = c->out_total;
-	c->oc.wall_s = (double)(c->end_ns - c->start_ns) / 1e9;
-	c->oc.maxrss_kb = ru.ru_maxrss;
-}
-
-int kg_sb_wait(struct kg_sb_child *c, struct kg_sb_outcome *o)
-{
-	if (!c)
-		return -EINVAL;
-	while (!c->reaped && !c->exited) {
-		int r = kg_sb_wait_fd(c, -1, -1);
-		if (r < 0 && r != -EINTR) {
-			/* poll itself failed: do not leave the child running unsupervised */
-			c->killed = 1;
-			kill_tree(c);
-			break;
-		}
-	}
-	if (!c->reaped)
-		reap(c);
-	if (o)
-		*o = c->oc;
-	return 0;
-}
-
-pid_t kg_sb_pid(const struct kg_sb_child *c)
-{
-	return c ? c->pid : -1;
-}
-
-unsigned kg_sb_layers_active(const struct kg_sb_child *c)
-{
-	return c ? c->active : 0;
-}
-
-const char *kg_sb_notes(const struct kg_sb_child *c)
-{
-	return c ? c->notes : "";
-}
-
-void kg_sb_free(struct kg_sb_child *c)
-{
-	if (!c)
-		return;
-	if (c->pid > 0 && !c->reaped) {
-		if (!c->exited) {
-			c->killed = 1;
-			set_why(c, KG_SB_END_KILLED, "freed while running");
-			kill_tree(c);
-		}
-		kg_sb_wait(c, NULL);
-	}
-	sb_cgroup_destroy(&c->cg);
-	close_fd(&c->pidfd);
-	close_fd(&c->err_r);
-	close_fd(&c->out_r);
-	close_fd(&c->notify_p);
-	close_fd(&c->status_r);
-	close_fd(&c->devnull_w);
-	while (c->n_listeners)
-		drop_listener(c, c->n_listeners - 1);
-	struct sb_plan *p = &c->plan;
-	int *plan_fds[] = {&c->ce.err_w, &c->ce.sync_r, &c->ce.out_w, &c->ce.notify_c, &c->ce.status_w,
-		&c->ce.bpf_fd, &c->ce.stdin_fd};
-	for (size_t i = 0; i < KG_ARRAY_LEN(plan_fds); i++)
-		close_fd(plan_fds[i]);
-	sb_mounts_free(p);
-	free(p->envp);
-	if (p->nocaps)
-		cap_free(p->nocaps);
-	unmap_exec_gate(p);
-	if (p->initcaps)
-		cap_free(p->initcaps);
-	if (p->stacks)
-		munmap(p->stacks, 2 * (p->stack_sz + 4096));
-	if (c->req)
-		seccomp_notify_free(c->req, c->resp);
-	free(c->out);
-	free(c);
-}
-
-/* ---- spawning ---- */
-
-static int build_env(struct kg_sb_child *c, const struct kg_sb_spec *s, kg_error *e)
+static int build_env(struct kg_sb_child *c, const struct kg_sb_spec *s, const struct sb_filter_desc *d,
+		     kg_error *e)
 {
 	size_t n = 0;
 	while (s->envp && s->envp[n])
 		n++;
-	char **env = calloc(n + 3, sizeof(*env));
+	char **env = calloc(n + 4, sizeof(*env));
 	if (!env)
 		return kg_err(e, -ENOMEM, "sandbox: out of memory");
 	size_t k = 0;
@@ -597,6 +104,13 @@ static int build_env(struct kg_sb_child *c, const struct kg_sb_spec *s, kg_error
 		snprintf(c->env_nfds, sizeof(c->env_nfds), "%s=%d", KG_SB_ENV_NFDS, s->n_fds);
 		env[k++] = c->env_notify;
 		env[k++] = c->env_nfds;
+		int len = snprintf(c->env_filter, sizeof(c->env_filter), "%s=", KG_SB_ENV_FILTER);
+		int rc = sb_filter_desc_format(d, c->env_filter + len, sizeof(c->env_filter) - (size_t)len);
+		if (rc < 0) {
+			free(env);
+			return kg_err(e, rc, "sandbox: describing the filter: %s", strerror(-rc));
+		}
+		env[k++] = c->env_filter;
 	}
 	c->plan.envp = env;
 	return 0;
@@ -711,14 +225,15 @@ static int map_exec_gate(struct sb_plan *p, kg_error *e)
 	return 0;
 }
 
-static void unmap_exec_gate(struct sb_plan *p)
+void sb_unmap_exec_gate(struct sb_plan *p)
 {
 	if (p->exec_gate)
 		munmap((void *)(uintptr_t)p->exec_gate, 4096);
 	p->exec_gate = 0;
 }
 
-static int build_filter(struct kg_sb_child *c, const struct kg_sb_spec *s, struct sb_sync *sy, kg_error *e)
+static int build_filter(struct kg_sb_child *c, const struct kg_sb_spec *s, const struct sb_filter_desc *d,
+			struct sb_sync *sy, kg_error *e)
 {
 	scmp_filter_ctx ctx = NULL;
 	int rc;
@@ -728,10 +243,7 @@ static int build_filter(struct kg_sb_child *c, const struct kg_sb_spec *s, struc
 		sy->notify = 0; /* the listener is for the profile kg_sb_seccomp_apply loads */
 	} else {
 		struct sb_filter_params fp = {
-			.profile = s->profile,
-			.allow_threads = s->allow_threads,
-			/* ASan reserves terabytes of shadow at startup, under the filter here */
-			.mem_bytes = c->plan.sanitize ? 0 : c->plan.lim.mem_bytes,
+			.desc = d,
 			.fd_limit = SB_SLOT_NOTIFY(s->n_fds) + 1,
 			.self_pid = (c->active & KG_SB_LAYER_PIDNS) ? 2 : c->pid,
 			.exec_gate = c->plan.exec_gate,
@@ -775,12 +287,12 @@ static int await_setup(struct kg_sb_child *c, kg_error *e)
 	while (c->err_r >= 0) {
 		uint64_t now = kg_now_ns();
 		if (now >= c->deadline_ns && !c->killed) {
-			set_why(c, KG_SB_END_TIMEOUT, "setup took longer than the wall-clock limit");
+			sb_set_why(c, KG_SB_END_TIMEOUT, "setup took longer than the wall-clock limit");
 			c->killed = 1;
-			kill_tree(c);
+			sb_kill_tree(c);
 		}
 		short fd_ev, err_ev, exit_ev;
-		int r = poll_once(c, -1, c->err_r, c->killed ? 1000 : ms_until(now, c->deadline_ns), &fd_ev,
+		int r = sb_poll_once(c, -1, c->err_r, c->killed ? 1000 : sb_ms_until(now, c->deadline_ns), &fd_ev,
 				  &err_ev, &exit_ev);
 		if (r < 0)
 			return kg_err(e, r, "sandbox: poll: %s", strerror(-r));
@@ -790,7 +302,7 @@ static int await_setup(struct kg_sb_child *c, kg_error *e)
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0) {
-			close_fd(&c->err_r);
+			sb_close_fd(&c->err_r);
 			break;
 		}
 		have += (size_t)n;
@@ -811,9 +323,9 @@ static int await_setup(struct kg_sb_child *c, kg_error *e)
 	if (got_report && !got_fail)
 		return 0;
 	c->killed = 1;
-	kill_tree(c);
+	sb_kill_tree(c);
 	c->exited = 1;
-	reap(c);
+	sb_reap(c);
 	return setup_error(c, got_fail ? &fail : NULL, c->status, e);
 }
 
@@ -825,7 +337,8 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 	if (!s || !out || !s->argv || !s->argv[0] || s->argv[0][0] != '/')
 		return kg_err(e, -EINVAL, "sandbox: argv[0] must be an absolute path");
 	if (s->n_fds < 0 || s->n_fds > SB_MAX_FDS || (s->n_fds && !s->fds) || s->n_paths < 0 ||
-	    (s->n_paths && !s->paths) || (unsigned)s->profile > KG_SB_PROFILE_RUN_CUDA)
+	    (s->n_paths && !s->paths) || (unsigned)s->profile > KG_SB_PROFILE_RUN ||
+	    (unsigned)s->proc > KG_SB_PROC_RW)
 		return kg_err(e, -EINVAL, "sandbox: invalid spec");
 	for (int i = 0; i < s->n_fds; i++)
 		if (fcntl(s->fds[i], F_GETFD) < 0)
@@ -848,6 +361,7 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 		*fds[i] = -1;
 	int sync_w = -1, masked = 0;
 	sigset_t all, old;
+	struct sb_filter_desc want;
 
 	p->profile = s->profile;
 	p->required = s->required;
@@ -858,6 +372,7 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 	p->host_root = geteuid() == 0;
 	p->parent_pid = getpid();
 	resolve_limits(&p->lim, s);
+	snprintf(c->name, sizeof(c->name), "%s", s->name ? s->name : kg_sb_profile_name(s->profile));
 	p->exec_path = s->argv[0];
 	p->argv = (char *const *)s->argv;
 	p->cwd = s->cwd ? s->cwd : "/tmp";
@@ -870,7 +385,8 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 		goto fail;
 	}
 	c->out[0] = '\0';
-	if ((rc = sb_mounts_plan(p, s, e)) || (rc = build_env(c, s, e)))
+	if ((rc = describe_filter(c, s, &want, e)) || (rc = sb_mounts_plan(p, s, e)) ||
+	    (rc = build_env(c, s, &want, e)))
 		goto fail;
 	/* Stacks for the clone and for pid 2, each above a guard page. They stay mapped until the
 	 * child is reaped: with CLONE_VM, init runs on its stack for the sandbox's whole life. */
@@ -972,7 +488,7 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 	c->pidns_init = !!(c->active & KG_SB_LAYER_PIDNS);
 	int *child_ends[] = {&c->ce.err_w, &c->ce.sync_r, &c->ce.out_w, &c->ce.notify_c, &c->ce.status_w, &c->ce.stdin_fd};
 	for (size_t i = 0; i < KG_ARRAY_LEN(child_ends); i++)
-		close_fd(child_ends[i]);
+		sb_close_fd(child_ends[i]);
 	for (unsigned bit = KG_SB_LAYER_USERNS; bit <= KG_SB_LAYER_PIDNS; bit <<= 1) {
 		if (!(c->failed & bit))
 			continue;
@@ -1005,7 +521,7 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 	struct sb_sync sy = {0};
 	if (!(p->disabled & KG_SB_LAYER_SECCOMP)) {
 		kg_error fe = {0};
-		int frc = build_filter(c, s, &sy, &fe);
+		int frc = build_filter(c, s, &want, &sy, &fe);
 		if (frc && (s->required & KG_SB_LAYER_SECCOMP)) {
 			rc = kg_err(e, -EPERM, "sandbox: required layer seccomp failed: %s", fe.msg);
 			goto fail;
@@ -1022,60 +538,26 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 		rc = kg_err(e, -errno, "sandbox: sync: %s", strerror(errno));
 		goto fail;
 	}
-	close_fd(&sync_w);
-	close_fd(&c->ce.bpf_fd);
+	sb_close_fd(&sync_w);
+	sb_close_fd(&c->ce.bpf_fd);
 	if ((rc = await_setup(c, e)))
 		goto fail;
 	/* the program runs on its own memory now (the plan stays: init may share it) */
-	unmap_exec_gate(p);
+	sb_unmap_exec_gate(p);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	*out = c;
 	return 0;
 fail:
 	if (masked)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
-	close_fd(&sync_w);
+	sb_close_fd(&sync_w);
 	if (c->pid > 0 && !c->reaped) {
 		c->killed = 1;
-		kill_tree(c);
+		sb_kill_tree(c);
 		c->exited = 1;
-		reap(c);
+		sb_reap(c);
 	}
 	kg_sb_free(c);
 	return rc;
 }
 
-/* ---- scratch ownership ---- */
-
-static int chown_tree(int at, const char *name, uid_t uid, gid_t gid)
-{
-	int rc = fchownat(at, name, uid, gid, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
-	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return rc;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return rc ? rc : -errno;
-	}
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		int r = chown_tree(dirfd(d), de->d_name, uid, gid);
-		if (r && !rc)
-			rc = r;
-	}
-	closedir(d);
-	return rc;
-}
-
-int kg_sb_chown_scratch(const char *dir, kg_error *e)
-{
-	if (geteuid() != 0)
-		return 0;
-	int rc = chown_tree(AT_FDCWD, dir, SB_OUTER_ID, SB_OUTER_ID);
-	if (rc)
-		return kg_err(e, rc, "sandbox: chown %s: %s", dir, strerror(-rc));
-	return 0;
-}

@@ -1,7 +1,7 @@
-/* Helper for sandbox_cuda: a miniature runner. It creates a CUDA context, applies the run-cuda
- * filter with the driver's fds (as kgate-run does), then allocates, copies, JIT-loads and launches a
- * kernel, and optionally misbehaves afterwards. libcuda is loaded with dlopen: nothing here needs
- * the CUDA toolkit to build. Usage: cuda-probe [socket|procmem] */
+/* Helper for sandbox_cuda: a miniature runner. It creates a CUDA context, applies the filter its
+ * spawn spec describes with the driver's fds (as kgate-run does), then allocates, copies, JIT-loads
+ * and launches a kernel, and optionally misbehaves afterwards. libcuda is loaded with dlopen:
+ * nothing here needs the CUDA toolkit to build. Usage: cuda-probe [socket|procmem] */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -91,8 +91,8 @@ int main(int argc, char **argv)
 	}
 	if (d)
 		closedir(d);
-	struct kg_sb_filter_opts o = {.profile = KG_SB_PROFILE_RUN_CUDA, .allow_threads = 1,
-		.mem_bytes = 16ull << 30, .ioctl_fds = fds, .n_ioctl_fds = n};
+	/* the rest of the filter (threads, extra calls, read-only opens) comes from the spec */
+	struct kg_sb_filter_opts o = {.ioctl_fds = fds, .n_ioctl_fds = n};
 	kg_error e = {0};
 	if (kg_sb_seccomp_apply(&o, &e)) {
 		printf("PROBE apply failed: %s\n", e.msg);

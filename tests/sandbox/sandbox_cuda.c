@@ -1,6 +1,7 @@
-/* run-cuda against the real driver: a runner-like helper creates its context, applies the profile
- * with the driver's fds, and must still allocate, copy, JIT-load and launch; what a candidate must
- * not do afterwards is reported by name. Skipped (77) without an NVIDIA device and libcuda. */
+/* A driver-like run spec (sb_test.h: devices, writable /proc, /sys, extra calls, read-only opens,
+ * all as data) against the real driver: a runner-like helper creates its context, applies the
+ * filter with the driver's fds, and must still allocate, copy, JIT-load and launch; what a
+ * candidate must not do afterwards is reported by name. Skipped (77) without an NVIDIA device. */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,7 +19,7 @@ static void run_probe(const char *misdeed, struct sb_run *r)
 	const char *argv[] = {PROBE, misdeed, NULL};
 	struct kg_sb_path paths[1];
 	struct kg_sb_spec s;
-	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CUDA, argv);
+	sb_spec_kind(&s, paths, SB_DRIVER, argv);
 	s.seccomp_deferred = 1;
 	s.allow_threads = 1;
 	s.limits.wall_s = 60;
@@ -45,6 +46,7 @@ static void test_denials_after_apply(void **state)
 	run_probe("socket", &r);
 	assert_int_equal(r.o.end, KG_SB_END_SYSCALL);
 	assert_string_equal(r.o.syscall, "socket");
+	assert_non_null(strstr(r.o.detail, "the run-cuda filter"));
 	sb_run_free(&r);
 	run_probe("procmem", &r);
 	assert_int_equal(r.o.end, KG_SB_END_SYSCALL);

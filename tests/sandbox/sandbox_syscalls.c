@@ -1,8 +1,8 @@
 /* The try-syscall suite (after bubblewrap's tests/try-syscall.c, except that here a denial must
- * kill and be reported by name): the helper performs one action under each profile, as a program
- * that applies its own filter (seccomp_deferred, like the real runner) or not, and the outcome
- * must be the refusal we promise. Also: compiling under the compile profile, and what it must not
- * reach (host files, the network). */
+ * kill and be reported by name): the helper performs one action under each kind of spec (compile,
+ * run, and a driver-like run built from data), as a program that applies its own filter
+ * (seccomp_deferred, like the real runner) or not, and the outcome must be the refusal we promise.
+ * Also: compiling under the compile profile, and what it must not reach (host files, network). */
 #include <errno.h>
 #include <fcntl.h>
 #include <dirent.h>
@@ -19,9 +19,6 @@
 
 #include "sb_test.h"
 
-#define RUN_PROFILES_AND_COMPILE 3
-static const enum kg_sb_profile all_profiles[] = {KG_SB_PROFILE_COMPILE, KG_SB_PROFILE_RUN_CPU,
-	KG_SB_PROFILE_RUN_CUDA};
 
 static char parent_pid[16];
 
@@ -38,8 +35,8 @@ static int output_has(const char *out, const char *want)
 
 /* Runs the helper with args ("@PARENT" becomes our pid) and checks the end: for EXIT the output
  * must hold `want` (or one of its '|' alternatives), for SYSCALL and MEMORY the call must be named
- * `want`. With deferred, the helper applies the same profile itself after start-up. */
-static void expect(enum kg_sb_profile prof, int deferred, unsigned disabled, const char *const *args,
+ * `want`. With deferred, the helper applies the spec's filter itself after start-up. */
+static void expect(enum sb_kind kind, int deferred, unsigned disabled, const char *const *args,
 		   enum kg_sb_end end, const char *want)
 {
 	const char *argv[16];
@@ -47,7 +44,7 @@ static void expect(enum kg_sb_profile prof, int deferred, unsigned disabled, con
 	argv[n++] = SB_HELPER_INSIDE;
 	if (deferred) {
 		argv[n++] = "--apply";
-		argv[n++] = kg_sb_profile_name(prof);
+		argv[n++] = kg_sb_profile_name(sb_kind_profile(kind));
 	}
 	for (int i = 0; args[i] && n < 15; i++)
 		argv[n++] = !strcmp(args[i], "@PARENT") ? parent_pid : args[i];
@@ -55,36 +52,37 @@ static void expect(enum kg_sb_profile prof, int deferred, unsigned disabled, con
 	struct kg_sb_path paths[1];
 	struct kg_sb_spec s;
 	struct sb_run r;
-	sb_spec(&s, paths, prof, argv);
+	sb_spec_kind(&s, paths, kind, argv);
 	s.seccomp_deferred = deferred;
 	s.disabled = disabled;
 	s.limits.wall_s = 10;
 	sb_run_spec(&s, &r);
 	assert_int_equal(r.rc, 0);
 	if (r.o.end != end)
-		fail_msg("%s %s: ended %d (%s: %s), expected %d", kg_sb_profile_name(prof), args[0], r.o.end,
-			 r.o.syscall, r.o.detail, end);
+		fail_msg("%s %s: ended %s (%s: %s), expected %s", sb_kind_name(kind), args[0], kg_sb_end_name(r.o.end),
+			 r.o.syscall, r.o.detail, kg_sb_end_name(end));
 	if (end == KG_SB_END_EXIT && want && !output_has(r.out, want))
-		fail_msg("%s %s: output \"%s\" lacks \"%s\"", kg_sb_profile_name(prof), args[0], r.out, want);
+		fail_msg("%s %s: output \"%s\" lacks \"%s\"", sb_kind_name(kind), args[0], r.out, want);
 	if ((end == KG_SB_END_SYSCALL || end == KG_SB_END_MEMORY) && want) {
 		assert_string_equal(r.o.syscall, want);
 		assert_true(r.o.syscall_nr >= 0);
 		assert_non_null(strstr(r.o.detail, want));
 	}
-	if (end == KG_SB_END_SYSCALL)
-		assert_string_equal(kg_sb_end_reason(end), "sandbox.syscall");
+	/* denials name the filter by the spec's name */
+	if (end == KG_SB_END_SYSCALL && want)
+		assert_non_null(strstr(r.o.detail, sb_kind_name(kind)));
 	sb_run_free(&r);
 }
 
 #define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
-/* every profile, spawned with its filter, and run-cpu applying its own */
+/* every kind, spawned with its filter, and the run kinds applying their own */
 static void expect_everywhere(const char *const *args, enum kg_sb_end end, const char *want)
 {
-	for (int i = 0; i < RUN_PROFILES_AND_COMPILE; i++)
-		expect(all_profiles[i], 0, 0, args, end, want);
-	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, args, end, want);
-	expect(KG_SB_PROFILE_RUN_CUDA, 1, 0, args, end, want);
+	for (enum sb_kind k = SB_COMPILE; k <= SB_DRIVER; k++)
+		expect(k, 0, 0, args, end, want);
+	expect(SB_RUN, 1, 0, args, end, want);
+	expect(SB_DRIVER, 1, 0, args, end, want);
 }
 
 static const char *repo_file(void)
@@ -119,10 +117,10 @@ static void test_no_network(void **state)
 static void test_no_exec_in_run_profiles(void **state)
 {
 	(void)state;
-	expect(KG_SB_PROFILE_RUN_CPU, 0, 0, ARGS("execve"), KG_SB_END_SYSCALL, "execve");
-	expect(KG_SB_PROFILE_RUN_CUDA, 0, 0, ARGS("execve"), KG_SB_END_SYSCALL, "execve");
-	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("execve"), KG_SB_END_SYSCALL, "execve");
-	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("execve"), KG_SB_END_EXIT, NULL);
+	expect(SB_RUN, 0, 0, ARGS("execve"), KG_SB_END_SYSCALL, "execve");
+	expect(SB_DRIVER, 0, 0, ARGS("execve"), KG_SB_END_SYSCALL, "execve");
+	expect(SB_RUN, 1, 0, ARGS("execve"), KG_SB_END_SYSCALL, "execve");
+	expect(SB_COMPILE, 0, 0, ARGS("execve"), KG_SB_END_EXIT, NULL);
 }
 
 /* A tool's channel (compute-sanitizer's socket) is usable after the filter only when the program
@@ -130,25 +128,27 @@ static void test_no_exec_in_run_profiles(void **state)
 static void test_tool_socket_only_when_named(void **state)
 {
 	(void)state;
-	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("--tool-socket-allowed", "tool-send"), KG_SB_END_EXIT,
+	expect(SB_RUN, 1, 0, ARGS("--tool-socket-allowed", "tool-send"), KG_SB_END_EXIT,
 	       "RESULT tool-send ok");
-	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("--tool-socket", "tool-send"), KG_SB_END_SYSCALL, "sendto");
-	expect(KG_SB_PROFILE_RUN_CUDA, 1, 0, ARGS("--tool-socket", "tool-send"), KG_SB_END_SYSCALL, "sendto");
+	expect(SB_RUN, 1, 0, ARGS("--tool-socket", "tool-send"), KG_SB_END_SYSCALL, "sendto");
+	expect(SB_DRIVER, 1, 0, ARGS("--tool-socket", "tool-send"), KG_SB_END_SYSCALL, "sendto");
 }
 
-static void test_no_fork_in_run_cpu(void **state)
+static void test_no_fork_in_run(void **state)
 {
 	(void)state;
-	expect(KG_SB_PROFILE_RUN_CPU, 0, 0, ARGS("fork"), KG_SB_END_SYSCALL, "clone");
-	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("fork"), KG_SB_END_SYSCALL, "clone");
-	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("threads"), KG_SB_END_SYSCALL, "clone");
-	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("fork"), KG_SB_END_EXIT, "RESULT fork ok");
-	/* threads where the spec allows them (the helper applies with --threads) */
-	static const char *const argv[] = {SB_HELPER_INSIDE, "--apply", "run-cpu", "--threads", "threads", NULL};
+	expect(SB_RUN, 0, 0, ARGS("fork"), KG_SB_END_SYSCALL, "clone");
+	expect(SB_RUN, 1, 0, ARGS("fork"), KG_SB_END_SYSCALL, "clone");
+	expect(SB_RUN, 1, 0, ARGS("threads"), KG_SB_END_SYSCALL, "clone");
+	/* the spec decides: a program asking for threads the spec does not allow gets none */
+	expect(SB_RUN, 1, 0, ARGS("--threads", "threads"), KG_SB_END_SYSCALL, "clone");
+	expect(SB_COMPILE, 0, 0, ARGS("fork"), KG_SB_END_EXIT, "RESULT fork ok");
+	/* threads where the spec allows them: the helper's filter learns it from the spec alone */
+	static const char *const argv[] = {SB_HELPER_INSIDE, "--apply", "run", "threads", NULL};
 	struct kg_sb_path paths[1];
 	struct kg_sb_spec s;
 	struct sb_run r;
-	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN, argv);
 	s.seccomp_deferred = 1;
 	s.allow_threads = 1;
 	sb_run_spec(&s, &r);
@@ -164,29 +164,29 @@ static void test_no_ptrace_no_peeking(void **state)
 	expect_everywhere(ARGS("ptrace", "@PARENT"), KG_SB_END_SYSCALL, "ptrace");
 	expect_everywhere(ARGS("pvread", "@PARENT"), KG_SB_END_SYSCALL, "process_vm_readv");
 	expect_everywhere(ARGS("pvread", "1"), KG_SB_END_SYSCALL, "process_vm_readv");
-	/* our pid does not exist in the sandbox's pid namespace, nor does /proc in run-cpu */
+	/* our pid does not exist in the sandbox's pid namespace, nor does /proc in a plain run */
 	char mem[64];
 	snprintf(mem, sizeof(mem), "/proc/%s/mem", parent_pid);
 	expect_everywhere(ARGS("open", mem), KG_SB_END_EXIT, "RESULT open ENOENT");
 	/* init shares the caller's memory: the program may not open it */
-	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("open", "/proc/1/mem"), KG_SB_END_EXIT, "RESULT open EACCES");
-	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("open", "/proc/1/maps"), KG_SB_END_EXIT, "RESULT open EACCES");
-	expect(KG_SB_PROFILE_RUN_CUDA, 1, 0, ARGS("open", "/proc/1/mem"), KG_SB_END_EXIT, "RESULT open EACCES");
+	expect(SB_COMPILE, 0, 0, ARGS("open", "/proc/1/mem"), KG_SB_END_EXIT, "RESULT open EACCES");
+	expect(SB_COMPILE, 0, 0, ARGS("open", "/proc/1/maps"), KG_SB_END_EXIT, "RESULT open EACCES");
+	expect(SB_DRIVER, 1, 0, ARGS("open", "/proc/1/mem"), KG_SB_END_EXIT, "RESULT open EACCES");
 }
 
 static void test_no_killing_others(void **state)
 {
 	(void)state;
-	expect(KG_SB_PROFILE_RUN_CPU, 0, 0, ARGS("kill", "1"), KG_SB_END_SYSCALL, "kill");
-	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("kill", "1"), KG_SB_END_SYSCALL, "kill");
-	expect(KG_SB_PROFILE_RUN_CUDA, 0, 0, ARGS("kill", "@PARENT"), KG_SB_END_SYSCALL, "kill");
-	expect(KG_SB_PROFILE_RUN_CPU, 0, 0, ARGS("kill", "-1"), KG_SB_END_SYSCALL, "kill");
+	expect(SB_RUN, 0, 0, ARGS("kill", "1"), KG_SB_END_SYSCALL, "kill");
+	expect(SB_RUN, 1, 0, ARGS("kill", "1"), KG_SB_END_SYSCALL, "kill");
+	expect(SB_DRIVER, 0, 0, ARGS("kill", "@PARENT"), KG_SB_END_SYSCALL, "kill");
+	expect(SB_RUN, 0, 0, ARGS("kill", "-1"), KG_SB_END_SYSCALL, "kill");
 	/* compile may signal its own processes only: we are not in its pid namespace, and its
 	 * init ignores it */
-	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("kill", "@PARENT"), KG_SB_END_EXIT, "RESULT kill ESRCH");
-	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("kill", "1"), KG_SB_END_EXIT, "RESULT kill ok");
+	expect(SB_COMPILE, 0, 0, ARGS("kill", "@PARENT"), KG_SB_END_EXIT, "RESULT kill ESRCH");
+	expect(SB_COMPILE, 0, 0, ARGS("kill", "1"), KG_SB_END_EXIT, "RESULT kill ok");
 	/* and raising a signal on itself is a crash as usual */
-	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("abort"), KG_SB_END_SIGNAL, NULL);
+	expect(SB_RUN, 1, 0, ARGS("abort"), KG_SB_END_SIGNAL, NULL);
 }
 
 static void test_no_mount_no_setuid(void **state)
@@ -200,12 +200,12 @@ static void test_no_raising_limits(void **state)
 {
 	(void)state;
 	/* glibc's setrlimit is prlimit64 */
-	expect(KG_SB_PROFILE_RUN_CPU, 0, 0, ARGS("rlimit"), KG_SB_END_SYSCALL, "prlimit64");
-	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("prlimit"), KG_SB_END_SYSCALL, "prlimit64");
-	expect(KG_SB_PROFILE_RUN_CUDA, 0, 0, ARGS("prlimit"), KG_SB_END_SYSCALL, "prlimit64");
+	expect(SB_RUN, 0, 0, ARGS("rlimit"), KG_SB_END_SYSCALL, "prlimit64");
+	expect(SB_RUN, 1, 0, ARGS("prlimit"), KG_SB_END_SYSCALL, "prlimit64");
+	expect(SB_DRIVER, 0, 0, ARGS("prlimit"), KG_SB_END_SYSCALL, "prlimit64");
 	/* the toolchain may set its soft limits; the kernel refuses raising a hard one */
-	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("rlimit"), KG_SB_END_EXIT, "RESULT rlimit EPERM");
-	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("prlimit"), KG_SB_END_EXIT, "RESULT prlimit EPERM");
+	expect(SB_COMPILE, 0, 0, ARGS("rlimit"), KG_SB_END_EXIT, "RESULT rlimit EPERM");
+	expect(SB_COMPILE, 0, 0, ARGS("prlimit"), KG_SB_END_EXIT, "RESULT prlimit EPERM");
 }
 
 static void test_writes_stay_in_scratch(void **state)
@@ -215,26 +215,26 @@ static void test_writes_stay_in_scratch(void **state)
 	static const char *const refused = "RESULT create EROFS|RESULT create EACCES";
 	static const char *const paths_out[] = {"/usr/kgate-test", "/kgate-test", "/etc/kgate-test", "/dev/kgate-test"};
 	for (size_t i = 0; i < KG_ARRAY_LEN(paths_out); i++) {
-		expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("create", paths_out[i]), KG_SB_END_EXIT, refused);
-		expect(KG_SB_PROFILE_RUN_CPU, 0, 0, ARGS("create", paths_out[i]), KG_SB_END_EXIT, refused);
-		expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("create", paths_out[i]), KG_SB_END_EXIT, refused);
-		/* run-cuda opens files for reading only (its /proc is writable for the driver) */
-		expect(KG_SB_PROFILE_RUN_CUDA, 0, 0, ARGS("create", paths_out[i]), KG_SB_END_SYSCALL, "openat");
-		expect(KG_SB_PROFILE_RUN_CUDA, 1, 0, ARGS("create", paths_out[i]), KG_SB_END_SYSCALL, "openat");
+		expect(SB_COMPILE, 0, 0, ARGS("create", paths_out[i]), KG_SB_END_EXIT, refused);
+		expect(SB_RUN, 0, 0, ARGS("create", paths_out[i]), KG_SB_END_EXIT, refused);
+		expect(SB_RUN, 1, 0, ARGS("create", paths_out[i]), KG_SB_END_EXIT, refused);
+		/* driver-like: files open for reading only (its /proc is writable for the driver) */
+		expect(SB_DRIVER, 0, 0, ARGS("create", paths_out[i]), KG_SB_END_SYSCALL, "openat");
+		expect(SB_DRIVER, 1, 0, ARGS("create", paths_out[i]), KG_SB_END_SYSCALL, "openat");
 	}
-	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("create", "/tmp/kgate-test"), KG_SB_END_EXIT, "RESULT create ok");
-	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("create", "/tmp/kgate-test"), KG_SB_END_EXIT, "RESULT create ok");
+	expect(SB_COMPILE, 0, 0, ARGS("create", "/tmp/kgate-test"), KG_SB_END_EXIT, "RESULT create ok");
+	expect(SB_RUN, 1, 0, ARGS("create", "/tmp/kgate-test"), KG_SB_END_EXIT, "RESULT create ok");
 	/* patching one's own harness through /proc/self/mem */
-	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("create", "/proc/self/mem"), KG_SB_END_EXIT, refused);
-	expect(KG_SB_PROFILE_RUN_CUDA, 1, 0, ARGS("create", "/proc/self/mem"), KG_SB_END_SYSCALL, "openat");
-	expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("create", "/proc/self/mem"), KG_SB_END_EXIT,
+	expect(SB_COMPILE, 0, 0, ARGS("create", "/proc/self/mem"), KG_SB_END_EXIT, refused);
+	expect(SB_DRIVER, 1, 0, ARGS("create", "/proc/self/mem"), KG_SB_END_SYSCALL, "openat");
+	expect(SB_RUN, 1, 0, ARGS("create", "/proc/self/mem"), KG_SB_END_EXIT,
 	       getenv("KGATE_SANITIZE") ? refused : "RESULT create ENOENT");
 	/* without the mount namespace Landlock refuses instead */
 	const char *argv[] = {sb_helper_host(), "create", "/usr/kgate-test", NULL};
 	struct kg_sb_path paths[1];
 	struct kg_sb_spec s;
 	struct sb_run r;
-	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN, argv);
 	paths[0].inside = NULL;
 	s.disabled = KG_SB_LAYER_MOUNTNS;
 	sb_run_spec(&s, &r);
@@ -275,7 +275,7 @@ static void test_infinite_loop(void **state)
 	struct kg_sb_path paths[1];
 	struct kg_sb_spec s;
 	struct sb_run r;
-	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN, argv);
 	s.limits.wall_s = 0.5;
 	sb_run_spec(&s, &r);
 	assert_int_equal(r.o.end, KG_SB_END_TIMEOUT);
@@ -297,28 +297,39 @@ static void test_huge_malloc(void **state)
 	/* Sanitizer builds spawn without the mapping bound (ASan's shadow is mapped under the filter
 	 * there): the kernel's overcommit check or RLIMIT_AS refuses instead. */
 	int san = getenv("KGATE_SANITIZE") != NULL;
-	expect(KG_SB_PROFILE_RUN_CPU, 0, 0, ARGS("malloc", "30"), san ? KG_SB_END_EXIT : KG_SB_END_MEMORY,
+	expect(SB_RUN, 0, 0, ARGS("malloc", "30"), san ? KG_SB_END_EXIT : KG_SB_END_MEMORY,
 	       san ? "RESULT malloc ENOMEM" : "mmap");
-	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("malloc", "30"), san ? KG_SB_END_EXIT : KG_SB_END_MEMORY,
+	expect(SB_COMPILE, 0, 0, ARGS("malloc", "30"), san ? KG_SB_END_EXIT : KG_SB_END_MEMORY,
 	       san ? "RESULT malloc ENOMEM" : "mmap");
-	/* a program applying its filter without a bound still has RLIMIT_AS */
-	if (!getenv("KGATE_SANITIZE"))
-		expect(KG_SB_PROFILE_RUN_CPU, 1, 0, ARGS("malloc", "30"), KG_SB_END_EXIT, "RESULT malloc ENOMEM");
-	static const char *const argv[] = {SB_HELPER_INSIDE, "--apply", "run-cpu", "--mem", "1073741824", "malloc",
-		"2", NULL};
+	/* the spec's bound reaches a program that applies its own filter (KG_SB_ENV_FILTER) */
+	expect(SB_RUN, 1, 0, ARGS("malloc", "30"), san ? KG_SB_END_EXIT : KG_SB_END_MEMORY,
+	       san ? "RESULT malloc" : "mmap");
+	/* and without a filter RLIMIT_AS still refuses */
+	if (!san)
+		expect(SB_RUN, 0, KG_SB_LAYER_SECCOMP, ARGS("malloc", "30"), KG_SB_END_EXIT, "RESULT malloc ENOMEM");
+	/* the spec's own bound, named in the report */
+	static const char *const argv[] = {SB_HELPER_INSIDE, "--apply", "run", "malloc", "2", NULL};
 	struct kg_sb_path paths[1];
 	struct kg_sb_spec s;
 	struct sb_run r;
-	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN, argv);
 	s.seccomp_deferred = 1;
+	s.limits.mem_bytes = 1ull << 30;
 	sb_run_spec(&s, &r);
-	assert_int_equal(r.o.end, KG_SB_END_MEMORY);
-	assert_string_equal(kg_sb_end_reason(r.o.end), "sandbox.memory");
-	assert_string_equal(r.o.syscall, "mmap");
-	assert_non_null(strstr(r.o.detail, "mmap of 2147"));
+	if (san) {
+		assert_int_equal(r.o.end, KG_SB_END_EXIT);
+	} else {
+		assert_int_equal(r.o.end, KG_SB_END_MEMORY);
+		assert_string_equal(kg_sb_end_name(r.o.end), "memory");
+		assert_string_equal(r.o.syscall, "mmap");
+		assert_non_null(strstr(r.o.detail, "mmap of 2147"));
+		assert_non_null(strstr(r.o.detail, "limit 1073741824"));
+	}
 	sb_run_free(&r);
+	/* the spec decides, not the program's own options: a --mem of one page is ignored inside */
+	expect(SB_RUN, 1, 0, ARGS("--mem", "4096", "malloc", "1"), KG_SB_END_EXIT, "RESULT malloc ok");
 	/* a reasonable allocation is fine */
-	expect(KG_SB_PROFILE_RUN_CPU, 0, 0, ARGS("malloc", "1"), KG_SB_END_EXIT, "RESULT malloc ok");
+	expect(SB_RUN, 0, 0, ARGS("malloc", "1"), KG_SB_END_EXIT, "RESULT malloc ok");
 }
 
 /* ---- compiling ---- */
@@ -445,12 +456,12 @@ static void test_compile_no_network(void **state)
 	char port[16];
 	snprintf(port, sizeof(port), "%d", ntohs(sa.sin_port));
 	/* seccomp first: socket() is denied and named */
-	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("connect", port), KG_SB_END_SYSCALL, "socket");
+	expect(SB_COMPILE, 0, 0, ARGS("connect", port), KG_SB_END_SYSCALL, "socket");
 	/* without seccomp, Landlock refuses TCP (ABI >= 4) and the network namespace has no route
 	 * to our loopback anyway */
-	expect(KG_SB_PROFILE_COMPILE, 0, KG_SB_LAYER_SECCOMP, ARGS("connect", port), KG_SB_END_EXIT,
+	expect(SB_COMPILE, 0, KG_SB_LAYER_SECCOMP, ARGS("connect", port), KG_SB_END_EXIT,
 	       "RESULT connect EACCES|RESULT connect ENETUNREACH");
-	expect(KG_SB_PROFILE_COMPILE, 0, KG_SB_LAYER_SECCOMP | KG_SB_LAYER_LANDLOCK, ARGS("connect", port),
+	expect(SB_COMPILE, 0, KG_SB_LAYER_SECCOMP | KG_SB_LAYER_LANDLOCK, ARGS("connect", port),
 	       KG_SB_END_EXIT, "RESULT connect ENETUNREACH");
 	/* and without either, Landlock (ABI >= 4) refuses TCP connects */
 	const char *argv[] = {SB_HELPER_INSIDE, "connect", port, NULL};
@@ -480,10 +491,10 @@ static void test_so_constructor_denied(void **state)
 	sb_run_free(&r);
 	/* the runner's way: apply the profile, then load the candidate; its constructor runs at
 	 * load time and is caught like any other code */
-	static const char *const argv[] = {SB_HELPER_INSIDE, "--apply", "run-cpu", "dlopen", "/cand/evil.so", NULL};
+	static const char *const argv[] = {SB_HELPER_INSIDE, "--apply", "run", "dlopen", "/cand/evil.so", NULL};
 	struct kg_sb_path paths[2];
 	struct kg_sb_spec s;
-	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN, argv);
 	paths[1] = (struct kg_sb_path){workdir, "/cand", KG_SB_PATH_EXEC};
 	s.n_paths = 2;
 	s.seccomp_deferred = 1;
@@ -492,7 +503,7 @@ static void test_so_constructor_denied(void **state)
 	assert_string_equal(r.o.syscall, "socket");
 	sb_run_free(&r);
 	/* and the .so loads fine when it behaves: the good one */
-	static const char *const good[] = {SB_HELPER_INSIDE, "--apply", "run-cpu", "dlopen", "/cand/good.so", NULL};
+	static const char *const good[] = {SB_HELPER_INSIDE, "--apply", "run", "dlopen", "/cand/good.so", NULL};
 	char so[PATH_MAX];
 	snprintf(so, sizeof(so), "%s/good.so", workdir);
 	if (!access(so, R_OK)) {
@@ -508,17 +519,17 @@ static void test_kill_fallback_without_notify(void **state)
 {
 	(void)state;
 	/* Where user notification is missing (kernel < 5.7) the filters kill: still a refusal,
-	 * still sandbox.syscall, only without the name. */
+	 * still a syscall end, only without the name. */
 	setenv("KGATE_NO_SECCOMP_NOTIFY", "1", 1);
-	expect(KG_SB_PROFILE_RUN_CPU, 0, 0, ARGS("socket"), KG_SB_END_SYSCALL, NULL);
-	expect(KG_SB_PROFILE_COMPILE, 0, 0, ARGS("ptrace", "1"), KG_SB_END_SYSCALL, NULL);
+	expect(SB_RUN, 0, 0, ARGS("socket"), KG_SB_END_SYSCALL, NULL);
+	expect(SB_COMPILE, 0, 0, ARGS("ptrace", "1"), KG_SB_END_SYSCALL, NULL);
 	unsetenv("KGATE_NO_SECCOMP_NOTIFY");
-	static const char *const argv[] = {SB_HELPER_INSIDE, "--apply", "run-cpu", "mount", NULL};
+	static const char *const argv[] = {SB_HELPER_INSIDE, "--apply", "run", "mount", NULL};
 	static const char *const env[] = {"PATH=/bin", "KGATE_NO_SECCOMP_NOTIFY=1", NULL};
 	struct kg_sb_path paths[1];
 	struct kg_sb_spec s;
 	struct sb_run r;
-	sb_spec(&s, paths, KG_SB_PROFILE_RUN_CPU, argv);
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN, argv);
 	s.seccomp_deferred = 1;
 	s.envp = getenv("KGATE_SANITIZE") ? sb_test_env : env;
 	sb_run_spec(&s, &r);
@@ -573,7 +584,7 @@ int main(void)
 		cmocka_unit_test(test_host_files_out_of_reach),
 		cmocka_unit_test(test_no_network),
 		cmocka_unit_test(test_no_exec_in_run_profiles),
-		cmocka_unit_test(test_no_fork_in_run_cpu),
+		cmocka_unit_test(test_no_fork_in_run),
 		cmocka_unit_test(test_tool_socket_only_when_named),
 		cmocka_unit_test(test_no_ptrace_no_peeking),
 		cmocka_unit_test(test_no_killing_others),

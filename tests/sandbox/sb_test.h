@@ -1,5 +1,6 @@
 /* Shared pieces of the sandbox tests: locating the try-syscall helper, building a spec that makes
- * it visible inside, and running a spec to its end with the output kept. */
+ * it visible inside (plain, or driver-like: what a GPU driver needs, as data), and running a spec
+ * to its end with the output kept. */
 #ifndef KG_SB_TEST_H
 #define KG_SB_TEST_H
 
@@ -64,6 +65,37 @@ static const char *const sb_test_env[] = {
 	NULL,
 };
 
+/* What a GPU driver needs beyond the run profile, as the verifier's CUDA backend describes it: data
+ * in the spec, never a profile of its own. */
+static const char *const sb_driver_devices[] = {"/dev/nvidia*", NULL};
+static const char *const sb_driver_syscalls[] = {"epoll_wait", "epoll_pwait", "epoll_ctl", "select", "pselect6",
+	"sched_getparam", "sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min", NULL};
+
+enum sb_kind { SB_COMPILE, SB_RUN, SB_DRIVER };
+
+static inline const char *sb_kind_name(enum sb_kind k)
+{
+	return k == SB_COMPILE ? "compile" : k == SB_RUN ? "run" : "run-cuda";
+}
+
+static inline enum kg_sb_profile sb_kind_profile(enum sb_kind k)
+{
+	return k == SB_COMPILE ? KG_SB_PROFILE_COMPILE : KG_SB_PROFILE_RUN;
+}
+
+static inline void sb_driver_like(struct kg_sb_spec *s)
+{
+	s->name = "run-cuda";
+	s->devices = sb_driver_devices;
+	s->proc = KG_SB_PROC_RW;
+	s->sys_ro = 1;
+	s->syscalls = sb_driver_syscalls;
+	s->readonly_opens = 1;
+	/* the driver reserves terabytes of address space, and starts threads of its own */
+	s->limits.address_space_unbounded = 1;
+	s->limits.nproc = 128;
+}
+
 /* paths[0] becomes the helper directory; the caller may add more after it */
 static inline void sb_spec(struct kg_sb_spec *s, struct kg_sb_path *paths, enum kg_sb_profile prof,
 			   const char *const *argv)
@@ -77,6 +109,14 @@ static inline void sb_spec(struct kg_sb_spec *s, struct kg_sb_path *paths, enum 
 	paths[0] = (struct kg_sb_path){sb_helpers_host(), SB_HELPERS_INSIDE, KG_SB_PATH_EXEC};
 	s->paths = paths;
 	s->n_paths = 1;
+}
+
+static inline void sb_spec_kind(struct kg_sb_spec *s, struct kg_sb_path *paths, enum sb_kind k,
+				const char *const *argv)
+{
+	sb_spec(s, paths, sb_kind_profile(k), argv);
+	if (k == SB_DRIVER)
+		sb_driver_like(s);
 }
 
 static inline void sb_run_spec(const struct kg_sb_spec *s, struct sb_run *r)
@@ -94,8 +134,8 @@ static inline void sb_run_spec(const struct kg_sb_spec *s, struct sb_run *r)
 	r->out = strdup(r->o.output ? r->o.output : "");
 	char a[256], f[256];
 	fprintf(stderr, "[%s %s] end=%s exit=%d signo=%d syscall=%s detail=%s wall=%.3fs\n  active=%s failed=%s notes=%s\n  output=%.300s\n",
-		kg_sb_profile_name(s->profile), s->argv[1] ? s->argv[1] : "",
-		kg_sb_end_reason(r->o.end) ? kg_sb_end_reason(r->o.end) : "exit", r->o.exit_code, r->o.signo,
+		s->name ? s->name : kg_sb_profile_name(s->profile), s->argv[1] ? s->argv[1] : "",
+		kg_sb_end_name(r->o.end), r->o.exit_code, r->o.signo,
 		r->o.syscall, r->o.detail, r->o.wall_s, kg_sb_layers_str(r->o.layers_active, a, sizeof(a)),
 		kg_sb_layers_str(r->o.layers_failed, f, sizeof(f)), kg_sb_notes(c), r->out);
 	r->o.output = r->out;

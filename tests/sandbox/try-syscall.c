@@ -1,7 +1,9 @@
 /* Helper for the sandbox tests, in the spirit of bubblewrap's tests/try-syscall.c: optionally applies
- * a profile's filter itself (as the real runner does with seccomp_deferred), then performs one
- * ACTION and prints "RESULT ACTION ok" or "RESULT ACTION <ERRNO>" unless a denial killed it first.
- * Usage: try-syscall [--apply PROFILE] [--threads] [--mem BYTES] [--ioctl-fd N] ACTION [ARG...] */
+ * a filter itself (as the real runner does with seccomp_deferred), then performs one ACTION and
+ * prints "RESULT ACTION ok" or "RESULT ACTION <ERRNO>" unless a denial killed it first. The filter
+ * options are data on the command line; inside a sandbox its spec's description overrides them.
+ * Usage: try-syscall [--apply compile|run] [--threads] [--mem BYTES] [--ro-opens] [--syscall NAME]...
+ *                    [--ioctl-fd N] [--tool-socket[-allowed]] ACTION [ARG...] */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +17,7 @@
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -78,6 +81,10 @@ static int act(const char *a, int argc, char **argv)
 		int fd = open(x, O_RDONLY);
 		return result(a, fd);
 	}
+	if (!strcmp(a, "open-w")) {
+		int fd = open(x, O_WRONLY);
+		return result(a, fd);
+	}
 	if (!strcmp(a, "create")) {
 		int fd = open(x, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (fd >= 0 && write(fd, "kgate\n", 6) != 6)
@@ -134,6 +141,27 @@ static int act(const char *a, int argc, char **argv)
 		rl.rlim_max += 1000;
 		rl.rlim_cur = rl.rlim_max;
 		return result(a, setrlimit(RLIMIT_NOFILE, &rl));
+	}
+	if (!strcmp(a, "rlimit-as")) {
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_AS, &rl))
+			return result(a, -1);
+		if (rl.rlim_max == RLIM_INFINITY)
+			printf("RLIMIT_AS unlimited\n");
+		else
+			printf("RLIMIT_AS %llu\n", (unsigned long long)rl.rlim_max);
+		return 0;
+	}
+	if (!strcmp(a, "select")) {
+		/* the raw call, so that the filter sees "select" whatever libc prefers */
+		struct timeval tv = {0, 0};
+#ifdef SYS_select
+		return result(a, (int)syscall(SYS_select, 0, NULL, NULL, NULL, &tv));
+#else
+		struct timespec ts = {0, 0};
+		(void)tv;
+		return result(a, (int)syscall(SYS_pselect6, 0, NULL, NULL, NULL, &ts, NULL));
+#endif
 	}
 	if (!strcmp(a, "prlimit")) {
 		struct rlimit rl;
@@ -216,7 +244,8 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	struct kg_sb_filter_opts o = {0};
-	int apply = 0, ioctl_fds[4], n_ioctl = 0, msg_fds[1], n_msg = 0;
+	int apply = 0, ioctl_fds[4], n_ioctl = 0, msg_fds[1], n_msg = 0, n_names = 0;
+	const char *names[17];
 	int i = 1;
 	for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
 		if (!strcmp(argv[i], "--apply") && i + 1 < argc) {
@@ -229,6 +258,10 @@ int main(int argc, char **argv)
 			o.allow_threads = 1;
 		} else if (!strcmp(argv[i], "--mem") && i + 1 < argc) {
 			o.mem_bytes = strtoull(argv[++i], NULL, 10);
+		} else if (!strcmp(argv[i], "--ro-opens")) {
+			o.readonly_opens = 1;
+		} else if (!strcmp(argv[i], "--syscall") && i + 1 < argc && n_names < 16) {
+			names[n_names++] = argv[++i];
 		} else if (!strcmp(argv[i], "--ioctl-fd") && i + 1 < argc && n_ioctl < 4) {
 			ioctl_fds[n_ioctl++] = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--tool-socket") || !strcmp(argv[i], "--tool-socket-allowed")) {
@@ -245,9 +278,12 @@ int main(int argc, char **argv)
 		}
 	}
 	if (i >= argc) {
-		fprintf(stderr, "usage: try-syscall [--apply PROFILE] [--threads] [--mem N] ACTION [ARG...]\n");
+		fprintf(stderr, "usage: try-syscall [--apply compile|run] [--threads] [--mem N] [--ro-opens] "
+				"[--syscall NAME]... ACTION [ARG...]\n");
 		return 2;
 	}
+	names[n_names] = NULL;
+	o.syscalls = names;
 	o.ioctl_fds = ioctl_fds;
 	o.n_ioctl_fds = n_ioctl;
 	o.msg_fds = msg_fds;

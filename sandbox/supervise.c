@@ -1,0 +1,313 @@
+/* Supervising a running child from the parent: its output, the seccomp notifications of its
+ * denied calls, the watchdog, and killing the whole tree. All of it runs only inside the caller's
+ * kg_sb_wait_fd or kg_sb_wait (and spawn's wait for setup), never on a thread of its own. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sb_int.h"
+
+#define MiB (1024ull * 1024)
+
+void sb_kill_tree(struct kg_sb_child *c)
+{
+	if (c->pid <= 0 || c->reaped)
+		return;
+	sb_cgroup_kill(&c->cg);
+	/* the pid-ns init: its death takes every process of the namespace along */
+	if (c->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+	else
+		kill(c->pid, SIGKILL);
+	/* the process group (the child called setsid): what runs without a pid namespace. The
+	 * leader is not reaped yet, so the id cannot have been recycled. */
+	kill(-c->pid, SIGKILL);
+}
+
+void sb_set_why(struct kg_sb_child *c, enum kg_sb_end why, const char *fmt, ...)
+{
+	if (c->why != KG_SB_END_RUNNING || c->exited)
+		return;
+	c->why = why;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->why_detail, sizeof(c->why_detail), fmt, ap);
+	va_end(ap);
+}
+
+void kg_sb_kill(struct kg_sb_child *c, enum kg_sb_end why)
+{
+	if (!c || c->exited || c->reaped)
+		return;
+	if (why == KG_SB_END_TIMEOUT)
+		sb_set_why(c, why, "the caller's deadline passed");
+	else
+		sb_set_why(c, KG_SB_END_KILLED, "killed by the caller");
+	c->killed = 1;
+	sb_kill_tree(c);
+}
+
+void sb_drain_output(struct kg_sb_child *c)
+{
+	/* bounded per call so that a flooding child cannot starve the caller's fd and timers */
+	for (uint64_t budget = 64 * MiB; c->out_r >= 0 && budget;) {
+		ssize_t n;
+		if (c->out_len < c->keep) {
+			n = read(c->out_r, c->out + c->out_len, c->keep - c->out_len);
+			if (n > 0)
+				c->out_len += (size_t)n;
+		} else {
+			/* past what we keep: move the bytes to /dev/null inside the kernel */
+			n = splice(c->out_r, NULL, c->devnull_w, NULL, 1 << 20, SPLICE_F_NONBLOCK);
+			if (n < 0 && errno == EINVAL) {
+				char sink[65536];
+				n = read(c->out_r, sink, sizeof(sink));
+			}
+		}
+		if (n == 0) {
+			sb_close_fd(&c->out_r);
+			break;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				sb_close_fd(&c->out_r);
+			break;
+		}
+		c->out_total += (uint64_t)n;
+		budget = budget > (uint64_t)n ? budget - (uint64_t)n : 0;
+		if (c->out_total > c->plan.lim.output_max && !c->killed) {
+			sb_set_why(c, KG_SB_END_OUTPUT_LIMIT, "printed more than %" PRIu64 " bytes",
+				(uint64_t)c->plan.lim.output_max);
+			c->killed = 1;
+			sb_kill_tree(c);
+		}
+	}
+	c->out[c->out_len] = '\0';
+}
+
+static void recv_listeners(struct kg_sb_child *c)
+{
+	while (c->notify_p >= 0) {
+		int fd = sb_recv_fd(c->notify_p);
+		if (fd == -EAGAIN || fd == -EINTR)
+			return;
+		if (fd == -EPIPE) {
+			sb_close_fd(&c->notify_p);
+			return;
+		}
+		if (fd < 0)
+			continue; /* a message without an fd: ignore it */
+		if (c->n_listeners == SB_MAX_LISTENERS) {
+			close(fd);
+			continue;
+		}
+		c->listeners[c->n_listeners++] = fd;
+	}
+}
+
+void sb_drop_listener(struct kg_sb_child *c, int i)
+{
+	close(c->listeners[i]);
+	memmove(&c->listeners[i], &c->listeners[i + 1],
+		(size_t)(c->n_listeners - i - 1) * sizeof(c->listeners[0]));
+	c->n_listeners--;
+}
+
+static void record_denial(struct kg_sb_child *c, const struct seccomp_notif *req)
+{
+	const struct seccomp_data *d = &req->data;
+	char *name = seccomp_syscall_resolve_num_arch(d->arch, d->nr);
+	const char *nm = name ? name : "";
+	char filter[sizeof(c->name) + 40];
+	/* a deferred program loaded the same description itself (KG_SB_ENV_FILTER) */
+	snprintf(filter, sizeof(filter), "the %s filter%s", c->name, c->plan.deferred ? " the program applied" : "");
+	if (c->why == KG_SB_END_RUNNING && !c->exited) {
+		c->why_nr = d->nr;
+		snprintf(c->why_syscall, sizeof(c->why_syscall), "%s", nm);
+		if (!strcmp(nm, "mmap") || !strcmp(nm, "mremap")) {
+			unsigned long long len = !strcmp(nm, "mmap") ? d->args[1] : d->args[2];
+			sb_set_why(c, KG_SB_END_MEMORY, "%s of %llu bytes over the limit %" PRIu64 " of %s", nm, len,
+				   (uint64_t)c->plan.lim.mem_bytes, filter);
+		} else {
+			sb_set_why(c, KG_SB_END_SYSCALL,
+				"%s(%#llx, %#llx, %#llx, %#llx, %#llx, %#llx) denied by %s (pid %u)",
+				name ? name : "?", (unsigned long long)d->args[0], (unsigned long long)d->args[1],
+				(unsigned long long)d->args[2], (unsigned long long)d->args[3],
+				(unsigned long long)d->args[4], (unsigned long long)d->args[5], filter, req->pid);
+		}
+	}
+	free(name);
+}
+
+/* Only builds made with `make SANDBOX_LEARN=1` honour the variable: a production binary never
+ * lets a denied call through, whatever its environment says. */
+static int learn_mode(void)
+{
+#ifdef KG_SANDBOX_LEARN
+	const char *v = getenv("KGATE_SB_LEARN");
+	return v && *v && strcmp(v, "0");
+#else
+	return 0;
+#endif
+}
+
+static void learn_note(const char *name, int nr)
+{
+	static char seen[4096];
+	char key[64];
+	snprintf(key, sizeof(key), ",%s,", name);
+	if (strstr(seen, key))
+		return;
+	size_t len = strlen(seen);
+	snprintf(seen + len, sizeof(seen) - len, "%s%s,", len ? "" : ",", name);
+	fprintf(stderr, "kgate-sandbox: learn: %s (%d)\n", name, nr);
+}
+
+static void service_listener(struct kg_sb_child *c, int i)
+{
+	if (!c->req && seccomp_notify_alloc(&c->req, &c->resp)) {
+		c->req = NULL;
+		sb_drop_listener(c, i);
+		return;
+	}
+	int fd = c->listeners[i];
+	memset(c->req, 0, sizeof(*c->req));
+	int rc = seccomp_notify_receive(fd, c->req);
+	if (rc) {
+		/* the caller died before we read it: transient; anything else: not a listener */
+		if (rc != -ENOENT && rc != -EINTR)
+			sb_drop_listener(c, i);
+		return;
+	}
+	if (learn_mode()) {
+		/* Development aid for measuring what a profile must allow (the CUDA driver after
+		 * initialisation, say): every call the filter would deny is let through and named on
+		 * stderr, once per name. Never set it in production. */
+		char *name = seccomp_syscall_resolve_num_arch(c->req->data.arch, c->req->data.nr);
+		learn_note(name ? name : "?", c->req->data.nr);
+		free(name);
+		memset(c->resp, 0, sizeof(*c->resp));
+		c->resp->id = c->req->id;
+		c->resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		seccomp_notify_respond(fd, c->resp);
+		return;
+	}
+	record_denial(c, c->req);
+	/* kill first: the call never returns to the program, whatever we answer */
+	c->killed = 1;
+	sb_kill_tree(c);
+	memset(c->resp, 0, sizeof(*c->resp));
+	c->resp->id = c->req->id;
+	c->resp->error = -EPERM;
+	seccomp_notify_respond(fd, c->resp);
+}
+
+/* One round of poll over the caller's fd (may be -1), our fds and extra (the setup pipe). Returns
+ * the poll revents of fd and extra through the pointers; < 0 on poll errors. */
+int sb_poll_once(struct kg_sb_child *c, int fd, int extra, int timeout_ms, short *fd_ev,
+		     short *extra_ev, short *exit_ev)
+{
+	struct pollfd pf[5 + SB_MAX_LISTENERS];
+	int n = 0, i_fd = -1, i_extra = -1, i_out = -1, i_notify = -1, i_pid = -1, i_l = -1;
+	if (fd >= 0)
+		pf[i_fd = n++] = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (extra >= 0)
+		pf[i_extra = n++] = (struct pollfd){.fd = extra, .events = POLLIN};
+	if (c->out_r >= 0)
+		pf[i_out = n++] = (struct pollfd){.fd = c->out_r, .events = POLLIN};
+	if (c->notify_p >= 0)
+		pf[i_notify = n++] = (struct pollfd){.fd = c->notify_p, .events = POLLIN};
+	if (c->pidfd >= 0 && !c->exited)
+		pf[i_pid = n++] = (struct pollfd){.fd = c->pidfd, .events = POLLIN};
+	i_l = n;
+	int nl = c->n_listeners;
+	for (int i = 0; i < nl; i++)
+		pf[n++] = (struct pollfd){.fd = c->listeners[i], .events = POLLIN};
+	int r = poll(pf, (nfds_t)n, timeout_ms);
+	if (r < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (i_out >= 0 && pf[i_out].revents)
+		sb_drain_output(c);
+	if (i_notify >= 0 && pf[i_notify].revents)
+		recv_listeners(c);
+	/* backwards: dropping one shifts those after it */
+	for (int i = nl - 1; i >= 0; i--) {
+		short ev = pf[i_l + i].revents;
+		if (ev & POLLIN)
+			service_listener(c, i);
+		else if (ev & (POLLHUP | POLLERR | POLLNVAL))
+			sb_drop_listener(c, i);
+	}
+	*fd_ev = i_fd >= 0 ? pf[i_fd].revents : 0;
+	*extra_ev = i_extra >= 0 ? pf[i_extra].revents : 0;
+	*exit_ev = i_pid >= 0 ? pf[i_pid].revents : 0;
+	return r;
+}
+
+static void on_exit_seen(struct kg_sb_child *c)
+{
+	c->exited = 1;
+	c->end_ns = kg_now_ns();
+	/* anything that slipped out of the pid namespace's reach (no pid ns: the process group) */
+	sb_kill_tree(c);
+	sb_drain_output(c);
+}
+
+int sb_ms_until(uint64_t now, uint64_t t)
+{
+	if (t <= now)
+		return 0;
+	uint64_t ms = (t - now + 999999) / 1000000;
+	return ms > 3600000 ? 3600000 : (int)ms;
+}
+
+static void watchdog(struct kg_sb_child *c, uint64_t now)
+{
+	if (c->killed || c->exited || now < c->deadline_ns)
+		return;
+	sb_set_why(c, KG_SB_END_TIMEOUT, "wall-clock limit of %g s reached", c->plan.lim.wall_s);
+	c->killed = 1;
+	sb_kill_tree(c);
+}
+
+int kg_sb_wait_fd(struct kg_sb_child *c, int fd, int timeout_ms)
+{
+	uint64_t start = kg_now_ns();
+	uint64_t until = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000;
+	for (;;) {
+		uint64_t now = kg_now_ns();
+		watchdog(c, now);
+		int ms = -1;
+		if (!c->exited) {
+			if (!c->killed)
+				ms = sb_ms_until(now, c->deadline_ns);
+			if (until != UINT64_MAX && (ms < 0 || sb_ms_until(now, until) < ms))
+				ms = sb_ms_until(now, until);
+		} else {
+			ms = 0;
+		}
+		short fd_ev = 0, extra_ev = 0, exit_ev = 0;
+		int r = sb_poll_once(c, fd, -1, ms, &fd_ev, &extra_ev, &exit_ev);
+		if (r < 0)
+			return r;
+		if (fd_ev)
+			return 1;
+		if (exit_ev)
+			on_exit_seen(c);
+		if (c->exited)
+			return KG_SB_ENDED;
+		if (kg_now_ns() >= until)
+			return 0;
+	}
+}
+
