@@ -33,6 +33,7 @@ struct kg_rbackend {
 	/* Measured memory bandwidth ceiling in MB/s (bytes read plus written), 0 when not measured. */
 	uint64_t ceiling_mbps;
 	int exact; /* set before init: one exact-size device buffer per tensor, no guard bands */
+	int device; /* the backend drives a device: its failures are the device's (KG_WS_CUDA) */
 	void *state;
 };
 

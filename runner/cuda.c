@@ -366,6 +366,7 @@ static int cuda_settle(struct kg_rbackend *b, uint32_t delay_ms, size_t bytes, c
 
 static struct kg_rbackend cuda_backend = {
 	.name = "cuda",
+	.device = 1,
 	.init = cuda_init,
 	.driver_fds = cuda_driver_fds,
 	.setup = cuda_setup,

@@ -169,23 +169,28 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: kgate-run --backend cpu|cuda [--threads] [--mem BYTES] [--exact-buffers] "
-			"[--tool-sockets]\n"
+	fprintf(stderr, "usage: kgate-run --backend NAME [--exact-buffers] [--tool-sockets]\n"
 			"  (started by kgate inside its sandbox; fd 3 is the control socket, fd 4 the arena)\n");
+}
+
+/* The runner's backends, by the names of the verifier's backend table (kg_vocab.h); a build
+ * without a backend's libraries has none of that name. */
+static struct kg_rbackend *find_backend(const char *name)
+{
+	struct kg_rbackend *const all[] = {&kg_rbackend_cpu, kg_rbackend_cuda()};
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (all[i] && !strcmp(all[i]->name, name))
+			return all[i];
+	return NULL;
 }
 
 int main(int argc, char **argv)
 {
 	const char *backend = "cpu";
-	int threads = 0, exact = 0, tool_sockets = 0;
-	unsigned long long mem = 0;
+	int exact = 0, tool_sockets = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
 			backend = argv[++i];
-		} else if (!strcmp(argv[i], "--threads")) {
-			threads = 1;
-		} else if (!strcmp(argv[i], "--mem") && i + 1 < argc) {
-			mem = strtoull(argv[++i], NULL, 10);
 		} else if (!strcmp(argv[i], "--exact-buffers")) {
 			exact = 1;
 		} else if (!strcmp(argv[i], "--tool-sockets")) {
@@ -197,14 +202,7 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 
-	struct kg_rbackend *b = NULL;
-	enum kg_sb_profile profile = KG_SB_PROFILE_RUN_CPU;
-	if (!strcmp(backend, "cpu")) {
-		b = &kg_rbackend_cpu;
-	} else if (!strcmp(backend, "cuda")) {
-		b = kg_rbackend_cuda();
-		profile = KG_SB_PROFILE_RUN_CUDA;
-	}
+	struct kg_rbackend *b = find_backend(backend);
 	struct kg_wire_reply hello = {.op = KG_OP_HELLO};
 	int ctl = KG_WIRE_CTL_FD;
 	struct stat st;
@@ -227,17 +225,18 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	if (b->init(b, arena, (size_t)st.st_size, hello.msg, sizeof(hello.msg))) {
-		hello.status = b == &kg_rbackend_cpu ? KG_WS_ERROR : KG_WS_CUDA;
+		hello.status = b->device ? KG_WS_CUDA : KG_WS_ERROR;
 		goto fail;
 	}
-	if (getenv("KGATE_SB_NOTIFY_FD")) {
+	if (getenv(KG_SB_ENV_NOTIFY_FD)) {
 		int fds[64], tool[16];
 		int nfds = b->driver_fds(b, fds, 64);
 		/* Under compute-sanitizer the tool's injected library connected its sockets before
 		 * main; the filter must let them carry messages, or its first report is a denial. */
 		int ntool = tool_sockets ? kg_runner_fds_to("socket:", tool, 16) : 0;
+		/* The filter itself (profile, threads, memory bound, extra calls) is what the spawn
+		 * spec described (KG_SB_ENV_FILTER); only the runner knows these fds. */
 		struct kg_sb_filter_opts fo = {
-			.profile = profile, .allow_threads = threads, .mem_bytes = mem,
 			.ioctl_fds = fds, .n_ioctl_fds = nfds > 0 ? nfds : 0,
 			.msg_fds = tool, .n_msg_fds = ntool,
 		};

@@ -4,6 +4,6 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/test_%.c=$(BUILD)/tests/bin/unit-%)
 $(BUILD)/tests/bin/unit-%: $(BUILD)/tests/unit/test_%.o $(KG_CORE_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(KG_LDFLAGS) -o $@ $< -Wl,--start-group $(KG_CORE_LIBS) -Wl,--end-group $(PKG_LIBS) $(CMOCKA_LIBS) -ldl -lpthread -lm
+	$(CC) $(KG_LDFLAGS) -o $@ $< $(KG_CORE_LIBS) $(PKG_LIBS) $(CMOCKA_LIBS) -ldl -lpthread -lm
 TEST_BINS += $(UNIT_BINS)
 CPPCHECK_DIRS += tests/unit

@@ -1,15 +1,16 @@
 /* Building a candidate or a reference into a .so, inside the `compile` sandbox profile: the
- * compiler sees the toolchain, kgate's headers and its own scratch directory, nothing else. */
+ * compiler sees the toolchain, kgate's headers and its own scratch directory, nothing else. The
+ * command line is the backend's (backend.h). */
 #ifndef KG_COMPILE_H
 #define KG_COMPILE_H
 
 #include "kg_common.h"
 #include "sandbox/sandbox.h"
+#include "verifier/backend.h"
 
 struct kg_compile_opts {
-	const char *lang; /* "c" or "cuda" */
-	const char *cuda_home; /* for "cuda"; NULL = $CUDA_HOME or /usr/local/cuda */
-	const char *arch; /* for "cuda": "sm_90a"; NULL = compute_90a */
+	const struct kg_backend *be;
+	const char *arch; /* GPU architecture ("90a"); NULL: the backend's default */
 	const char *const *flags; /* extra flags, already checked against the policy */
 	int n_flags;
 	const char (*libs)[32]; /* libraries to link ("cublas" -> -lcublas): trusted references only */

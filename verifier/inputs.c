@@ -10,29 +10,6 @@
 
 #include "verifier/dtype.h"
 
-static const char *const class_names[KG_CLASS_COUNT_] = {
-	[KG_CLASS_NORMAL] = "normal", [KG_CLASS_UNIFORM] = "uniform",   [KG_CLASS_LARGE] = "large",
-	[KG_CLASS_TINY] = "tiny",     [KG_CLASS_ZEROS] = "zeros",       [KG_CLASS_ONES] = "ones",
-	[KG_CLASS_NEGATIVE] = "negative", [KG_CLASS_SPECIAL] = "special", [KG_CLASS_IDENTITY] = "identity",
-	[KG_CLASS_SORTED] = "sorted",
-};
-
-const char *kg_class_name(enum kg_input_class c)
-{
-	return (unsigned)c < KG_CLASS_COUNT_ ? class_names[c] : "?";
-}
-
-int kg_class_parse(const char *name, enum kg_input_class *out)
-{
-	for (int i = 0; i < KG_CLASS_COUNT_; i++) {
-		if (!strcmp(name, class_names[i])) {
-			*out = (enum kg_input_class)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 #define CHUNK (1u << 20)
 
 struct fill_job {

@@ -8,28 +8,10 @@
 
 #include <kgate/kernel.h>
 
+#include "kg_vocab.h"
 #include "verifier/prng.h"
 #include "verifier/task.h"
 
-enum kg_input_class {
-	KG_CLASS_NORMAL = 0, /* normal, random offset and scale */
-	KG_CLASS_UNIFORM, /* uniform, random offset and scale */
-	KG_CLASS_LARGE, /* large magnitudes (1e3..1e4 for f32; near the top of the range for f16) */
-	KG_CLASS_TINY, /* tiny values and denormals */
-	KG_CLASS_ZEROS,
-	KG_CLASS_ONES,
-	KG_CLASS_NEGATIVE, /* negative only */
-	KG_CLASS_SPECIAL, /* NaN and Inf sprinkled in; only where the task defines them */
-	KG_CLASS_IDENTITY, /* identity matrices (2-D square activations), normal elsewhere */
-	KG_CLASS_SORTED, /* ascending along the last dimension */
-	KG_CLASS_COUNT_
-};
-
-const char *kg_class_name(enum kg_input_class c);
-/* -EINVAL for an unknown name. */
-int kg_class_parse(const char *name, enum kg_input_class *out);
-/* Mask of all classes. */
-#define KG_CLASS_ALL ((1u << KG_CLASS_COUNT_) - 1)
 
 /* Fills n elements of dtype at dst for tensor `spec` under class c. Weights and biases under the
  * degenerate classes (zeros, ones, identity) still get random values: the class tests the data,

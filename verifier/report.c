@@ -49,7 +49,7 @@ static json_t *timing_obj(const struct kg_timing *t)
 
 static json_t *reason_obj(const struct kg_reason *r)
 {
-	json_t *o = json_pack("{s:s,s:s}", "code", r->code, "message", r->message);
+	json_t *o = json_pack("{s:s,s:s}", "code", kg_reason_name(r->code), "message", r->message);
 	if (r->input_class[0])
 		json_object_set_new(o, "input_class", json_string(r->input_class));
 	if (r->has_seed) {
@@ -179,47 +179,6 @@ int kg_report_json(const struct kg_verdict *v, const char *path, kg_error *e)
 	return dump_json(verdict_json(v), path, e);
 }
 
-/* One-line help per reason code for SARIF rule descriptions. */
-static const char *rule_text(const char *code)
-{
-	static const struct {
-		const char *code, *text;
-	} rules[] = {
-		{"compile.error", "The candidate does not compile."},
-		{"load.error", "The candidate cannot be loaded (ABI mismatch or missing kg_forward)."},
-		{"sandbox.syscall", "The candidate made a system call its sandbox profile denies."},
-		{"sandbox.timeout", "The candidate exceeded its wall-clock limit."},
-		{"sandbox.memory", "The candidate exceeded its memory limit."},
-		{"sandbox.crash", "The candidate's process crashed or its kernel faulted."},
-		{"sandbox.output_limit", "The candidate printed more than the output limit."},
-		{"sandbox.setup", "A sandbox layer that the policy requires could not be set up."},
-		{"check.mismatch", "An output differs from the trusted reference beyond the tolerance."},
-		{"check.nan", "An output holds NaN where the reference holds a number."},
-		{"check.canary", "A write landed in a guard band around a buffer (out of bounds)."},
-		{"check.input_modified", "The candidate modified an input tensor."},
-		{"check.unwritten_output", "Part of an output was never written."},
-		{"check.constant_output", "The output does not depend on the input."},
-		{"check.input_passthrough", "An output is a copy of an input."},
-		{"check.shape_variant", "The candidate is wrong at a shape other than the nominal one."},
-		{"check.stale_result", "A timed call returned a result that does not match its fresh inputs."},
-		{"check.async_escape", "Outputs changed after kg_forward returned: work escaped the call."},
-		{"check.return_code", "kg_forward returned an error."},
-		{"check.degenerate", "The trials cannot distinguish a real kernel from a constant."},
-		{"check.memcheck", "compute-sanitizer memcheck found an invalid memory access (past a tensor's end, misaligned, a device fault)."},
-		{"check.racecheck", "compute-sanitizer racecheck found a shared-memory data race between threads of a block."},
-		{"check.synccheck", "compute-sanitizer synccheck found a barrier that not every thread reaches."},
-		{"check.initcheck", "compute-sanitizer initcheck found a read of device memory that was never written."},
-		{"timing.tampered", "The candidate's timing claim contradicts the parent's own clock."},
-		{"timing.too_slow", "The candidate is slower than the policy's speed gate."},
-		{"static.forbidden_symbol", "The candidate imports a symbol the policy does not allow."},
-		{"static.forbidden_library", "The candidate links a library the policy does not allow."},
-	};
-	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
-		if (!strcmp(rules[i].code, code))
-			return rules[i].text;
-	return "kgate finding.";
-}
-
 int kg_report_sarif(const struct kg_verdict *v, const char *path, kg_error *e)
 {
 	json_t *rules = json_array(), *results = json_array();
@@ -227,11 +186,12 @@ int kg_report_sarif(const struct kg_verdict *v, const char *path, kg_error *e)
 		const struct kg_reason *r = &v->reasons[i];
 		int seen = 0;
 		for (int j = 0; j < i; j++)
-			seen |= !strcmp(v->reasons[j].code, r->code);
+			seen |= v->reasons[j].code == r->code;
 		if (!seen)
-			json_array_append_new(rules, json_pack("{s:s,s:{s:s},s:{s:s}}", "id", r->code, "shortDescription",
-							       "text", rule_text(r->code), "help", "text",
-							       rule_text(r->code)));
+			json_array_append_new(rules, json_pack("{s:s,s:{s:s},s:{s:s},s:{s:s}}", "id", kg_reason_name(r->code),
+							       "shortDescription", "text", kg_reason_short(r->code),
+							       "fullDescription", "text", kg_reason_full(r->code), "help",
+							       "text", kg_reason_full(r->code)));
 		char text[1200];
 		int n = snprintf(text, sizeof(text), "%s", r->message);
 		if (r->input_class[0] && n < (int)sizeof(text))
@@ -241,7 +201,8 @@ int kg_report_sarif(const struct kg_verdict *v, const char *path, kg_error *e)
 			n += snprintf(text + n, sizeof(text) - (size_t)n, " at %s%s", r->tensor, r->index_str);
 		if (r->has_values && n < (int)sizeof(text))
 			snprintf(text + n, sizeof(text) - (size_t)n, ": expected %.9g, got %.9g", r->expected, r->got);
-		json_t *res = json_pack("{s:s,s:s,s:{s:s},s:[{s:{s:{s:s},s:{s:i}}}]}", "ruleId", r->code, "level", "error",
+		json_t *res = json_pack("{s:s,s:s,s:{s:s},s:[{s:{s:{s:s},s:{s:i}}}]}", "ruleId", kg_reason_name(r->code),
+					"level", "error",
 					"message", "text", text, "locations", "physicalLocation", "artifactLocation", "uri",
 					v->candidate, "region", "startLine", 1);
 		json_t *props = reason_obj(r);
@@ -298,18 +259,6 @@ static void xml_escape(FILE *f, const char *s)
 	}
 }
 
-/* Which check a reason belongs to, for JUnit. */
-static const char *reason_check(const char *code)
-{
-	if (!strncmp(code, "compile.", 8))
-		return "compile";
-	if (!strncmp(code, "static.", 7))
-		return "static-imports";
-	if (!strncmp(code, "timing.", 7) || !strcmp(code, "check.stale_result"))
-		return "timing";
-	return "correctness";
-}
-
 int kg_report_junit(const struct kg_verdict *v, const char *path, kg_error *e)
 {
 	FILE *f = open_out(path, e);
@@ -323,7 +272,7 @@ int kg_report_junit(const struct kg_verdict *v, const char *path, kg_error *e)
 	for (int i = 0; i < v->n_reasons; i++) {
 		int found = 0;
 		for (int j = 0; j < v->n_checks; j++)
-			found |= !strcmp(v->checks[j].name, reason_check(v->reasons[i].code));
+			found |= !strcmp(v->checks[j].name, kg_reason_check(v->reasons[i].code));
 		orphans += !found;
 	}
 	int extra = orphans > 0 || v->internal_error[0];
@@ -347,9 +296,9 @@ int kg_report_junit(const struct kg_verdict *v, const char *path, kg_error *e)
 			xml_escape(f, c->detail);
 			fprintf(f, "\">");
 			for (int r = 0; r < v->n_reasons; r++) {
-				if (strcmp(reason_check(v->reasons[r].code), c->name))
+				if (strcmp(kg_reason_check(v->reasons[r].code), c->name))
 					continue;
-				xml_escape(f, v->reasons[r].code);
+				xml_escape(f, kg_reason_name(v->reasons[r].code));
 				fputs(": ", f);
 				xml_escape(f, v->reasons[r].message);
 				fputc('\n', f);
@@ -376,10 +325,10 @@ int kg_report_junit(const struct kg_verdict *v, const char *path, kg_error *e)
 			for (int r = 0; r < v->n_reasons; r++) {
 				int found = 0;
 				for (int j = 0; j < v->n_checks; j++)
-					found |= !strcmp(v->checks[j].name, reason_check(v->reasons[r].code));
+					found |= !strcmp(v->checks[j].name, kg_reason_check(v->reasons[r].code));
 				if (found)
 					continue;
-				xml_escape(f, v->reasons[r].code);
+				xml_escape(f, kg_reason_name(v->reasons[r].code));
 				fputs(": ", f);
 				xml_escape(f, v->reasons[r].message);
 				fputc('\n', f);
@@ -409,7 +358,7 @@ int kg_report_text(const struct kg_verdict *v, const char *path, kg_error *e)
 		fprintf(f, "  error: %s\n", v->internal_error);
 	for (int i = 0; i < v->n_reasons; i++) {
 		const struct kg_reason *r = &v->reasons[i];
-		fprintf(f, "  x %-24s %s\n", r->code, r->message);
+		fprintf(f, "  x %-24s %s\n", kg_reason_name(r->code), r->message);
 		if (r->input_class[0])
 			fprintf(f, "    %-24s class %s, seed 0x%016llx, shape %s\n", "", r->input_class,
 				(unsigned long long)r->seed, r->shape);
@@ -449,7 +398,7 @@ int kg_report_text(const struct kg_verdict *v, const char *path, kg_error *e)
 			v->layers_failed);
 	fprintf(f, "seed 0x%016llx (reproduce with --seed 0x%016llx); %.2f s in all\n",
 		(unsigned long long)v->master_seed, (unsigned long long)v->master_seed, v->t_total_s);
-	if (v->compile_log[0] && kg_verdict_has_reason(v, "compile.error"))
+	if (v->compile_log[0] && kg_verdict_has_reason(v, KG_R_COMPILE_ERROR))
 		fprintf(f, "compile log:\n%s\n", v->compile_log);
 	return close_out(f, path, e);
 }

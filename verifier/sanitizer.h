@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "policy/policy.h"
+#include "kg_vocab.h"
 
 /* The tool's exit status when it found errors (--error-exitcode). */
 #define KG_SANITIZER_ERROR_EXIT 86

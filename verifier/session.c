@@ -2,6 +2,8 @@
  * the control socket, and turning every way it can end into a structured outcome. */
 #include "verifier/session.h"
 
+#include "verifier/resolve.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -9,88 +11,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-/* Looks for `probe` (relative to each candidate directory) next to the running binary first (a
- * build tree: build/kgate, build/tests/bin/x), then in the fixed places; out gets the directory
- * that holds it, canonical. mode is access(2)'s. */
-static int find_near_exe(const char *const *rel, size_t n_rel, const char *const *fixed, size_t n_fixed,
-			 const char *probe, int mode, char *out, size_t outsz)
-{
-	char exe[PATH_MAX], dir[PATH_MAX], cand[PATH_MAX], path[PATH_MAX + 64];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		kg_dirname(exe, dir, sizeof(dir));
-	}
-	for (size_t i = 0; i < n_rel + n_fixed; i++) {
-		if (i < n_rel && n <= 0)
-			continue;
-		if (i < n_rel)
-			snprintf(cand, sizeof(cand), "%s/%s", dir, rel[i]);
-		else
-			snprintf(cand, sizeof(cand), "%s", fixed[i - n_rel]);
-		snprintf(path, sizeof(path), "%s/%s", cand, probe);
-		if (access(path, mode))
-			continue;
-		char *real = realpath(cand, NULL);
-		snprintf(out, outsz, "%s", real ? real : cand);
-		free(real);
-		return 0;
-	}
-	return -ENOENT;
-}
-
-int kg_path_runner(char *out, size_t outsz)
-{
-	const char *env = getenv("KGATE_RUNNER");
-	if (env && *env) {
-		snprintf(out, outsz, "%s", env);
-		return access(out, X_OK) ? -ENOENT : 0;
-	}
-	static const char *const rel[] = {".", "../..", ".."};
-	static const char *const fixed[] = {KG_LIBEXECDIR};
-	char dir[PATH_MAX];
-	int rc = find_near_exe(rel, 3, fixed, 1, "kgate-run", X_OK, dir, sizeof(dir));
-	if (!rc && snprintf(out, outsz, "%s/kgate-run", dir) >= (int)outsz)
-		rc = -ENAMETOOLONG;
-	return rc;
-}
-
-int kg_path_include(char *out, size_t outsz)
-{
-	const char *home = getenv("KGATE_HOME");
-	char home_inc[PATH_MAX];
-	snprintf(home_inc, sizeof(home_inc), "%s/include", home && *home ? home : "/nonexistent");
-	static const char *const rel[] = {"../include", "../../../include", "../../include"};
-	const char *fixed[] = {home_inc, KG_DATADIR "/include", KG_INCLUDEDIR};
-	/* KGATE_HOME wins over the build tree: tests point it at the source tree they check. */
-	if (!find_near_exe(NULL, 0, fixed, 1, "kgate/kernel.h", R_OK, out, outsz))
-		return 0;
-	return find_near_exe(rel, 3, fixed + 1, 2, "kgate/kernel.h", R_OK, out, outsz);
-}
-
-int kg_path_compute_sanitizer(char *out, size_t outsz)
-{
-	const char *env = getenv("KGATE_COMPUTE_SANITIZER");
-	if (env && *env) {
-		snprintf(out, outsz, "%s", env);
-		return access(out, X_OK) ? -ENOENT : 0;
-	}
-	const char *home = getenv("CUDA_HOME");
-	const char *homes[] = {home && *home ? home : "/usr/local/cuda", "/usr/local/cuda"};
-	for (size_t i = 0; i < 2; i++) {
-		char path[PATH_MAX];
-		snprintf(path, sizeof(path), "%s/compute-sanitizer/compute-sanitizer", homes[i]);
-		char *real = realpath(path, NULL);
-		int ok = real && !access(real, X_OK) && strlen(real) < outsz;
-		if (ok)
-			snprintf(out, outsz, "%s", real);
-		free(real);
-		if (ok)
-			return 0;
-	}
-	return -ENOENT;
-}
 
 static int ended(struct kg_session *s)
 {
@@ -186,6 +106,37 @@ int kg_session_setup(struct kg_session *s, kg_error *e)
 	return kg_session_call(s, KG_OP_SETUP, 0, NULL, NULL, e);
 }
 
+int kg_session_run_call(struct kg_session *s, const struct kg_call *c, struct kg_call_result *r, kg_error *e)
+{
+	struct kg_wire_reply rep = {0};
+	memset(r, 0, sizeof(*r));
+	r->step = "upload";
+	int rc = kg_session_call(s, KG_OP_UPLOAD, 0, NULL, NULL, e);
+	if (!rc && c->flush) {
+		r->step = "flush";
+		rc = kg_session_call(s, KG_OP_FLUSH, 0, NULL, NULL, e);
+	}
+	if (!rc) {
+		double keep = s->call_timeout_s;
+		r->step = "run";
+		if (c->run_timeout_s > 0)
+			s->call_timeout_s = c->run_timeout_s;
+		rc = kg_session_call(s, KG_OP_RUN, 0, &rep, &r->parent_ns, e);
+		s->call_timeout_s = keep;
+	}
+	if (!rc) {
+		r->ret = rep.rc;
+		r->child_ns = rep.elapsed_ns;
+		r->tail_ns = rep.info;
+		r->step = "download";
+		rc = kg_session_call(s, KG_OP_DOWNLOAD, 0, NULL, &r->download_ns, e);
+		r->span_ns = r->parent_ns + r->download_ns;
+	}
+	if (!rc)
+		r->step = NULL;
+	return rc;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -196,7 +147,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 {
 	int sv[2] = {-1, -1};
 	int rc;
-	char runner[PATH_MAX], mem[32];
+	char runner[PATH_MAX];
 	memset(s, 0, sizeof(*s));
 	s->ctl = -1;
 	s->arena = a;
@@ -212,20 +163,13 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return kg_err(e, -errno, "socketpair: %s", strerror(errno));
 
-	snprintf(mem, sizeof(mem), "%llu", (unsigned long long)o->limits.mem_bytes);
 	const char *argv[40];
 	int ac = 0;
 	for (int i = 0; o->tool_argv && o->tool_argv[i]; i++)
 		argv[ac++] = o->tool_argv[i];
 	argv[ac++] = runner;
 	argv[ac++] = "--backend";
-	argv[ac++] = o->backend;
-	if (o->threads)
-		argv[ac++] = "--threads";
-	if (o->limits.mem_bytes) {
-		argv[ac++] = "--mem";
-		argv[ac++] = mem;
-	}
+	argv[ac++] = o->be->name;
 	if (o->tool_argv) {
 		argv[ac++] = "--exact-buffers";
 		argv[ac++] = "--tool-sockets";
@@ -253,7 +197,8 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 		paths[n_paths++] = (struct kg_sb_path){.host = tool_dir, .inside = NULL, .flags = KG_SB_PATH_EXEC};
 	}
 	struct kg_sb_spec spec = {
-		.profile = strcmp(o->backend, "cuda") ? KG_SB_PROFILE_RUN_CPU : KG_SB_PROFILE_RUN_CUDA,
+		.profile = KG_SB_PROFILE_RUN,
+		.name = o->be->sandbox_name,
 		.argv = argv,
 		.envp = envp,
 		.cwd = "/tmp",
@@ -267,7 +212,13 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 		.seccomp_deferred = 1,
 		.allow_threads = o->threads,
 		.stdin_fd = -1,
+		.devices = o->be->devices,
+		.proc = o->be->proc,
+		.sys_ro = o->be->sys_ro,
+		.syscalls = o->be->syscalls,
+		.readonly_opens = o->be->readonly_opens,
 	};
+	spec.limits.address_space_unbounded = o->be->address_space_unbounded;
 	rc = kg_sb_spawn(&spec, &s->sb, e);
 	close(sv[1]);
 	sv[1] = -1;

@@ -10,9 +10,10 @@
 #include "runner/wire.h"
 #include "sandbox/sandbox.h"
 #include "verifier/arena.h"
+#include "verifier/backend.h"
 
 struct kg_session_opts {
-	const char *backend; /* "cpu" or "cuda" */
+	const struct kg_backend *be; /* the runner's backend and its sandbox data */
 	const char *so_path; /* host path of the .so to load */
 	struct kg_sb_limits limits;
 	unsigned required_layers;
@@ -55,11 +56,29 @@ int kg_session_setup(struct kg_session *s, kg_error *e);
 /* One command. *r gets the reply; *parent_ns (optional) the parent's round-trip time. */
 int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t delay_ms, struct kg_wire_reply *r,
 		    uint64_t *parent_ns, kg_error *e);
+
+/* One call of the hosted .so on the arena as it is now: UPLOAD, FLUSH (when asked), RUN,
+ * DOWNLOAD, stopping at the first step that fails. The reference, the candidate and the
+ * sanitized runs all go through here. */
+struct kg_call {
+	int flush; /* evict caches first (timed calls) */
+	double run_timeout_s; /* limit for RUN alone; 0: the session's call_timeout_s */
+};
+struct kg_call_result {
+	const char *step; /* where it stopped: "upload", "flush", "run", "download"; NULL when done */
+	int32_t ret; /* what kg_forward returned */
+	uint64_t child_ns; /* the runner's claim for the call (its clock: a claim only) */
+	uint64_t parent_ns; /* the parent's round trip of RUN */
+	uint64_t download_ns; /* the parent's round trip of DOWNLOAD */
+	uint64_t span_ns; /* from sending RUN to the DOWNLOAD reply: the outputs are complete by then */
+	uint64_t tail_ns; /* how long the device stayed busy after the call's stream (runner's claim) */
+};
+/* KG_SESSION_OK, KG_SESSION_ENDED (see outcome), KG_SESSION_FAILED (see msg), or a negative errno
+ * for the channel itself (e says why). */
+int kg_session_run_call(struct kg_session *s, const struct kg_call *c, struct kg_call_result *r, kg_error *e);
 /* QUIT, wait, reap. Fills outcome. */
 void kg_session_close(struct kg_session *s);
 /* Close, then free the sandbox child (the outcome's output goes with it). */
 void kg_session_free(struct kg_session *s);
-
-#include "verifier/paths.h"
 
 #endif

@@ -10,7 +10,6 @@
 
 #include "kg_yaml.h"
 #include "verifier/dtype.h"
-#include "verifier/inputs.h"
 
 /* Bounds that keep a hostile manifest from asking for absurd allocations. */
 #define KG_TASK_MAX_ELEMS (1ll << 34)
@@ -150,6 +149,49 @@ static int resolve_ref(kg_yaml *y, yaml_node_t *n, const struct kg_task *t, cons
 	return 0;
 }
 
+/* `reference:` holds one source per backend under the backend's key, and what it links under
+ * `<key>_libs`; the keys come from the backend table, the C one is required. */
+static int parse_references(kg_yaml *y, yaml_node_t *ref, struct kg_task *t, kg_error *e)
+{
+	char keys[2 * KG_BACKEND_COUNT_][KG_NAME_LEN];
+	const char *key_list[2 * KG_BACKEND_COUNT_ + 1];
+	for (int b = 0; b < KG_BACKEND_COUNT_; b++) {
+		snprintf(keys[2 * b], KG_NAME_LEN, "%s", kg_backend_ref_key((enum kg_backend_id)b));
+		snprintf(keys[2 * b + 1], KG_NAME_LEN, "%s_libs", kg_backend_ref_key((enum kg_backend_id)b));
+		key_list[2 * b] = keys[2 * b];
+		key_list[2 * b + 1] = keys[2 * b + 1];
+	}
+	key_list[2 * KG_BACKEND_COUNT_] = NULL;
+	int rc = kg_yaml_check_keys(y, ref, key_list, "reference", e);
+	for (int b = 0; b < KG_BACKEND_COUNT_ && !rc; b++) {
+		char field[64];
+		yaml_node_t *src = kg_yaml_get(y, ref, keys[2 * b]);
+		snprintf(field, sizeof(field), "reference.%s", keys[2 * b]);
+		if (src || b == KG_BACKEND_CPU)
+			rc = resolve_ref(y, src, t, field, t->ref[b], sizeof(t->ref[b]), e);
+		yaml_node_t *libs = kg_yaml_get(y, ref, keys[2 * b + 1]);
+		if (rc || !libs)
+			continue;
+		snprintf(field, sizeof(field), "reference.%s", keys[2 * b + 1]);
+		if ((rc = kg_yaml_expect(y, libs, YAML_SEQUENCE_NODE, field, e)))
+			break;
+		if (kg_yaml_seq_len(libs) > 4)
+			return kg_err(e, -E2BIG, "%s:%d: field '%s': at most 4", y->path, kg_yaml_line(libs), field);
+		for (int i = 0; i < kg_yaml_seq_len(libs) && !rc; i++) {
+			yaml_node_t *it = kg_yaml_seq_item(y, libs, i);
+			char *lib = t->ref_libs[b][t->n_ref_libs[b]];
+			if ((rc = kg_yaml_str(y, it, field, lib, KG_NAME_LEN, e)))
+				break;
+			for (const char *p = lib; *p; p++)
+				if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+					return kg_err(e, -EINVAL, "%s:%d: field '%s': bad library name '%s'", y->path,
+						      kg_yaml_line(it), field, lib);
+			t->n_ref_libs[b]++;
+		}
+	}
+	return rc;
+}
+
 static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 {
 	static const char *const keys[] = {"kgate_task", "name", "description", "dims", "shapes", "variants",
@@ -253,32 +295,8 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 			return rc;
 	}
 
-	static const char *const ref_keys[] = {"c", "cuda", "cuda_libs", NULL};
-	yaml_node_t *ref = kg_yaml_get(y, root, "reference");
-	if ((rc = kg_yaml_check_keys(y, ref, ref_keys, "reference", e)) ||
-	    (rc = resolve_ref(y, kg_yaml_get(y, ref, "c"), t, "reference.c", t->ref_c, sizeof(t->ref_c), e)))
+	if ((rc = parse_references(y, kg_yaml_get(y, root, "reference"), t, e)))
 		return rc;
-	yaml_node_t *rcu = kg_yaml_get(y, ref, "cuda");
-	if (rcu && (rc = resolve_ref(y, rcu, t, "reference.cuda", t->ref_cuda, sizeof(t->ref_cuda), e)))
-		return rc;
-	yaml_node_t *libs = kg_yaml_get(y, ref, "cuda_libs");
-	if (libs) {
-		if ((rc = kg_yaml_expect(y, libs, YAML_SEQUENCE_NODE, "reference.cuda_libs", e)))
-			return rc;
-		if (kg_yaml_seq_len(libs) > 4)
-			return kg_err(e, -E2BIG, "%s:%d: field 'reference.cuda_libs': at most 4", y->path, kg_yaml_line(libs));
-		for (int i = 0; i < kg_yaml_seq_len(libs); i++) {
-			yaml_node_t *it = kg_yaml_seq_item(y, libs, i);
-			char *lib = t->ref_libs[t->n_ref_libs];
-			if ((rc = kg_yaml_str(y, it, "reference.cuda_libs", lib, KG_NAME_LEN, e)))
-				return rc;
-			for (const char *p = lib; *p; p++)
-				if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-					return kg_err(e, -EINVAL, "%s:%d: field 'reference.cuda_libs': bad library name '%s'",
-						      y->path, kg_yaml_line(it), lib);
-			t->n_ref_libs++;
-		}
-	}
 
 	yaml_node_t *nf = kg_yaml_get(y, root, "nonfinite");
 	if (nf && (rc = kg_yaml_bool(y, nf, "nonfinite", &t->nonfinite, e)))
@@ -344,34 +362,6 @@ int kg_task_load(const char *path, struct kg_task *t, kg_error *e)
 	rc = parse_task(&y, t, e);
 	kg_yaml_free(&y);
 	return rc;
-}
-
-int kg_task_find(const char *name_or_path, struct kg_task *t, kg_error *e)
-{
-	if (strchr(name_or_path, '/') || strstr(name_or_path, ".yaml"))
-		return kg_task_load(name_or_path, t, e);
-	const char *bases[4];
-	int nb = 0;
-	char home_tasks[PATH_MAX];
-	const char *env = getenv("KGATE_TASKS");
-	if (env && *env)
-		bases[nb++] = env;
-	const char *home = getenv("KGATE_HOME");
-	if (home && *home) {
-		snprintf(home_tasks, sizeof(home_tasks), "%s/tasks", home);
-		bases[nb++] = home_tasks;
-	}
-	bases[nb++] = KG_DATADIR "/tasks";
-	bases[nb++] = "tasks";
-	for (int i = 0; i < nb; i++) {
-		char p[PATH_MAX];
-		if (snprintf(p, sizeof(p), "%s/%s/task.yaml", bases[i], name_or_path) >= (int)sizeof(p))
-			continue;
-		if (!access(p, R_OK))
-			return kg_task_load(p, t, e);
-	}
-	return kg_err(e, -ENOENT, "task '%s' not found (looked in $KGATE_TASKS, $KGATE_HOME/tasks, %s/tasks, ./tasks)",
-		      name_or_path, KG_DATADIR);
 }
 
 const struct kg_shapeset *kg_task_shapeset(const struct kg_task *t, const char *name)

@@ -9,6 +9,7 @@
 #include <kgate/kernel.h>
 
 #include "kg_common.h"
+#include "kg_vocab.h"
 #include "verifier/expr.h"
 
 #define KG_MAX_TENSORS 8
@@ -55,20 +56,18 @@ struct kg_task {
 	double rms_tol; /* extra absolute slack, relative to the RMS of the reference output */
 	char cost_bytes[KG_EXPR_LEN]; /* fewest bytes moved through memory */
 	char cost_flops[KG_EXPR_LEN];
-	char ref_c[PATH_MAX]; /* absolute path of the trusted C reference */
-	char ref_cuda[PATH_MAX]; /* "" when the task has no CUDA reference */
-	int n_ref_libs;
-	char ref_libs[4][KG_NAME_LEN]; /* libraries the CUDA reference links ("cublas") */
+	/* The trusted references, one per backend (the manifest's `reference: {c: ..., cuda: ...}`,
+	 * keys from kg_vocab.h), absolute; "" where the task has none. The C one is required. */
+	char ref[KG_BACKEND_COUNT_][PATH_MAX];
+	int n_ref_libs[KG_BACKEND_COUNT_];
+	char ref_libs[KG_BACKEND_COUNT_][4][KG_NAME_LEN]; /* `<key>_libs`: what a reference links ("cublas") */
 	int nonfinite; /* the reference defines NaN/Inf inputs (propagates them) */
 	unsigned classes_excluded; /* input classes that make no sense for this task (bitmask) */
 };
 
 /* Loads and validates a manifest: every shape expression must evaluate for every shape set and
- * variant, and every size must be positive and bounded. */
+ * variant, and every size must be positive and bounded. (Finding one by name: resolve.h.) */
 int kg_task_load(const char *path, struct kg_task *t, kg_error *e);
-/* Finds a task by name under the task search path (KGATE_TASKS, the source tree, DATADIR), or
- * loads the file when name is a path. */
-int kg_task_find(const char *name_or_path, struct kg_task *t, kg_error *e);
 
 const struct kg_shapeset *kg_task_shapeset(const struct kg_task *t, const char *name);
 /* Dims of variant i applied over base. */

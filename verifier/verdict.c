@@ -33,7 +33,7 @@ static void *grow(void *arr, int *cap, int n, size_t elem)
 	return p;
 }
 
-struct kg_reason *kg_verdict_add_reason(struct kg_verdict *v, const char *code, const char *fmt, ...)
+struct kg_reason *kg_verdict_add_reason(struct kg_verdict *v, enum kg_reason_code code, const char *fmt, ...)
 {
 	static struct kg_reason oom_slot;
 	struct kg_reason *arr = grow(v->reasons, &v->cap_reasons, v->n_reasons, sizeof(*arr));
@@ -45,11 +45,12 @@ struct kg_reason *kg_verdict_add_reason(struct kg_verdict *v, const char *code, 
 		r = &v->reasons[v->n_reasons - 1];
 	} else {
 		r = &oom_slot; /* the run cannot be trusted any more: make it an internal error */
-		snprintf(v->internal_error, sizeof(v->internal_error), "out of memory recording reason %s", code);
+		snprintf(v->internal_error, sizeof(v->internal_error), "out of memory recording reason %s",
+			 kg_reason_name(code));
 	}
 	memset(r, 0, sizeof(*r));
 	r->index = -1;
-	snprintf(r->code, sizeof(r->code), "%s", code);
+	r->code = code;
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(r->message, sizeof(r->message), fmt, ap);
@@ -78,19 +79,27 @@ struct kg_check *kg_verdict_add_check(struct kg_verdict *v, const char *name, en
 	return c;
 }
 
-int kg_verdict_has_reason(const struct kg_verdict *v, const char *code)
+int kg_verdict_has_reason(const struct kg_verdict *v, enum kg_reason_code code)
 {
 	for (int i = 0; i < v->n_reasons; i++)
-		if (!strcmp(v->reasons[i].code, code))
+		if (v->reasons[i].code == code)
+			return 1;
+	return 0;
+}
+
+static int any_internal(const struct kg_verdict *v)
+{
+	for (int i = 0; i < v->n_reasons; i++)
+		if (kg_reason_exit(v->reasons[i].code) == KG_EXITCLASS_INTERNAL)
 			return 1;
 	return 0;
 }
 
 void kg_verdict_finish(struct kg_verdict *v)
 {
-	/* A sandbox the policy requires that the host cannot build is the host's failure, not the
-	 * candidate's: exit 3, with the reason kept in the report. */
-	if (v->internal_error[0] || kg_verdict_has_reason(v, "sandbox.setup")) {
+	/* A reason of the internal class (a sandbox the policy requires that the host cannot build) is
+	 * the host's failure, not the candidate's: exit 3, with the reason kept in the report. */
+	if (v->internal_error[0] || any_internal(v)) {
 		v->accepted = 0;
 		v->exit_code = KG_EXIT_INTERNAL;
 	} else if (v->n_reasons) {

@@ -7,12 +7,13 @@
 #include <stdint.h>
 
 #include "kg_common.h"
+#include "kg_vocab.h"
 
 /* Exit codes of `kgate verify`. */
 enum { KG_EXIT_ACCEPTED = 0, KG_EXIT_REJECTED = 1, KG_EXIT_USAGE = 2, KG_EXIT_INTERNAL = 3 };
 
 struct kg_reason {
-	char code[40]; /* stable, dotted: "check.mismatch" */
+	enum kg_reason_code code; /* kg_reason_name(): stable, dotted, "check.mismatch" */
 	char message[600];
 	char input_class[16]; /* "" when not about a trial */
 	uint64_t seed; /* trial seed (revealed after the run) */
@@ -75,12 +76,12 @@ void kg_verdict_init(struct kg_verdict *v);
 void kg_verdict_free(struct kg_verdict *v);
 /* Appends a reason; returns it so callers can fill the optional fields. Never NULL: on memory
  * exhaustion the last slot is reused, so a rejection can never be lost. */
-struct kg_reason *kg_verdict_add_reason(struct kg_verdict *v, const char *code, const char *fmt, ...)
+struct kg_reason *kg_verdict_add_reason(struct kg_verdict *v, enum kg_reason_code code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 struct kg_check *kg_verdict_add_check(struct kg_verdict *v, const char *name, enum kg_check_status st,
 				      double seconds, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-int kg_verdict_has_reason(const struct kg_verdict *v, const char *code);
-/* Sets accepted/exit_code from the reasons and the internal error. */
+int kg_verdict_has_reason(const struct kg_verdict *v, enum kg_reason_code code);
+/* Sets accepted/exit_code from the reasons (their exit class) and the internal error. */
 void kg_verdict_finish(struct kg_verdict *v);
 
 /* Reports (verifier/report.c). Each returns 0 or a negative errno. */

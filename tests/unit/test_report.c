@@ -24,7 +24,7 @@ static void make_verdict(struct kg_verdict *v)
 	kg_verdict_add_check(v, "compile", KG_CHECK_PASS, 0.1, "built");
 	kg_verdict_add_check(v, "correctness", KG_CHECK_FAIL, 0.5, "3 trials");
 	kg_verdict_add_check(v, "timing", KG_CHECK_SKIP, 0, "skipped");
-	struct kg_reason *r = kg_verdict_add_reason(v, "check.mismatch", "output 'y' \"wrong\" <here> & there");
+	struct kg_reason *r = kg_verdict_add_reason(v, KG_R_CHECK_MISMATCH, "output 'y' \"wrong\" <here> & there");
 	snprintf(r->input_class, sizeof(r->input_class), "large");
 	r->has_seed = 1;
 	r->seed = 77;
@@ -36,8 +36,8 @@ static void make_verdict(struct kg_verdict *v)
 	r->got = NAN;
 	r->occurrences = 3;
 	snprintf(r->also_classes, sizeof(r->also_classes), "tiny,zeros");
-	kg_verdict_add_reason(v, "check.mismatch", "second at another shape");
-	kg_verdict_add_reason(v, "sandbox.syscall", "socket denied\x01");
+	kg_verdict_add_reason(v, KG_R_CHECK_MISMATCH, "second at another shape");
+	kg_verdict_add_reason(v, KG_R_SANDBOX_SYSCALL, "socket denied\x01");
 	kg_verdict_finish(v);
 }
 
@@ -136,7 +136,7 @@ static void test_junit(void **state)
 	/* a rejection before any check ran (the candidate died while loading) still fails the suite */
 	kg_verdict_init(&v);
 	snprintf(v.task, sizeof(v.task), "softmax");
-	kg_verdict_add_reason(&v, "sandbox.syscall", "fork denied at load time");
+	kg_verdict_add_reason(&v, KG_R_SANDBOX_SYSCALL, "fork denied at load time");
 	kg_verdict_finish(&v);
 	assert_int_equal(kg_report_junit(&v, p, NULL), 0);
 	x = slurp(p);

@@ -1,0 +1,119 @@
+/* The backend table: names from the vocabulary, each backend's command line, its sandbox data and
+ * the imports its runtime brings (allowed, and the few always denied). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "verifier/backend.h"
+
+static int has_arg(const struct kg_compile_cmd *c, const char *arg)
+{
+	for (int i = 0; i < c->argc; i++)
+		if (!strcmp(c->argv[i], arg))
+			return i;
+	return -1;
+}
+
+static void test_table(void **state)
+{
+	(void)state;
+	for (int i = 0; i < KG_BACKEND_COUNT_; i++) {
+		const struct kg_backend *b = kg_backend_get((enum kg_backend_id)i);
+		assert_non_null(b);
+		assert_int_equal(b->id, i);
+		assert_string_equal(b->name, kg_backend_name((enum kg_backend_id)i));
+		assert_string_equal(b->ext, kg_backend_ext((enum kg_backend_id)i));
+		assert_non_null(b->sandbox_name);
+		assert_non_null(b->compile_cmd);
+		assert_true(b->compile_wall_s > 0);
+		assert_ptr_equal(kg_backend_find(b->name), b);
+	}
+	assert_null(kg_backend_get(KG_BACKEND_COUNT_));
+	assert_null(kg_backend_find("opencl"));
+	const struct kg_backend *cpu = kg_backend_get(KG_BACKEND_CPU), *cu = kg_backend_get(KG_BACKEND_CUDA);
+	assert_false(cpu->needs_gpu);
+	assert_null(cpu->probe);
+	assert_true(cu->needs_gpu);
+	assert_non_null(cu->probe);
+	/* the CPU runner sees no device and no /proc; the CUDA one the driver's nodes, /proc for its
+	 * thread names (opens read-only), /sys, and the driver's few extra calls */
+	assert_null(cpu->devices);
+	assert_int_equal(cpu->proc, KG_SB_PROC_DEFAULT);
+	assert_null(cpu->syscalls);
+	assert_string_equal(cu->devices[0], "/dev/nvidia*");
+	assert_int_equal(cu->proc, KG_SB_PROC_RW);
+	assert_true(cu->readonly_opens);
+	assert_true(cu->sys_ro);
+	int epoll = 0;
+	for (const char *const *s = cu->syscalls; *s; s++)
+		epoll |= !strcmp(*s, "epoll_wait");
+	assert_true(epoll);
+}
+
+static void test_imports(void **state)
+{
+	(void)state;
+	const struct kg_backend *cpu = kg_backend_get(KG_BACKEND_CPU), *cu = kg_backend_get(KG_BACKEND_CUDA);
+	assert_int_equal(kg_backend_symbol_verdict(cu, "cudaLaunchKernel"), 1);
+	assert_int_equal(kg_backend_symbol_verdict(cu, "__cudaRegisterFatBinary"), 1);
+	assert_int_equal(kg_backend_symbol_verdict(cpu, "cudaLaunchKernel"), 0);
+	/* reaching outside the process: denied whatever the policy says */
+	assert_int_equal(kg_backend_symbol_verdict(cu, "cudaIpcOpenMemHandle"), -1);
+	assert_int_equal(kg_backend_symbol_verdict(cu, "cudaDeviceReset"), -1);
+	assert_int_equal(kg_backend_symbol_verdict(cu, "cudaGetDriverEntryPointByVersion"), -1);
+	assert_int_equal(kg_backend_symbol_verdict(cu, "cublasSgemm_v2"), 0);
+	assert_true(kg_backend_library_allowed(cu, "libcudart.so.13"));
+	assert_false(kg_backend_library_allowed(cu, "libcublas.so.13"));
+	assert_false(kg_backend_library_allowed(cpu, "libcudart.so.13"));
+}
+
+static void test_commands(void **state)
+{
+	(void)state;
+	struct kg_compile_cmd *c = calloc(1, sizeof(*c));
+	kg_error e = {0};
+	const char *flags[] = {"-O3", "-ffast-math"};
+	const char libs[1][32] = {"cublas"};
+	struct kg_compile_req r = {.src_inside = "/work/kernel.c", .out_inside = "/work/kernel.so",
+				   .include_inside = "/kgate/include", .flags = flags, .n_flags = 2};
+	assert_int_equal(kg_backend_get(KG_BACKEND_CPU)->compile_cmd(c, &r, &e), 0);
+	assert_int_equal(c->argv[c->argc], NULL);
+	assert_true(has_arg(c, "-shared") > 0);
+	assert_true(has_arg(c, "-I/kgate/include") > 0);
+	int o = has_arg(c, "-o");
+	assert_true(o > 0);
+	assert_string_equal(c->argv[o + 1], "/work/kernel.so");
+	/* the caller's flags come after kgate's own, so -o cannot be overridden by position */
+	assert_true(has_arg(c, "-ffast-math") > o);
+	assert_true(has_arg(c, "-lm") > 0);
+	assert_string_equal(c->envp[0], "PATH=/usr/bin:/bin");
+
+	r.src_inside = "/work/kernel.cu";
+	r.arch = "90a";
+	r.libs = libs;
+	r.n_libs = 1;
+	assert_int_equal(kg_backend_get(KG_BACKEND_CUDA)->compile_cmd(c, &r, &e), 0);
+	assert_non_null(strstr(c->argv[0], "/bin/nvcc"));
+	assert_true(has_arg(c, "-gencode=arch=compute_90a,code=sm_90a") > 0);
+	int cudart = has_arg(c, "-cudart");
+	assert_true(cudart > 0);
+	assert_string_equal(c->argv[cudart + 1], "shared");
+	assert_true(has_arg(c, "-lcublas") > has_arg(c, "/work/kernel.cu"));
+	assert_non_null(strstr(c->envp[0], "/bin:/usr/bin:/bin"));
+	free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_imports),
+		cmocka_unit_test(test_commands),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,197 @@
+/* The backend table (backend.h): the C compiler and the CUDA toolkit as command builders, the
+ * run sandbox's data for each (the CUDA driver's device nodes, /proc and /sys needs and the few
+ * extra system calls it makes after context creation, measured on an H200), and the imports a
+ * backend's runtime brings that no policy has to list. */
+#include "verifier/backend.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kg_cuda_home(char *out, size_t outsz)
+{
+	const char *ch = getenv("CUDA_HOME");
+	const char *home = ch && *ch ? ch : "/usr/local/cuda";
+	char *real = realpath(home, NULL);
+	snprintf(out, outsz, "%s", real ? real : home);
+	free(real);
+}
+
+static int push(struct kg_compile_cmd *c, const char *arg, kg_error *e)
+{
+	if (c->argc >= KG_COMPILE_MAX_ARGS - 1)
+		return kg_err(e, -E2BIG, "compile: too many arguments");
+	c->argv[c->argc++] = arg;
+	c->argv[c->argc] = NULL;
+	return 0;
+}
+
+/* Flags and libraries come last, after kgate's own, so a flag cannot rename the output. */
+static int push_tail(struct kg_compile_cmd *c, const struct kg_compile_req *r, kg_error *e)
+{
+	int rc = 0;
+	for (int i = 0; i < r->n_flags && !rc; i++)
+		rc = push(c, r->flags[i], e);
+	for (int i = 0; i < r->n_libs && i < (int)KG_ARRAY_LEN(c->libs) && !rc; i++) {
+		snprintf(c->libs[i], sizeof(c->libs[i]), "-l%s", r->libs[i]);
+		rc = push(c, c->libs[i], e);
+	}
+	return rc;
+}
+
+static int cc_cmd(struct kg_compile_cmd *c, const struct kg_compile_req *r, kg_error *e)
+{
+	memset(c, 0, sizeof(*c));
+	/* cc is an alternatives symlink; resolved here so the sandbox needs no /etc/alternatives */
+	char *real = realpath("/usr/bin/cc", NULL);
+	snprintf(c->store[0], sizeof(c->store[0]), "%s", real ? real : "/usr/bin/cc");
+	free(real);
+	snprintf(c->store[1], sizeof(c->store[1]), "-I%s", r->include_inside);
+	const char *fixed[] = {c->store[0], "-std=gnu11", "-O2", "-fPIC", "-shared", "-Wall", c->store[1], "-o",
+			       r->out_inside, r->src_inside};
+	int rc = 0;
+	for (size_t i = 0; i < KG_ARRAY_LEN(fixed) && !rc; i++)
+		rc = push(c, fixed[i], e);
+	if (!rc)
+		rc = push_tail(c, r, e);
+	if (!rc)
+		rc = push(c, "-lm", e);
+	c->envp[0] = "PATH=/usr/bin:/bin";
+	c->envp[1] = "LANG=C";
+	c->envp[2] = "HOME=/work";
+	c->envp[3] = "TMPDIR=/tmp";
+	return rc;
+}
+
+static int nvcc_cmd(struct kg_compile_cmd *c, const struct kg_compile_req *r, kg_error *e)
+{
+	memset(c, 0, sizeof(*c));
+	char *home = c->store[0];
+	kg_cuda_home(home, sizeof(c->store[0]));
+	snprintf(c->store[1], sizeof(c->store[1]), "%s/bin/nvcc", home);
+	const char *arch = r->arch ? r->arch : "90a";
+	snprintf(c->store[2], sizeof(c->store[2]), "-gencode=arch=compute_%s,code=sm_%s", arch, arch);
+	snprintf(c->store[3], sizeof(c->store[3]), "-Xlinker=-rpath,%s/lib64", home);
+	snprintf(c->store[4], sizeof(c->store[4]), "-I%s", r->include_inside);
+	snprintf(c->store[5], sizeof(c->store[5]), "PATH=%s/bin:/usr/bin:/bin", home);
+	/* -cudart shared: the runner initialises the runtime before its filter, and the candidate's
+	 * imports stay a short list of cuda* symbols instead of cudart_static's dlopen and pthread
+	 * internals. */
+	const char *fixed[] = {c->store[1], "-O3", c->store[2], "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
+			       c->store[3], c->store[4], "-o", r->out_inside, r->src_inside};
+	int rc = 0;
+	for (size_t i = 0; i < KG_ARRAY_LEN(fixed) && !rc; i++)
+		rc = push(c, fixed[i], e);
+	if (!rc)
+		rc = push_tail(c, r, e);
+	c->envp[0] = c->store[5];
+	c->envp[1] = "LANG=C";
+	c->envp[2] = "HOME=/work";
+	c->envp[3] = "TMPDIR=/tmp";
+	/* a toolkit under /usr is already visible through the sandbox's /usr */
+	if (strncmp(home, "/usr/", 5))
+		c->paths[c->n_paths++] = (struct kg_sb_path){.host = home, .flags = KG_SB_PATH_EXEC | KG_SB_PATH_OPTIONAL};
+	return rc;
+}
+
+static const char *const cuda_devices[] = {"/dev/nvidia*", NULL};
+
+/* What the driver and its threads do after context creation besides the run profile's calls:
+ * allocation, copies, PTX JIT, launches, events, streams and pinned memory needed only these
+ * (the JIT's threads query priorities). Extend from the syscall names denials report. */
+static const char *const cuda_syscalls[] = {
+	"epoll_wait", "epoll_pwait", "epoll_ctl", "select", "pselect6",
+	"sched_getparam", "sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min", NULL,
+};
+
+static const char *const cuda_symbols[] = {
+	"cuda*", "__cuda*", "__cxa_*", "__gxx_personality_v0", "_Unwind_Resume", "_Znwm", "_Znam", "_ZdlPv*",
+	"_ZdaPv*", "_ZSt9terminatev", NULL,
+};
+
+/* Checked before any allowlist: IPC handles reach other processes' memory, a device reset or a
+ * device switch pulls the context from under the runner, driver entry points are a dlsym. */
+static const char *const cuda_denied[] = {
+	"cudaIpc*", "cudaDeviceReset", "cudaSetDevice*", "cudaGetDriverEntryPoint*", "cudaSetValidDevices", NULL,
+};
+
+static const char *const cuda_libraries[] = {"libcudart.so.*", "libstdc++.so.*", NULL};
+
+static const struct kg_backend backends[KG_BACKEND_COUNT_] = {
+	[KG_BACKEND_CPU] = {
+		.id = KG_BACKEND_CPU,
+		.sandbox_name = "run-cpu",
+		.compile_wall_s = 120,
+		.compile_cmd = cc_cmd,
+	},
+	[KG_BACKEND_CUDA] = {
+		.id = KG_BACKEND_CUDA,
+		.sandbox_name = "run-cuda",
+		.needs_gpu = 1,
+		.probe = kg_gpu_probe,
+		.compile_wall_s = 300,
+		.compile_cmd = nvcc_cmd,
+		.devices = cuda_devices,
+		/* the driver names its threads through /proc/self/task/TID/comm and cuInit fails
+		 * when it cannot; opens stay read-only so /proc/self/mem cannot patch the runner */
+		.proc = KG_SB_PROC_RW,
+		.sys_ro = 1,
+		.syscalls = cuda_syscalls,
+		.readonly_opens = 1,
+		.address_space_unbounded = 1,
+		.symbols = cuda_symbols,
+		.denied_symbols = cuda_denied,
+		.libraries = cuda_libraries,
+	},
+};
+
+/* The names come from the vocabulary table, the rest from this one, joined once. */
+static struct kg_backend joined[KG_BACKEND_COUNT_];
+static pthread_once_t join_once = PTHREAD_ONCE_INIT;
+
+static void join_tables(void)
+{
+	for (int i = 0; i < KG_BACKEND_COUNT_; i++) {
+		joined[i] = backends[i];
+		joined[i].name = kg_backend_name((enum kg_backend_id)i);
+		joined[i].ext = kg_backend_ext((enum kg_backend_id)i);
+		joined[i].ref_key = kg_backend_ref_key((enum kg_backend_id)i);
+	}
+}
+
+const struct kg_backend *kg_backend_get(enum kg_backend_id id)
+{
+	if ((unsigned)id >= KG_BACKEND_COUNT_)
+		return NULL;
+	pthread_once(&join_once, join_tables);
+	return &joined[id];
+}
+
+const struct kg_backend *kg_backend_find(const char *name)
+{
+	enum kg_backend_id id;
+	return kg_backend_parse(name, &id) ? NULL : kg_backend_get(id);
+}
+
+static int glob_any(const char *const *globs, const char *s)
+{
+	for (; globs && *globs; globs++)
+		if (!fnmatch(*globs, s, 0))
+			return 1;
+	return 0;
+}
+
+int kg_backend_symbol_verdict(const struct kg_backend *b, const char *sym)
+{
+	if (glob_any(b->denied_symbols, sym))
+		return -1;
+	return glob_any(b->symbols, sym);
+}
+
+int kg_backend_library_allowed(const struct kg_backend *b, const char *lib)
+{
+	return glob_any(b->libraries, lib);
+}

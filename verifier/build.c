@@ -1,0 +1,128 @@
+/* The build phase: the trusted reference and the candidate compiled in their own compile
+ * sandboxes, then the candidate's imports held against the policy's and its backend's lists
+ * before anything of it runs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "verifier/compile.h"
+#include "verifier/elfsyms.h"
+#include "verifier/ends.h"
+#include "verifier/run.h"
+
+static int compile_one(struct kg_run *r, const struct kg_backend *be, const char *src, const char *sub, char *so_out,
+		       size_t so_sz, struct kg_compile_result *cr, const char *const *flags, int n_flags,
+		       const char (*libs)[32], int n_libs, kg_error *e)
+{
+	char dir[PATH_MAX + 32];
+	snprintf(dir, sizeof(dir), "%s/%s", r->work, sub);
+	if (mkdir(dir, 0755))
+		return kg_err(e, -errno, "mkdir %s: %s", dir, strerror(errno));
+	if (kg_sb_chown_scratch(dir, e))
+		return e->code;
+	struct kg_compile_opts co = {
+		.be = be,
+		.arch = r->gpu.arch[0] ? r->gpu.arch : NULL,
+		.flags = flags,
+		.n_flags = n_flags,
+		.libs = libs,
+		.n_libs = n_libs,
+		.limits = r->plan->limits,
+		.required_layers = r->plan->required_layers,
+		.disabled_layers = r->plan->disabled_layers,
+	};
+	co.limits.wall_s = be->compile_wall_s;
+	co.limits.mem_bytes = 4ull << 30;
+	co.limits.nproc = 64;
+	int rc = kg_compile(src, dir, "kernel.so", &co, cr, e);
+	snprintf(so_out, so_sz, "%s/kernel.so", dir);
+	return rc;
+}
+
+static void static_check(struct kg_run *r)
+{
+	const struct kg_plan *p = r->plan;
+	kg_buf syms = {0}, needed = {0};
+	kg_error e = {0};
+	uint64_t t0 = kg_now_ns();
+	int bad = 0;
+	if (kg_elf_imports(r->cand_so, &syms, &needed, &e)) {
+		kg_run_internal(r, "reading the candidate's imports: %s", e.msg);
+		goto out;
+	}
+	for (const char *s = syms.data; s && *s; s += strlen(s) + 1) {
+		int be = kg_backend_symbol_verdict(p->be, s);
+		if (be > 0 || (!be && kg_policy_symbol_allowed(&p->pol, s)))
+			continue;
+		bad++;
+		struct kg_reason *x = kg_verdict_add_reason(r->v, KG_R_STATIC_FORBIDDEN_SYMBOL,
+							    "the candidate imports '%s', which the policy does not allow", s);
+		snprintf(x->tensor, sizeof(x->tensor), "%.31s", s);
+	}
+	for (const char *s = needed.data; s && *s; s += strlen(s) + 1) {
+		if (kg_backend_library_allowed(p->be, s) || kg_policy_library_allowed(&p->pol, s))
+			continue;
+		bad++;
+		kg_verdict_add_reason(r->v, KG_R_STATIC_FORBIDDEN_LIBRARY,
+				      "the candidate links against '%s', which the policy does not allow", s);
+	}
+	kg_verdict_add_check(r->v, "static-imports", bad ? KG_CHECK_FAIL : KG_CHECK_PASS, kg_secs_since(t0),
+			     bad ? "%d forbidden imports" : "every import is on the policy's allowlist", bad);
+out:
+	kg_buf_free(&syms);
+	kg_buf_free(&needed);
+}
+
+int kg_phase_build(struct kg_run *r)
+{
+	const struct kg_plan *p = r->plan;
+	struct kg_verdict *v = r->v;
+	struct kg_compile_result *cr = calloc(1, sizeof(*cr));
+	kg_error ce = {0};
+	uint64_t t0 = kg_now_ns();
+	int go_on = 0;
+	if (!cr) {
+		kg_run_internal(r, "out of memory");
+		return 0;
+	}
+	kg_run_progress(r, "compiling");
+	const char *ref_src = p->task.ref[p->ref_be->id];
+	if (compile_one(r, p->ref_be, ref_src, "ref", r->ref_so, sizeof(r->ref_so), cr, NULL, 0,
+			(const char(*)[32])p->task.ref_libs[p->ref_be->id], p->task.n_ref_libs[p->ref_be->id], &ce) ||
+	    !cr->ok) {
+		if (ce.code == -EPERM)
+			kg_verdict_add_reason(v, KG_R_SANDBOX_SETUP, "compile: %s", ce.msg);
+		else
+			kg_run_internal(r, "compiling the reference %s failed: %s", ref_src, ce.msg[0] ? ce.msg : cr->log);
+		goto out;
+	}
+	if (compile_one(r, p->be, p->candidate, "cand", r->cand_so, sizeof(r->cand_so), cr, p->flags, p->n_flags, NULL,
+			0, &ce)) {
+		if (ce.code == -EPERM)
+			kg_verdict_add_reason(v, KG_R_SANDBOX_SETUP, "compile: %s", ce.msg);
+		else
+			kg_run_internal(r, "compiling the candidate: %s", ce.msg);
+		goto out;
+	}
+	v->t_compile_s = kg_secs_since(t0);
+	snprintf(v->compile_log, sizeof(v->compile_log), "%s", cr->log);
+	if (!cr->ok) {
+		char what[700];
+		kg_end_describe(&cr->outcome, what, sizeof(what));
+		if (cr->outcome.end != KG_SB_END_EXIT)
+			kg_verdict_add_reason(v, kg_end_reason(cr->outcome.end), "compile: %s", what);
+		kg_verdict_add_reason(v, KG_R_COMPILE_ERROR, "the candidate does not compile (%s); see the compile log",
+				      what);
+		kg_verdict_add_check(v, "compile", KG_CHECK_FAIL, cr->seconds, "%s", what);
+		goto out;
+	}
+	kg_verdict_add_check(v, "compile", KG_CHECK_PASS, cr->seconds, "built in %.2f s", cr->seconds);
+	static_check(r);
+	go_on = kg_run_ok(r);
+out:
+	free(cr);
+	return go_on;
+}

@@ -1,0 +1,228 @@
+/* The pure checks (checks.h). Messages say what a reviewer needs (which tensor, which element,
+ * expected and got); the caller adds the trial's class, seed and shape. */
+#include "verifier/checks.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "verifier/compare.h"
+#include "verifier/dtype.h"
+
+static struct kg_finding *add(struct kg_findings *out, enum kg_reason_code code, int slot, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static struct kg_finding *add(struct kg_findings *out, enum kg_reason_code code, int slot, const char *fmt, ...)
+{
+	/* A full list keeps its last slot for the newest finding: a rejection is never lost. */
+	struct kg_finding *f = &out->f[out->n < KG_MAX_FINDINGS ? out->n++ : KG_MAX_FINDINGS - 1];
+	memset(f, 0, sizeof(*f));
+	f->code = code;
+	f->slot = slot;
+	f->index = -1;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f->msg, sizeof(f->msg), fmt, ap);
+	va_end(ap);
+	return f;
+}
+
+static const char *name_of(const struct kg_view *v, int slot)
+{
+	return v->names && slot >= 0 && v->names[slot] ? v->names[slot] : "?";
+}
+
+static void set_values(struct kg_finding *f, int64_t index, double expected, double got)
+{
+	f->index = index;
+	f->has_values = 1;
+	f->expected = expected;
+	f->got = got;
+}
+
+int kg_check_canaries(const struct kg_view *v, struct kg_findings *out)
+{
+	int slot, side;
+	uint64_t dist;
+	if (!kg_arena_canary_check(v->arena, &slot, &side, &dist))
+		return 0;
+	struct kg_finding *f = add(out, KG_R_CHECK_CANARY, slot, "guard band %s '%s' overwritten, %llu bytes %s its %s",
+				   side < 0 ? "before" : "after", name_of(v, slot), (unsigned long long)dist,
+				   side < 0 ? "before" : "past", side < 0 ? "start" : "end");
+	f->index = (int64_t)dist;
+	return 1;
+}
+
+int kg_check_inputs(const struct kg_view *v, struct kg_findings *out)
+{
+	int n = 0;
+	for (int i = 0; i < v->arena->n_in; i++) {
+		const struct kg_arena_slot *s = &v->arena->slot[i];
+		const unsigned char *got = kg_arena_ptr(v->arena, i), *want = v->shadow[i];
+		if (!memcmp(got, want, s->bytes))
+			continue;
+		size_t es = kg_dtype_size(s->dtype), k = 0;
+		while (k < s->bytes && got[k] == want[k])
+			k++;
+		struct kg_finding *f = add(out, KG_R_CHECK_INPUT_MODIFIED, i, "input '%s' was modified", name_of(v, i));
+		set_values(f, (int64_t)(k / es), kg_load(want, s->dtype, k / es), kg_load(got, s->dtype, k / es));
+		n++;
+	}
+	return n;
+}
+
+int kg_check_unwritten(const struct kg_view *v, struct kg_findings *out)
+{
+	int n = 0;
+	const struct kg_arena *a = v->arena;
+	for (int j = 0; j < a->n_out; j++) {
+		int s = a->n_in + j;
+		int64_t idx = kg_arena_unwritten(a, s, v->ref ? v->ref[j] : NULL);
+		if (idx < 0)
+			continue;
+		struct kg_finding *f = add(out, KG_R_CHECK_UNWRITTEN_OUTPUT, s,
+					   "output '%s' was not written (first unwritten element shown)", name_of(v, s));
+		f->index = idx;
+		n++;
+	}
+	return n;
+}
+
+int kg_check_outputs(const struct kg_view *v, enum kg_reason_code code, struct kg_findings *out)
+{
+	int n = 0;
+	const struct kg_arena *a = v->arena;
+	for (int j = 0; j < a->n_out; j++) {
+		int s = a->n_in + j;
+		const struct kg_arena_slot *sl = &a->slot[s];
+		struct kg_cmp cmp;
+		if (!kg_compare(kg_arena_ptr(a, s), v->ref[j], sl->dtype, (size_t)sl->numel, v->atol[j], v->rtol, &cmp))
+			continue;
+		enum kg_reason_code c = code;
+		if (code == KG_R_CHECK_MISMATCH && cmp.n_nan && cmp.first_nan == cmp.first_bad)
+			c = KG_R_CHECK_NAN;
+		struct kg_finding *f = add(out, c, s,
+					   "output '%s': %lld of %lld elements outside atol=%g rtol=%g (%lld NaN, %lld Inf "
+					   "mismatches); max abs error %g, max rel error %g",
+					   name_of(v, s), (long long)cmp.n_bad, (long long)cmp.n, v->atol[j], v->rtol,
+					   (long long)cmp.n_nan, (long long)cmp.n_inf, cmp.max_abs_err, cmp.max_rel_err);
+		set_values(f, cmp.first_bad, cmp.first_bad_exp, cmp.first_bad_got);
+		n++;
+	}
+	return n;
+}
+
+int kg_check_unchanged(const struct kg_view *v, const void *const *before, uint32_t delay_ms,
+		       struct kg_findings *out)
+{
+	const struct kg_arena *a = v->arena;
+	for (int j = 0; j < a->n_out; j++) {
+		int s = a->n_in + j;
+		const struct kg_arena_slot *sl = &a->slot[s];
+		const unsigned char *now = kg_arena_ptr(a, s), *was = before[j];
+		if (!memcmp(now, was, sl->bytes))
+			continue;
+		size_t k = 0, es = kg_dtype_size(sl->dtype);
+		while (now[k] == was[k])
+			k++;
+		struct kg_finding *f = add(out, KG_R_CHECK_ASYNC_ESCAPE, s,
+					   "output '%s' changed %u ms after kg_forward returned: work escaped the call",
+					   name_of(v, s), delay_ms);
+		set_values(f, (int64_t)(k / es), kg_load(was, sl->dtype, k / es), kg_load(now, sl->dtype, k / es));
+		return 1; /* one escaped output says it all */
+	}
+	return 0;
+}
+
+int kg_check_tail(uint64_t tail_ns, uint64_t call_ns, struct kg_findings *out)
+{
+	/* the bound leaves room for the device-wide synchronisation's own latency */
+	if (tail_ns <= 200000 + call_ns / 10)
+		return 0;
+	add(out, KG_R_CHECK_ASYNC_ESCAPE, -1,
+	    "the device stayed busy %.3f ms after the candidate's stream finished (%.3f ms): work was launched outside "
+	    "the given stream",
+	    (double)tail_ns / 1e6, (double)call_ns / 1e6);
+	return 1;
+}
+
+int kg_check_degenerate(const struct kg_view *v)
+{
+	const struct kg_arena *a = v->arena;
+	for (int j = 0; j < a->n_out; j++) {
+		const struct kg_arena_slot *sl = &a->slot[a->n_in + j];
+		double sum = 0;
+		int64_t nfin = 0;
+		for (int64_t i = 0; i < sl->numel; i++) {
+			double x = kg_load(v->ref[j], sl->dtype, (size_t)i);
+			if (isfinite(x)) {
+				sum += x;
+				nfin++;
+			}
+		}
+		const double consts[2] = {0.0, nfin ? sum / (double)nfin : 0.0};
+		for (int k = 0; k < 2; k++) {
+			int all = 1;
+			for (int64_t i = 0; i < sl->numel && all; i++) {
+				double x = kg_load(v->ref[j], sl->dtype, (size_t)i);
+				all = isfinite(x) && fabs(consts[k] - x) <= v->atol[j] + v->rtol * fabs(x);
+			}
+			/* one output that a constant passes is enough for a shortcut on that output */
+			if (all)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* A fast hash over whole words, for telling outputs apart between calls (not a secret). */
+static uint64_t content_hash(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, s + i, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	for (; i < n; i++)
+		h = (h ^ s[i]) * 0xc4ceb9fe1a85ec53ull;
+	return h;
+}
+
+int kg_check_shortcuts(const struct kg_view *v, int mismatch, struct kg_shortcut_state *st,
+		       struct kg_findings *out)
+{
+	const struct kg_arena *a = v->arena;
+	int n = 0;
+	uint64_t in_hash = 0;
+	for (int i = 0; i < a->n_in; i++)
+		in_hash ^= content_hash(v->shadow[i], a->slot[i].bytes) * (uint64_t)(i + 1);
+	for (int j = 0; j < a->n_out && j < KG_ARENA_MAX_SLOTS; j++) {
+		int s = a->n_in + j;
+		const struct kg_arena_slot *sl = &a->slot[s];
+		const void *got = kg_arena_ptr(a, s);
+		int copied = 0;
+		for (int i = 0; i < a->n_in && mismatch && !copied; i++) {
+			if (a->slot[i].bytes != sl->bytes || memcmp(got, v->shadow[i], sl->bytes))
+				continue;
+			add(out, KG_R_CHECK_INPUT_PASSTHROUGH, s, "output '%s' is a copy of input '%s'", name_of(v, s),
+			    name_of(v, i));
+			copied = 1;
+			n++;
+		}
+		uint64_t h = content_hash(got, sl->bytes);
+		if (st->have && st->in_hash != in_hash && st->out_hash[j] == h && (mismatch || st->mismatch)) {
+			add(out, KG_R_CHECK_CONSTANT_OUTPUT, s, "output '%s' is bit-identical for different inputs, and wrong",
+			    name_of(v, s));
+			n++;
+		}
+		st->out_hash[j] = h;
+	}
+	st->in_hash = in_hash;
+	st->mismatch = mismatch;
+	st->have = 1;
+	return n;
+}

@@ -1,0 +1,72 @@
+/* The checks of one call, as pure functions: each reads a view of what the call left behind (the
+ * candidate's tensors with their guard bands and poison, the inputs as generated, the reference's
+ * outputs, the tolerance) and appends findings. None talks to a runner or writes a verdict, so
+ * each can be tested on crafted buffers. */
+#ifndef KG_CHECKS_H
+#define KG_CHECKS_H
+
+#include <stdint.h>
+
+#include "kg_vocab.h"
+#include "verifier/arena.h"
+
+/* What one call of the candidate left, read-only. Slots are the arena's: inputs, then outputs. */
+struct kg_view {
+	const struct kg_arena *arena; /* the candidate's tensors, guard bands and poison */
+	const char *const *names; /* one per slot */
+	const void *const *shadow; /* per input: the values as generated */
+	const void *const *ref; /* per output: the reference's values */
+	const double *atol; /* per output: this trial's absolute tolerance */
+	double rtol;
+};
+
+struct kg_finding {
+	enum kg_reason_code code;
+	int slot; /* the arena slot it is about, -1 when none */
+	int64_t index; /* flat element index (canaries: byte distance from the tensor's edge), -1 */
+	int has_values;
+	double expected, got;
+	char msg[400];
+};
+
+#define KG_MAX_FINDINGS 32
+struct kg_findings {
+	int n;
+	struct kg_finding f[KG_MAX_FINDINGS];
+};
+
+/* Each appends its findings (at most one per tensor) and returns how many it added. */
+
+/* A guard band rewritten: the first hit, attributed to the nearer tensor edge. */
+int kg_check_canaries(const struct kg_view *v, struct kg_findings *out);
+/* An input that differs from its shadow: the first differing element. */
+int kg_check_inputs(const struct kg_view *v, struct kg_findings *out);
+/* An output element still holding its poison (where the reference's value is not the poison). */
+int kg_check_unwritten(const struct kg_view *v, struct kg_findings *out);
+/* Outputs against the reference within atol + rtol*|ref|. code is check.mismatch (a first wrong
+ * element that is NaN makes it check.nan) or check.stale_result for timed calls. */
+int kg_check_outputs(const struct kg_view *v, enum kg_reason_code code, struct kg_findings *out);
+/* Outputs that changed since `before` (per output, as they were when the call returned). */
+int kg_check_unchanged(const struct kg_view *v, const void *const *before, uint32_t delay_ms,
+		       struct kg_findings *out);
+/* Device work that outlived the call's stream by more than the synchronisation's own latency. */
+int kg_check_tail(uint64_t tail_ns, uint64_t call_ns, struct kg_findings *out);
+
+/* 1 when a constant (zero, or an output's finite mean) would pass against the reference under the
+ * tolerance: such a trial cannot tell a kernel from a shortcut. Reads only ref and atol. */
+int kg_check_degenerate(const struct kg_view *v);
+
+/* What the shortcut check remembers between calls: hashes of the previous inputs and outputs. */
+struct kg_shortcut_state {
+	int have;
+	int mismatch;
+	uint64_t in_hash;
+	uint64_t out_hash[KG_ARENA_MAX_SLOTS];
+};
+/* Why a wrong output is wrong, when it is a known shortcut: a copy of an input, or bit-identical
+ * to the previous call's output while the inputs changed. Asked only of calls where this or the
+ * previous call mismatched (an identity-like result that matches is no finding); updates st. */
+int kg_check_shortcuts(const struct kg_view *v, int mismatch, struct kg_shortcut_state *st,
+		       struct kg_findings *out);
+
+#endif

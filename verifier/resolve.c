@@ -1,0 +1,231 @@
+/* The resolver (resolve.h): search paths for tasks and policies, the backend of a candidate, and
+ * where kgate's own runner, header and compute-sanitizer are on this host. Installed paths are
+ * compiled in (KG_*DIR); a build tree is found next to the running binary. */
+#include "verifier/resolve.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A name, not a path: the search paths are only searched for plain names. */
+static int is_path(const char *s)
+{
+	return strchr(s, '/') || strstr(s, ".yaml");
+}
+
+int kg_resolve_policy(const char *name_or_path, struct kg_policy *p, kg_error *e)
+{
+	const char *name = name_or_path ? name_or_path : "default";
+	if (is_path(name))
+		return kg_policy_load(name, p, e);
+	const char *home = getenv("KGATE_HOME");
+	char cand[3][PATH_MAX];
+	int n = 0;
+	if (home && *home)
+		snprintf(cand[n++], PATH_MAX, "%s/policy/%s.yaml", home, name);
+	snprintf(cand[n++], PATH_MAX, "%s/%s.yaml", KG_SYSCONFDIR, name);
+	snprintf(cand[n++], PATH_MAX, "policy/%s.yaml", name);
+	for (int i = 0; i < n; i++)
+		if (!access(cand[i], R_OK))
+			return kg_policy_load(cand[i], p, e);
+	if (!name_or_path) {
+		kg_policy_defaults(p);
+		return 0;
+	}
+	return kg_err(e, -ENOENT, "policy '%s' not found (looked in $KGATE_HOME/policy, %s, ./policy)", name,
+		      KG_SYSCONFDIR);
+}
+
+int kg_task_dirs(char dirs[KG_TASK_DIRS_MAX][4096])
+{
+	int n = 0;
+	const char *env = getenv("KGATE_TASKS");
+	if (env && *env)
+		snprintf(dirs[n++], 4096, "%s", env);
+	const char *home = getenv("KGATE_HOME");
+	if (home && *home)
+		snprintf(dirs[n++], 4096, "%s/tasks", home);
+	snprintf(dirs[n++], 4096, "%s", KG_DATADIR "/tasks");
+	snprintf(dirs[n++], 4096, "tasks");
+	return n;
+}
+
+int kg_resolve_task(const char *name_or_path, struct kg_task *t, kg_error *e)
+{
+	if (is_path(name_or_path))
+		return kg_task_load(name_or_path, t, e);
+	char dirs[KG_TASK_DIRS_MAX][4096];
+	int nd = kg_task_dirs(dirs);
+	for (int i = 0; i < nd; i++) {
+		char p[PATH_MAX];
+		if (snprintf(p, sizeof(p), "%s/%s/task.yaml", dirs[i], name_or_path) >= (int)sizeof(p))
+			continue;
+		if (!access(p, R_OK))
+			return kg_task_load(p, t, e);
+	}
+	return kg_err(e, -ENOENT, "task '%s' not found (looked in $KGATE_TASKS, $KGATE_HOME/tasks, %s/tasks, ./tasks)",
+		      name_or_path, KG_DATADIR);
+}
+
+struct found {
+	char name[256];
+	char path[PATH_MAX];
+};
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct found *)a)->name, ((const struct found *)b)->name);
+}
+
+int kg_tasks_each(kg_task_visit_fn fn, void *ctx)
+{
+	char dirs[KG_TASK_DIRS_MAX][4096];
+	int nd = kg_task_dirs(dirs), n = 0, cap = 0, rc = 0;
+	struct found *f = NULL;
+	for (int i = 0; i < nd; i++) {
+		DIR *d = opendir(dirs[i]);
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(f->name))
+				continue;
+			int dup = 0;
+			for (int k = 0; k < n && !dup; k++)
+				dup = !strcmp(f[k].name, de->d_name);
+			char p[PATH_MAX];
+			if (dup || snprintf(p, sizeof(p), "%s/%s/task.yaml", dirs[i], de->d_name) >= (int)sizeof(p) ||
+			    access(p, R_OK))
+				continue;
+			if (n == cap) {
+				struct found *g = realloc(f, (size_t)(cap = cap ? cap * 2 : 16) * sizeof(*f));
+				if (!g) {
+					rc = -ENOMEM;
+					break;
+				}
+				f = g;
+			}
+			snprintf(f[n].name, sizeof(f[n].name), "%s", de->d_name);
+			snprintf(f[n].path, sizeof(f[n].path), "%s", p);
+			n++;
+		}
+		if (d)
+			closedir(d);
+		if (rc)
+			break;
+	}
+	if (!rc && n)
+		qsort(f, (size_t)n, sizeof(*f), by_name);
+	for (int k = 0; k < n && !rc; k++)
+		rc = fn(f[k].name, f[k].path, ctx);
+	free(f);
+	return rc;
+}
+
+int kg_resolve_backend(const char *name, const char *candidate, const struct kg_backend **out, kg_error *e)
+{
+	enum kg_backend_id id;
+	if (name) {
+		if (kg_backend_parse(name, &id))
+			return kg_err(e, -EINVAL, "unknown backend '%s' (%s)", name, kg_backend_names());
+	} else if (kg_backend_for_path(candidate, &id)) {
+		/* a file of no known kind is built as C, whose compiler names the problem */
+		id = KG_BACKEND_CPU;
+	}
+	*out = kg_backend_get(id);
+	return 0;
+}
+
+const struct kg_backend *kg_resolve_default_backend(const struct kg_task *t, int gpu_present)
+{
+	for (int i = 0; i < KG_BACKEND_COUNT_; i++) {
+		const struct kg_backend *b = kg_backend_get((enum kg_backend_id)i);
+		if (b->needs_gpu && gpu_present && t->ref[i][0])
+			return b;
+	}
+	return kg_backend_get(KG_BACKEND_CPU);
+}
+
+/* Looks for `probe` (relative to each candidate directory) next to the running binary first (a
+ * build tree: build/kgate, build/tests/bin/x), then in the fixed places; out gets the directory
+ * that holds it, canonical. mode is access(2)'s. */
+static int find_near_exe(const char *const *rel, size_t n_rel, const char *const *fixed, size_t n_fixed,
+			 const char *probe, int mode, char *out, size_t outsz)
+{
+	char exe[PATH_MAX], dir[PATH_MAX], cand[PATH_MAX], path[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		kg_dirname(exe, dir, sizeof(dir));
+	}
+	for (size_t i = 0; i < n_rel + n_fixed; i++) {
+		if (i < n_rel && n <= 0)
+			continue;
+		if (i < n_rel)
+			snprintf(cand, sizeof(cand), "%s/%s", dir, rel[i]);
+		else
+			snprintf(cand, sizeof(cand), "%s", fixed[i - n_rel]);
+		snprintf(path, sizeof(path), "%s/%s", cand, probe);
+		if (access(path, mode))
+			continue;
+		char *real = realpath(cand, NULL);
+		snprintf(out, outsz, "%s", real ? real : cand);
+		free(real);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int kg_path_runner(char *out, size_t outsz)
+{
+	const char *env = getenv("KGATE_RUNNER");
+	if (env && *env) {
+		snprintf(out, outsz, "%s", env);
+		return access(out, X_OK) ? -ENOENT : 0;
+	}
+	static const char *const rel[] = {".", "../..", ".."};
+	static const char *const fixed[] = {KG_LIBEXECDIR};
+	char dir[PATH_MAX];
+	int rc = find_near_exe(rel, 3, fixed, 1, "kgate-run", X_OK, dir, sizeof(dir));
+	if (!rc && snprintf(out, outsz, "%s/kgate-run", dir) >= (int)outsz)
+		rc = -ENAMETOOLONG;
+	return rc;
+}
+
+int kg_path_include(char *out, size_t outsz)
+{
+	const char *home = getenv("KGATE_HOME");
+	char home_inc[PATH_MAX];
+	snprintf(home_inc, sizeof(home_inc), "%s/include", home && *home ? home : "/nonexistent");
+	static const char *const rel[] = {"../include", "../../../include", "../../include"};
+	const char *fixed[] = {home_inc, KG_DATADIR "/include", KG_INCLUDEDIR};
+	/* KGATE_HOME wins over the build tree: tests point it at the source tree they check. */
+	if (!find_near_exe(NULL, 0, fixed, 1, "kgate/kernel.h", R_OK, out, outsz))
+		return 0;
+	return find_near_exe(rel, 3, fixed + 1, 2, "kgate/kernel.h", R_OK, out, outsz);
+}
+
+int kg_path_compute_sanitizer(char *out, size_t outsz)
+{
+	const char *env = getenv("KGATE_COMPUTE_SANITIZER");
+	if (env && *env) {
+		snprintf(out, outsz, "%s", env);
+		return access(out, X_OK) ? -ENOENT : 0;
+	}
+	const char *home = getenv("CUDA_HOME");
+	const char *homes[] = {home && *home ? home : "/usr/local/cuda", "/usr/local/cuda"};
+	for (size_t i = 0; i < 2; i++) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/compute-sanitizer/compute-sanitizer", homes[i]);
+		char *real = realpath(path, NULL);
+		int ok = real && !access(real, X_OK) && strlen(real) < outsz;
+		if (ok)
+			snprintf(out, outsz, "%s", real);
+		free(real);
+		if (ok)
+			return 0;
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,97 @@
+/* Internal to the verifier: the state one verification carries from phase to phase (built from
+ * the read-only plan), and the phases kg_verify runs in order. Each phase records what it finds
+ * in the verdict; kg_run_ok() says whether the next one should run. */
+#ifndef KG_RUN_H
+#define KG_RUN_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "verifier/arena.h"
+#include "verifier/checks.h"
+#include "verifier/gpu.h"
+#include "verifier/plan.h"
+#include "verifier/session.h"
+#include "verifier/verdict.h"
+
+#define KG_RUN_MAX_T KG_MAX_TENSORS
+
+struct kg_run {
+	const struct kg_plan *plan;
+	struct kg_verdict *v;
+	char work[PATH_MAX];
+	char ref_so[PATH_MAX + 32], cand_so[PATH_MAX + 32];
+	struct kg_gpu_info gpu;
+	char sanitizer[PATH_MAX]; /* compute-sanitizer, when the policy asks for sanitized runs */
+	/* one arena and one runner per side: the reference's outputs never reach the candidate's */
+	struct kg_arena ra, ca;
+	struct kg_session rs, cs;
+	int rs_up, cs_up;
+	int cand_dead; /* its process ended, or it cannot be talked to any more */
+	int shape; /* index into plan->shapes of the current layout */
+	const char *names[2 * KG_RUN_MAX_T]; /* per arena slot */
+	void *shadow[KG_RUN_MAX_T]; /* the inputs as generated, kept by the trusted side */
+	void *refout[KG_RUN_MAX_T]; /* the reference's outputs of the current trial */
+	void *snap[KG_RUN_MAX_T]; /* outputs as the call returned them (async check) */
+	double atol[KG_RUN_MAX_T]; /* this trial's absolute tolerance per output */
+	uint64_t ref_ns_last; /* the reference's last call, bounds the candidate's deadline */
+	uint64_t ref_download_ns; /* the trusted runner's last DOWNLOAD: copy cost, no work */
+	uint64_t ref_poison_seq;
+	struct kg_shortcut_state shortcuts;
+	unsigned degenerate_mask;
+	int n_trials, n_class_checks, n_degenerate;
+	int trial_no, trial_total;
+};
+
+/* What one call of the candidate gave, as far as the parent could see. */
+struct kg_cand_call {
+	int ok; /* the call came back and kg_forward returned 0 */
+	struct kg_call_result r;
+};
+
+static inline int kg_run_ok(const struct kg_run *r)
+{
+	return !r->cand_dead && !r->v->internal_error[0] && !r->v->n_reasons;
+}
+
+void kg_run_progress(struct kg_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kg_run_internal(struct kg_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+double kg_secs_since(uint64_t t0);
+
+/* ---- trial.c: one call of each side and what the checks make of it ---- */
+int kg_run_alloc(struct kg_run *r, kg_error *e);
+void kg_run_free(struct kg_run *r);
+void kg_run_start_sessions(struct kg_run *r);
+/* Lays out arena a for shape s (and makes s the current shape). */
+int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e);
+/* Lays out both arenas for shape s and tells both runners; 0, or -1 after recording why. */
+int kg_run_set_shape(struct kg_run *r, int s, const char *during);
+void kg_run_gen_inputs(struct kg_run *r, enum kg_input_class cls, uint64_t seed);
+/* The candidate's arena before a call: this trial's inputs, fresh canaries, poisoned outputs. */
+void kg_run_cand_arena(struct kg_run *r, uint64_t seed);
+/* The reference on the current inputs; its outputs land in refout. 0, or -1 after recording an
+ * internal error (the reference is trusted: its failure is kgate's). */
+int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns);
+void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint64_t seed, struct kg_cand_call *c);
+/* The view of the candidate's last call for the pure checks. */
+void kg_run_view(const struct kg_run *r, struct kg_view *v);
+/* Findings become reasons with the trial's class, seed and shape: one reason per code and shape
+ * (repeats are counted, their classes listed); at a variant shape a wrong value is the finding
+ * check.shape_variant. when ("after the call") starts each message. Returns the count recorded. */
+int kg_run_record(struct kg_run *r, const struct kg_findings *f, enum kg_input_class cls, uint64_t seed,
+		  const char *when);
+/* The candidate's process ended: its reason from how it ended. */
+void kg_run_cand_ended(struct kg_run *r, const char *during, enum kg_input_class cls, uint64_t seed, int trial);
+void kg_phase_correctness(struct kg_run *r);
+
+/* ---- build.c ---- */
+/* Compiles the reference and the candidate, then the candidate's imports; 0 to go on. */
+int kg_phase_build(struct kg_run *r);
+
+/* ---- timing.c ---- */
+void kg_phase_timing(struct kg_run *r);
+
+/* ---- sanitized.c ---- */
+void kg_phase_sanitizers(struct kg_run *r);
+
+#endif

@@ -1,0 +1,467 @@
+/* Trials: inputs from a secret seed, one call of the trusted reference and one of the candidate in
+ * their separate sandboxed runners, the pure checks over what the call left, and their findings
+ * turned into reasons. The correctness phase is a loop of trials over every shape and class. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verifier/compare.h"
+#include "verifier/dtype.h"
+#include "verifier/ends.h"
+#include "verifier/inputs.h"
+#include "verifier/prng.h"
+#include "verifier/run.h"
+
+/* Seed streams, as offsets under the master seed and a trial's seed; reports give the master seed
+ * and each trial's, so any run can be reproduced. */
+#define SEED_REF_POISON 0x7265660000ull
+#define SEED_CANARY 0x63616e61ull
+#define SEED_POISON 0x706f6973ull
+
+static const char *shape_str(const struct kg_run *r)
+{
+	return r->shape >= 0 ? r->plan->shape_str[r->shape] : "";
+}
+
+int kg_run_alloc(struct kg_run *r, kg_error *e)
+{
+	const struct kg_plan *p = r->plan;
+	const struct kg_task *t = &p->task;
+	uint64_t maxb[2 * KG_RUN_MAX_T] = {0}, layout_max = 0;
+	for (int i = 0; i < t->n_inputs + t->n_outputs; i++)
+		r->names[i] = i < t->n_inputs ? t->inputs[i].name : t->outputs[i - t->n_inputs].name;
+	for (int s = 0; s < p->n_shapes; s++) {
+		uint64_t b[2 * KG_RUN_MAX_T];
+		for (int i = 0; i < t->n_inputs + t->n_outputs; i++) {
+			const struct kg_tensor_spec *sp = i < t->n_inputs ? &t->inputs[i] : &t->outputs[i - t->n_inputs];
+			int64_t shape[KG_MAX_DIMS];
+			int rc = kg_task_shape(sp, &p->shapes[s], shape, e);
+			if (rc)
+				return rc;
+			b[i] = (uint64_t)kg_shape_numel(sp->ndim, shape) * kg_dtype_size(sp->dtype);
+			if (b[i] > maxb[i])
+				maxb[i] = b[i];
+		}
+		uint64_t need = kg_arena_size_for(b, t->n_inputs + t->n_outputs);
+		if (need > layout_max)
+			layout_max = need;
+	}
+	for (int i = 0; i < t->n_inputs; i++)
+		if (!(r->shadow[i] = malloc(maxb[i] ? maxb[i] : 1)))
+			return kg_err(e, -ENOMEM, "out of memory for inputs (%llu bytes)", (unsigned long long)maxb[i]);
+	for (int j = 0; j < t->n_outputs; j++) {
+		uint64_t b = maxb[t->n_inputs + j] ? maxb[t->n_inputs + j] : 1;
+		if (!(r->refout[j] = malloc(b)) || !(r->snap[j] = malloc(b)))
+			return kg_err(e, -ENOMEM, "out of memory for outputs (%llu bytes)", (unsigned long long)b);
+	}
+	int rc = kg_arena_create(&r->ra, layout_max, e);
+	if (!rc)
+		rc = kg_arena_create(&r->ca, layout_max, e);
+	return rc;
+}
+
+void kg_run_free(struct kg_run *r)
+{
+	if (r->cs_up)
+		kg_session_free(&r->cs);
+	if (r->rs_up)
+		kg_session_free(&r->rs);
+	r->cs_up = r->rs_up = 0;
+	kg_arena_destroy(&r->ra);
+	kg_arena_destroy(&r->ca);
+	for (int i = 0; i < KG_RUN_MAX_T; i++) {
+		free(r->shadow[i]);
+		free(r->refout[i]);
+		free(r->snap[i]);
+		r->shadow[i] = r->refout[i] = r->snap[i] = NULL;
+	}
+}
+
+/* One reason per (code, shape): the first instance carries the details; repeats are counted and
+ * their classes listed, which is what a reader needs ("fails only for large inputs"). */
+static int already_reported(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls)
+{
+	for (int i = 0; i < r->v->n_reasons; i++) {
+		struct kg_reason *x = &r->v->reasons[i];
+		if (x->code != code || strcmp(x->shape, shape_str(r)))
+			continue;
+		x->occurrences++;
+		const char *name = kg_class_name(cls);
+		size_t len = strlen(x->also_classes), nl = strlen(name);
+		int listed = !strcmp(x->input_class, name);
+		for (const char *q = x->also_classes; !listed && (q = strstr(q, name)); q += nl)
+			listed = (q == x->also_classes || q[-1] == ',') && (q[nl] == ',' || !q[nl]);
+		if (!listed && len + nl + 2 < sizeof(x->also_classes))
+			snprintf(x->also_classes + len, sizeof(x->also_classes) - len, "%s%s", len ? "," : "", name);
+		return 1;
+	}
+	return 0;
+}
+
+static struct kg_reason *trial_reason(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls,
+				      uint64_t seed, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static struct kg_reason *trial_reason(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls,
+				      uint64_t seed, const char *fmt, ...)
+{
+	char msg[sizeof(((struct kg_reason *)0)->message)];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	struct kg_reason *x = kg_verdict_add_reason(r->v, code, "%s", msg);
+	x->occurrences = 1;
+	snprintf(x->input_class, sizeof(x->input_class), "%s", kg_class_name(cls));
+	x->seed = seed;
+	x->has_seed = 1;
+	snprintf(x->shape, sizeof(x->shape), "%s", shape_str(r));
+	return x;
+}
+
+int kg_run_record(struct kg_run *r, const struct kg_findings *f, enum kg_input_class cls, uint64_t seed,
+		  const char *when)
+{
+	int n = 0;
+	for (int i = 0; i < f->n; i++) {
+		const struct kg_finding *x = &f->f[i];
+		enum kg_reason_code code = x->code;
+		char at[200] = "";
+		/* a wrong value that only shows away from the base shape is its own finding */
+		if (r->shape > 0 && (code == KG_R_CHECK_MISMATCH || code == KG_R_CHECK_NAN ||
+				     code == KG_R_CHECK_UNWRITTEN_OUTPUT)) {
+			code = KG_R_CHECK_SHAPE_VARIANT;
+			snprintf(at, sizeof(at), "at shape %s (not the base shape): ", shape_str(r));
+		}
+		if (already_reported(r, code, cls))
+			continue;
+		struct kg_reason *rs = trial_reason(r, code, cls, seed, "%s%s%s%s", at, when ? when : "", when ? ": " : "",
+						    x->msg);
+		if (x->slot >= 0) {
+			const struct kg_arena_slot *sl = &r->ca.slot[x->slot];
+			snprintf(rs->tensor, sizeof(rs->tensor), "%s", r->names[x->slot]);
+			rs->index = x->index;
+			if (x->index >= 0 && x->code != KG_R_CHECK_CANARY)
+				kg_index_str(x->index, sl->shape, sl->ndim, rs->index_str, sizeof(rs->index_str));
+		}
+		rs->has_values = x->has_values;
+		rs->expected = x->expected;
+		rs->got = x->got;
+		n++;
+	}
+	return n;
+}
+
+void kg_run_cand_ended(struct kg_run *r, const char *during, enum kg_input_class cls, uint64_t seed, int trial)
+{
+	const struct kg_sb_outcome *o = &r->cs.outcome;
+	char what[700];
+	kg_end_describe(o, what, sizeof(what));
+	struct kg_reason *x = trial_reason(r, kg_end_reason(o->end), cls, seed, "candidate %s: %s", during, what);
+	if (!trial) {
+		x->has_seed = 0;
+		x->input_class[0] = '\0';
+	}
+	r->cand_dead = 1;
+}
+
+void kg_run_start_sessions(struct kg_run *r)
+{
+	const struct kg_plan *p = r->plan;
+	kg_error e = {0};
+	struct kg_session_opts so = {
+		.limits = p->limits,
+		.required_layers = p->required_layers,
+		.disabled_layers = p->disabled_layers,
+		.call_timeout_s = 60,
+	};
+	if (getenv("KGATE_SANITIZE"))
+		so.limits.mem_bytes = KG_SB_MEM_UNBOUNDED; /* ASan reserves terabytes of shadow */
+	/* Reference: trusted code, the same sandbox; threads allowed (a reference may use them). */
+	so.be = p->ref_be;
+	so.so_path = r->ref_so;
+	so.threads = 1;
+	int rc = kg_session_start(&r->rs, &so, &r->ra, &e);
+	r->rs_up = 1;
+	if (rc) {
+		char what[700];
+		if (rc == KG_SESSION_ENDED)
+			kg_end_describe(&r->rs.outcome, what, sizeof(what));
+		else
+			snprintf(what, sizeof(what), "%s", rc == KG_SESSION_FAILED ? r->rs.msg : e.msg);
+		kg_run_internal(r, "starting the reference (before any shape): %s", what);
+		return;
+	}
+	so.be = p->be;
+	so.so_path = r->cand_so;
+	so.threads = p->pol.threads;
+	rc = kg_session_start(&r->cs, &so, &r->ca, &e);
+	r->cs_up = 1;
+	r->cs.call_timeout_s = 30; /* copies and settling; RUN has its own deadline */
+	char layers[256];
+	kg_sb_layers_str(kg_sb_layers_active(r->cs.sb ? r->cs.sb : r->rs.sb), layers, sizeof(layers));
+	snprintf(r->v->layers_active, sizeof(r->v->layers_active), "%s", layers);
+	if (rc == KG_SESSION_ENDED) {
+		kg_run_cand_ended(r, "while loading", KG_CLASS_NORMAL, 0, 0);
+	} else if (rc == KG_SESSION_FAILED) {
+		kg_verdict_add_reason(r->v, KG_R_LOAD_ERROR, "the candidate could not be loaded: %s", r->cs.msg);
+		r->cand_dead = 1;
+	} else if (rc) {
+		if (rc == -EPERM)
+			kg_verdict_add_reason(r->v, KG_R_SANDBOX_SETUP, "%s", e.msg);
+		else
+			kg_run_internal(r, "starting the candidate: %s", e.msg);
+		r->cand_dead = 1;
+	}
+}
+
+int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e)
+{
+	const struct kg_task *t = &r->plan->task;
+	kg_dtype dt[2 * KG_RUN_MAX_T];
+	int nd[2 * KG_RUN_MAX_T];
+	int64_t shp[2 * KG_RUN_MAX_T][KG_MAX_DIMS];
+	r->shape = s;
+	r->shortcuts.have = 0;
+	for (int i = 0; i < t->n_inputs + t->n_outputs; i++) {
+		const struct kg_tensor_spec *sp = i < t->n_inputs ? &t->inputs[i] : &t->outputs[i - t->n_inputs];
+		memset(shp[i], 0, sizeof(shp[i]));
+		int rc = kg_task_shape(sp, &r->plan->shapes[s], shp[i], e);
+		if (rc)
+			return rc;
+		dt[i] = sp->dtype;
+		nd[i] = sp->ndim;
+	}
+	return kg_arena_layout(a, t->n_inputs, t->n_outputs, dt, nd, (const int64_t(*)[KG_MAX_DIMS])shp, e);
+}
+
+int kg_run_set_shape(struct kg_run *r, int s, const char *during)
+{
+	kg_error e = {0};
+	if (kg_run_layout(r, s, &r->ra, &e) || kg_run_layout(r, s, &r->ca, &e) || kg_session_setup(&r->rs, &e) ||
+	    kg_session_setup(&r->cs, &e))
+		goto fail;
+	return 0;
+fail:
+	if (r->cs.ended)
+		kg_run_cand_ended(r, during, KG_CLASS_NORMAL, 0, 0);
+	else
+		kg_run_internal(r, "setting up shape %s: %s", shape_str(r), e.msg[0] ? e.msg : r->rs.msg);
+	return -1;
+}
+
+void kg_run_gen_inputs(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
+{
+	for (int i = 0; i < r->plan->task.n_inputs; i++) {
+		const struct kg_arena_slot *s = &r->ca.slot[i];
+		kg_inputs_fill(r->shadow[i], s->dtype, (size_t)s->numel, s->shape, s->ndim, r->plan->task.inputs[i].role,
+			       cls, kg_seed_derive(seed, (uint64_t)i));
+	}
+}
+
+static void load_inputs(struct kg_run *r, struct kg_arena *a)
+{
+	for (int i = 0; i < r->plan->task.n_inputs; i++)
+		memcpy(kg_arena_ptr(a, i), r->shadow[i], a->slot[i].bytes);
+}
+
+void kg_run_cand_arena(struct kg_run *r, uint64_t seed)
+{
+	load_inputs(r, &r->ca);
+	kg_arena_canary_fill(&r->ca, kg_seed_derive(seed, SEED_CANARY));
+	kg_arena_poison(&r->ca, kg_seed_derive(seed, SEED_POISON));
+}
+
+static double output_rms(const void *p, kg_dtype dt, int64_t n)
+{
+	double ss = 0;
+	int64_t k = 0;
+	for (int64_t i = 0; i < n; i++) {
+		double x = kg_load(p, dt, (size_t)i);
+		if (isfinite(x)) {
+			ss += x * x;
+			k++;
+		}
+	}
+	return k ? sqrt(ss / (double)k) : 0;
+}
+
+int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns)
+{
+	const struct kg_plan *p = r->plan;
+	struct kg_arena *a = &r->ra;
+	struct kg_call_result res;
+	kg_error e = {0};
+	load_inputs(r, a);
+	kg_arena_poison(a, kg_seed_derive(p->master_seed, SEED_REF_POISON + r->ref_poison_seq++));
+	int rc = kg_session_run_call(&r->rs, &(struct kg_call){.flush = flush}, &res, &e);
+	if (rc) {
+		char what[700];
+		if (rc == KG_SESSION_ENDED)
+			kg_end_describe(&r->rs.outcome, what, sizeof(what));
+		else
+			snprintf(what, sizeof(what), "%s", rc == KG_SESSION_FAILED ? r->rs.msg : e.msg);
+		kg_run_internal(r, "running the reference (%s, %s): %s", shape_str(r), res.step, what);
+		return -1;
+	}
+	if (res.ret) {
+		kg_run_internal(r, "the reference returned %d (%s)", res.ret, shape_str(r));
+		return -1;
+	}
+	r->ref_download_ns = res.download_ns;
+	for (int j = 0; j < p->task.n_outputs; j++) {
+		int s = p->task.n_inputs + j;
+		if (kg_arena_unwritten(a, s, NULL) >= 0) {
+			kg_run_internal(r, "the reference left output '%s' partly unwritten (%s)", r->names[s], shape_str(r));
+			return -1;
+		}
+		memcpy(r->refout[j], kg_arena_ptr(a, s), a->slot[s].bytes);
+		r->atol[j] = p->atol;
+		if (p->rms_tol > 0)
+			r->atol[j] += p->rms_tol * output_rms(r->refout[j], a->slot[s].dtype, a->slot[s].numel);
+	}
+	*ns = res.child_ns;
+	r->ref_ns_last = res.child_ns;
+	return 0;
+}
+
+void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint64_t seed, struct kg_cand_call *c)
+{
+	kg_error e = {0};
+	memset(c, 0, sizeof(*c));
+	kg_run_cand_arena(r, seed);
+	/* Generous against the reference, short enough that a hung kernel costs seconds, not the
+	 * whole wall budget. */
+	double deadline = 2.0 + 50.0 * (double)r->ref_ns_last / 1e9;
+	struct kg_call call = {.flush = flush, .run_timeout_s = fmin(deadline, r->plan->pol.wall_s)};
+	int rc = kg_session_run_call(&r->cs, &call, &c->r, &e);
+	if (rc == KG_SESSION_ENDED) {
+		kg_run_cand_ended(r, "during kg_forward", cls, seed, 1);
+	} else if (rc == KG_SESSION_FAILED) {
+		/* the runner survived but the device did not: a faulting kernel */
+		trial_reason(r, KG_R_SANDBOX_CRASH, cls, seed, "candidate kernel failed: %s", r->cs.msg);
+		r->cand_dead = 1;
+	} else if (rc) {
+		kg_run_internal(r, "talking to the candidate's runner: %s", e.msg);
+		r->cand_dead = 1;
+	} else if (c->r.ret) {
+		if (!already_reported(r, KG_R_CHECK_RETURN_CODE, cls))
+			trial_reason(r, KG_R_CHECK_RETURN_CODE, cls, seed, "kg_forward returned %d", c->r.ret);
+	} else {
+		c->ok = 1;
+	}
+}
+
+void kg_run_view(const struct kg_run *r, struct kg_view *v)
+{
+	*v = (struct kg_view){
+		.arena = &r->ca,
+		.names = r->names,
+		.shadow = (const void *const *)r->shadow,
+		.ref = (const void *const *)r->refout,
+		.atol = r->atol,
+		.rtol = r->plan->rtol,
+	};
+}
+
+/* Re-reads the outputs after a delay (and, on a device, a device-wide sync): what changed was
+ * written after kg_forward returned. The outputs as they were at the return are put back, so the
+ * other checks judge what the call itself delivered. */
+static int async_check(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
+{
+	const struct kg_arena *a = &r->ca;
+	kg_error e = {0};
+	for (int j = 0; j < a->n_out; j++)
+		memcpy(r->snap[j], kg_arena_ptr(a, a->n_in + j), a->slot[a->n_in + j].bytes);
+	uint32_t delay = (uint32_t)r->plan->pol.async_delay_ms;
+	int rc = kg_session_call(&r->cs, KG_OP_SETTLE, delay, NULL, NULL, &e);
+	if (rc == KG_SESSION_ENDED) {
+		kg_run_cand_ended(r, "after kg_forward returned", cls, seed, 1);
+		return 1;
+	}
+	if (rc) {
+		trial_reason(r, KG_R_CHECK_ASYNC_ESCAPE, cls, seed, "the device failed while settling: %s",
+			     rc == KG_SESSION_FAILED ? r->cs.msg : e.msg);
+		return 1;
+	}
+	struct kg_view v;
+	struct kg_findings f = {0};
+	kg_run_view(r, &v);
+	int escaped = kg_check_unchanged(&v, (const void *const *)r->snap, delay, &f);
+	kg_run_record(r, &f, cls, seed, NULL);
+	for (int j = 0; j < a->n_out; j++)
+		memcpy(kg_arena_ptr(a, a->n_in + j), r->snap[j], a->slot[a->n_in + j].bytes);
+	return escaped;
+}
+
+/* One correctness trial. The first of each class also asks whether the class is degenerate (a
+ * property of the class and the task, not of the seed). */
+static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, int with_async, int first_of_class)
+{
+	uint64_t ref_ns;
+	struct kg_cand_call c;
+	struct kg_view v;
+	struct kg_findings f = {0};
+	r->trial_no++;
+	kg_run_progress(r, "trial %d/%d: class %s, %s", r->trial_no, r->trial_total, kg_class_name(cls), shape_str(r));
+	kg_run_gen_inputs(r, cls, seed);
+	if (kg_run_reference(r, 0, &ref_ns))
+		return;
+	kg_run_view(r, &v);
+	if (first_of_class) {
+		r->n_class_checks++;
+		if (kg_check_degenerate(&v)) {
+			r->degenerate_mask |= 1u << cls;
+			r->n_degenerate++;
+		}
+	}
+	r->n_trials++;
+	kg_run_candidate(r, 0, cls, seed, &c);
+	if (r->cand_dead)
+		return;
+	if (with_async && c.ok && (async_check(r, cls, seed) || r->cand_dead))
+		return;
+	kg_check_canaries(&v, &f);
+	kg_check_inputs(&v, &f);
+	kg_check_unwritten(&v, &f);
+	int mismatch = c.ok && kg_check_outputs(&v, KG_R_CHECK_MISMATCH, &f);
+	kg_check_tail(c.r.tail_ns, c.r.child_ns, &f);
+	kg_check_shortcuts(&v, mismatch, &r->shortcuts, &f);
+	kg_run_record(r, &f, cls, seed, "after the call");
+}
+
+void kg_phase_correctness(struct kg_run *r)
+{
+	const struct kg_plan *p = r->plan;
+	uint64_t t0 = kg_now_ns(), trial_seq = 0;
+	r->trial_total = kg_plan_trial_count(p);
+	for (int s = 0; s < p->n_shapes && !r->cand_dead && !r->v->internal_error[0]; s++) {
+		if (kg_run_set_shape(r, s, "while setting up"))
+			break;
+		int first = 1;
+		for (int k = 0; k < KG_CLASS_COUNT_ && !r->cand_dead && !r->v->internal_error[0]; k++) {
+			int nt = kg_plan_trials(p, s, (enum kg_input_class)k);
+			for (int t = 0; t < nt && !r->cand_dead && !r->v->internal_error[0]; t++) {
+				uint64_t seed = kg_seed_derive(p->master_seed, ++trial_seq);
+				run_trial(r, (enum kg_input_class)k, seed, first, s == 0 && t == 0);
+				first = 0;
+			}
+		}
+	}
+	int failed = r->v->n_reasons > 0;
+	kg_verdict_add_check(r->v, "correctness", failed ? KG_CHECK_FAIL : KG_CHECK_PASS, kg_secs_since(t0),
+			     "%d trials over %d shapes, atol=%g rtol=%g rms=%g (precision %s)", r->n_trials, p->n_shapes,
+			     p->atol, p->rtol, p->rms_tol, kg_precision_name(p->pol.precision));
+	r->v->trials_run = r->n_trials;
+	size_t len = 0;
+	for (int k = 0; k < KG_CLASS_COUNT_; k++)
+		if (r->degenerate_mask >> k & 1)
+			len += (size_t)snprintf(r->v->degenerate_classes + len, sizeof(r->v->degenerate_classes) - len,
+						"%s%s", len ? "," : "", kg_class_name((enum kg_input_class)k));
+	if (!failed && r->n_class_checks > 0 && r->n_degenerate == r->n_class_checks)
+		kg_verdict_add_reason(r->v, KG_R_CHECK_DEGENERATE,
+				      "every trial's reference output is near-constant under the tolerance: the trials "
+				      "cannot tell a real kernel from a constant");
+	r->v->t_checks_s = kg_secs_since(t0);
+}
