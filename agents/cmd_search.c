@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "agents/search.h"
+#include "kg_vocab.h"
 #include "kg_yaml.h"
 
 static void usage(FILE *f)
@@ -23,7 +24,7 @@ static void usage(FILE *f)
 		"  --keep K              fastest accepted candidates carried to the next round as seeds (default B)\n"
 		"  --out DIR             output directory: history.jsonl, candidates/, winner.* (default\n"
 		"                        kgate-search-TASK); a directory with a history is resumed\n"
-		"  --jobs J              verifications at once (default: GPUs for cuda, else CPU cores)\n"
+		"  --jobs J              verifications at once (default: the GPUs for a GPU backend, else CPU cores)\n"
 		"  --agent-config FILE   agent settings, a YAML mapping of key: value\n"
 		"  --agent-opt KEY=VALUE one agent setting (repeatable; wins over the file)\n"
 		"  --agent-isolation M   process (default: the plugin runs in a helper process) or inproc\n"
@@ -31,7 +32,8 @@ static void usage(FILE *f)
 		"  --verify-timeout S    seconds one verification may take (default 3600; 0: no limit)\n"
 		"  --history-limit N     earlier candidates sent to the agent each round (default 50)\n"
 		"  --policy P            policy name or YAML path (as kgate verify)\n"
-		"  --backend B           cpu or cuda (default: cuda when a GPU and a CUDA reference exist)\n"
+		"  --backend B           one of: %s (default: a GPU backend when a GPU is present and the\n"
+		"                        task has its reference, else cpu)\n"
 		"  --iterations N        timed iterations per verification (0 skips timing)\n"
 		"  --trials N            seeds per input class (overrides the policy)\n"
 		"  --seed S              seed handed to the agent (reproducible proposals)\n"
@@ -40,7 +42,8 @@ static void usage(FILE *f)
 		"  max_retries, backoff_ms, backoff_max_ms, retry_after_max_s, max_tokens, temperature; the\n"
 		"  environment gives OPENAI_API_KEY / OPENAI_BASE_URL / ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL /\n"
 		"  KGATE_MODEL. replay: dir. Keys are never printed or written to the output directory.\n"
-		"exit: 0 a winner, 1 no candidate correct, 2 usage or configuration error, 3 infrastructure error\n");
+		"exit: 0 a winner, 1 no candidate correct, 2 usage or configuration error, 3 infrastructure error\n",
+		kg_backend_names());
 }
 
 static int parse_int(const char *opt, const char *v, long lo, long hi, int *out)

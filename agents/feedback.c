@@ -10,7 +10,19 @@
 #include "verifier/dtype.h"
 
 #define MAX_SOURCE (1u << 20)
-#define MAX_COMPILE_LOG 4000
+
+/* The one place where the backend vocabulary meets the agent protocol's: a backend added to
+ * kg_vocab.h needs a Language in proto/kgate.proto and a row here before this compiles. */
+_Static_assert(KG_BACKEND_COUNT_ == 2, "map the new backend to a Kgate__V1__Language below");
+static const Kgate__V1__Language languages[KG_BACKEND_COUNT_] = {
+	[KG_BACKEND_CPU] = KGATE__V1__LANGUAGE__LANGUAGE_C,
+	[KG_BACKEND_CUDA] = KGATE__V1__LANGUAGE__LANGUAGE_CUDA,
+};
+
+Kgate__V1__Language kg_feedback_language(enum kg_backend_id id)
+{
+	return (unsigned)id < KG_BACKEND_COUNT_ ? languages[id] : KGATE__V1__LANGUAGE__LANGUAGE_UNSPECIFIED;
+}
 
 void *kg_pool_alloc(struct kg_pool *p, size_t n)
 {
@@ -100,8 +112,8 @@ static Kgate__V1__ShapeSet *shapeset(struct kg_pool *p, const char *name, const 
 	return s;
 }
 
-Kgate__V1__Task *kg_feedback_task(struct kg_pool *p, const struct kg_task *t, int cuda, const char *shape_set,
-				  int variants, const char *abi_header_path)
+Kgate__V1__Task *kg_feedback_task(struct kg_pool *p, const struct kg_task *t, const struct kg_backend *be,
+				  const char *shape_set, int variants, const char *abi_header_path)
 {
 	Kgate__V1__Task *m = kg_pool_alloc(p, sizeof(*m));
 	if (!m)
@@ -110,8 +122,9 @@ Kgate__V1__Task *kg_feedback_task(struct kg_pool *p, const struct kg_task *t, in
 	m->name = kg_pool_strdup(p, t->name);
 	m->description = kg_pool_strdup(p, t->description);
 	m->manifest = pool_file(p, t->path);
-	m->reference_source = pool_file(p, t->ref_c);
-	m->reference_cuda = pool_file(p, t->ref_cuda);
+	/* The proto has one field per reference: the C one (every task has it) and the CUDA one. */
+	m->reference_source = pool_file(p, t->ref[KG_BACKEND_CPU]);
+	m->reference_cuda = pool_file(p, t->ref[KG_BACKEND_CUDA]);
 	m->abi_header = pool_file(p, abi_header_path);
 	if (!(m->inputs = specs(p, t->inputs, t->n_inputs)) || !(m->outputs = specs(p, t->outputs, t->n_outputs)))
 		return NULL;
@@ -129,7 +142,7 @@ Kgate__V1__Task *kg_feedback_task(struct kg_pool *p, const struct kg_task *t, in
 	m->cost_flops = kg_pool_strdup(p, t->cost_flops);
 	m->atol = t->atol;
 	m->rtol = t->rtol;
-	m->language = cuda ? KGATE__V1__LANGUAGE__LANGUAGE_CUDA : KGATE__V1__LANGUAGE__LANGUAGE_C;
+	m->language = kg_feedback_language(be->id);
 	return m;
 }
 
@@ -137,6 +150,17 @@ static const char *jstr(json_t *o, const char *k)
 {
 	const char *s = json_string_value(json_object_get(o, k));
 	return s ? s : "";
+}
+
+/* A history line's "language" is its backend's source language word, the task manifest's
+ * reference key ("c", "cuda"); a line without a known one is C, as the search's first lines were. */
+static Kgate__V1__Language line_language(json_t *line)
+{
+	const char *word = jstr(line, "language");
+	for (int i = 0; i < KG_BACKEND_COUNT_; i++)
+		if (!strcmp(word, kg_backend_ref_key((enum kg_backend_id)i)))
+			return kg_feedback_language((enum kg_backend_id)i);
+	return kg_feedback_language(KG_BACKEND_CPU);
 }
 
 static Kgate__V1__Reason *reason(struct kg_pool *p, json_t *r)
@@ -174,7 +198,7 @@ Kgate__V1__CandidateResult *kg_feedback_result(struct kg_pool *p, const struct k
 	m->round = (uint32_t)r->round;
 	m->idea = (uint32_t)r->idea;
 	m->idea_text = kg_pool_strdup(p, jstr(j, "idea_text"));
-	m->language = !strcmp(jstr(j, "language"), "cuda") ? KGATE__V1__LANGUAGE__LANGUAGE_CUDA : KGATE__V1__LANGUAGE__LANGUAGE_C;
+	m->language = line_language(j);
 	m->verdict = r->verdict == KG_REC_ACCEPTED   ? KGATE__V1__VERDICT__VERDICT_ACCEPTED
 		     : r->verdict == KG_REC_REJECTED ? KGATE__V1__VERDICT__VERDICT_REJECTED
 						     : KGATE__V1__VERDICT__VERDICT_ERROR;
@@ -195,20 +219,37 @@ Kgate__V1__CandidateResult *kg_feedback_result(struct kg_pool *p, const struct k
 		if (!(m->reasons[i] = reason(p, json_array_get(rs, i))))
 			return NULL;
 	m->n_reasons = n;
-	json_t *t = json_object_get(j, "timing");
-	if (json_is_object(t)) {
+	/* r->timed says the line holds the report's timing (history.c); the rest of it is read from
+	 * the same object, named as in the report. */
+	if (r->timed) {
+		json_t *t = json_object_get(j, "timing");
 		if (!(m->timing = kg_pool_alloc(p, sizeof(*m->timing))))
 			return NULL;
 		kgate__v1__timing__init(m->timing);
 		m->timed = 1;
-		m->timing->median_ms = json_number_value(json_object_get(t, "median_ms"));
-		m->timing->reference_median_ms = json_number_value(json_object_get(t, "reference_median_ms"));
-		m->timing->speedup = json_number_value(json_object_get(t, "speedup"));
+		m->timing->median_ms = r->median_ms;
+		m->timing->speedup = r->speedup;
+		json_t *ref = json_object_get(t, "reference");
+		m->timing->reference_median_ms = json_number_value(json_object_get(ref, "median_ms"));
 		m->timing->gbps = json_number_value(json_object_get(t, "gbps"));
 		m->timing->gflops = json_number_value(json_object_get(t, "gflops"));
 		m->timing->roofline = json_number_value(json_object_get(t, "roofline"));
 	}
 	return m;
+}
+
+/* The report's keys a history line carries, copied as they are (docs/report.md): the search's
+ * readers (history.c, the agent's messages, winner.json) and anyone reading history.jsonl know
+ * one structure, the report's. The rest (checks, durations, sandbox) is in the saved report. */
+static const char *const line_keys[] = {"verdict", "exit_code", "reasons", "timing", "compile_log", "error"};
+
+static json_t *error_line(json_t *line, int exit_code, const char *error)
+{
+	json_object_set_new(line, "verdict", json_string("error"));
+	json_object_set_new(line, "exit_code", json_integer(exit_code));
+	json_object_set_new(line, "reasons", json_array());
+	json_object_set_new(line, "error", json_string(error && *error ? error : "no report"));
+	return line;
 }
 
 /* A history line from a verification report (or from the reason there is none). */
@@ -219,37 +260,30 @@ json_t *kg_feedback_line(const char *report_json, const char *error, int usage)
 	if (!line)
 		goto out;
 	if (!rep) {
-		json_object_set_new(line, "verdict", json_string("error"));
-		json_object_set_new(line, "exit_code", json_integer(usage ? 2 : 3));
-		json_object_set_new(line, "reasons", json_array());
-		json_object_set_new(line, "error", json_string(error && *error ? error : "no report"));
+		error_line(line, usage ? KG_EXIT_USAGE : KG_EXIT_INTERNAL, error);
 		goto out;
 	}
-	json_int_t code = json_integer_value(json_object_get(rep, "exit_code"));
-	json_object_set_new(line, "verdict", json_string(code == 0 ? "accepted" : code == 1 ? "rejected" : "error"));
-	json_object_set_new(line, "exit_code", json_integer(code));
-	json_t *reasons = json_object_get(rep, "reasons");
-	json_object_set(line, "reasons", json_is_array(reasons) ? reasons : json_array());
-	const char *log = json_string_value(json_object_get(rep, "compile_log"));
-	if (log && *log) {
-		size_t n = strlen(log);
-		json_object_set_new(line, "compile_log", json_stringn(log, n > MAX_COMPILE_LOG ? MAX_COMPILE_LOG : n));
+	json_t *code = json_object_get(rep, "exit_code");
+	/* Without an exit code a report says nothing about the candidate: never an acceptance. */
+	if (!json_is_integer(code)) {
+		error_line(line, KG_EXIT_INTERNAL, "the verification report has no exit_code");
+		goto out;
 	}
-	const char *err = json_string_value(json_object_get(rep, "error"));
-	if (err && *err)
-		json_object_set_new(line, "error", json_string(err));
-	json_t *t = json_object_get(rep, "timing");
-	if (json_is_object(t)) {
-		json_t *c = json_object_get(t, "candidate"), *r = json_object_get(t, "reference");
-		json_object_set_new(
-			line, "timing",
-			json_pack("{s:f,s:f,s:f,s:f,s:f,s:f}", "median_ms", json_number_value(json_object_get(c, "median_ms")),
-				  "reference_median_ms", json_number_value(json_object_get(r, "median_ms")), "speedup",
-				  json_number_value(json_object_get(t, "speedup")), "gbps",
-				  json_number_value(json_object_get(t, "gbps")), "gflops",
-				  json_number_value(json_object_get(t, "gflops")), "roofline",
-				  json_number_value(json_object_get(t, "roofline"))));
+	for (size_t i = 0; i < KG_ARRAY_LEN(line_keys); i++) {
+		json_t *v = json_object_get(rep, line_keys[i]);
+		if (v)
+			json_object_set(line, line_keys[i], v);
 	}
+	/* What every reader relies on, should a report lack it: the word its exit code stands for,
+	 * and a (possibly empty) list of reasons. */
+	if (!json_is_string(json_object_get(line, "verdict"))) {
+		json_int_t c = json_integer_value(code);
+		json_object_set_new(line, "verdict", json_string(c == KG_EXIT_ACCEPTED   ? "accepted"
+								 : c == KG_EXIT_REJECTED ? "rejected"
+											 : "error"));
+	}
+	if (!json_is_array(json_object_get(line, "reasons")))
+		json_object_set_new(line, "reasons", json_array());
 out:
 	json_decref(rep);
 	return line;

@@ -32,11 +32,15 @@ static int add_rec(struct kg_history *h, json_t *j)
 	r->round = (int)json_integer_value(json_object_get(j, "round"));
 	r->idea = (int)json_integer_value(json_object_get(j, "idea"));
 	r->verdict = !strcmp(verdict, "accepted") ? KG_REC_ACCEPTED : !strcmp(verdict, "rejected") ? KG_REC_REJECTED : KG_REC_ERROR;
+	/* The report's timing object, as the line carries it (docs/report.md). A line written before
+	 * the history kept the report's structure has no timing.candidate: it counts as untimed. */
 	json_t *t = json_object_get(j, "timing");
-	if (json_is_object(t)) {
+	json_t *median = json_object_get(json_object_get(t, "candidate"), "median_ms");
+	json_t *speedup = json_object_get(t, "speedup");
+	if (json_is_number(median) && json_is_number(speedup)) {
 		r->timed = 1;
-		r->speedup = json_number_value(json_object_get(t, "speedup"));
-		r->median_ms = json_number_value(json_object_get(t, "median_ms"));
+		r->speedup = json_number_value(speedup);
+		r->median_ms = json_number_value(median);
 	}
 	r->j = json_incref(j);
 	h->n++;

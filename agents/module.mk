@@ -2,7 +2,7 @@
 # tests of the agents and plugins rooms (programs in tests/agents/, named agents-* so that
 # `scripts/run-tests.sh BUILD agents` selects them). Proto and plugin names are spelled out:
 # their fragments are included after this one.
-AGENTS_SRCS := agents/search.c agents/history.c agents/workers.c agents/feedback.c agents/sha256.c \
+AGENTS_SRCS := agents/search.c agents/history.c agents/workers.c agents/feedback.c agents/results.c agents/sha256.c \
 	agents/cmd_search.c
 AGENTS_LIB := $(BUILD)/libkgagents.a
 $(AGENTS_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/cli/extra.o: | $(BUILD)/proto/kgate.pb-c.h
@@ -18,7 +18,7 @@ AGENTS_TEST_LIBS := $(AGENTS_LIB) $(BUILD)/libkgplugins.a $(BUILD)/libkgllm.a $(
 $(AGENTS_TEST_SRCS:%.c=$(BUILD)/%.o): | $(BUILD)/proto/kgate.pb-c.h
 $(BUILD)/tests/bin/agents-%: $(BUILD)/tests/agents/test_%.o $(AGENTS_TEST_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(KG_LDFLAGS) -o $@ $< -Wl,--start-group $(AGENTS_TEST_LIBS) -Wl,--end-group $(PKG_LIBS) $(CMOCKA_LIBS) \
+	$(CC) $(KG_LDFLAGS) -o $@ $< $(AGENTS_TEST_LIBS) $(PKG_LIBS) $(CMOCKA_LIBS) \
 		-ldl -lpthread -lm
 
 # Test plugins: one well-formed (faulty: crashes, hangs, fails on request) and three broken ones

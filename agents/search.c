@@ -15,8 +15,9 @@
 #include "agents/feedback.h"
 #include "agents/sha256.h"
 #include "policy/policy.h"
-#include "verifier/paths.h"
+#include "verifier/backend.h"
 #include "verifier/gpu.h"
+#include "verifier/resolve.h"
 #include "verifier/task.h"
 
 #define MAX_ROUND_CANDIDATES (KG_SEARCH_MAX_BRANCH * KG_SEARCH_MAX_PER_IDEA)
@@ -26,8 +27,7 @@ struct search {
 	const struct kg_search_opts *o;
 	struct kg_task task;
 	struct kg_policy pol;
-	const char *backend;
-	const char *ext;
+	const struct kg_backend *be; /* what the candidates are written for; its ext names their files */
 	struct kg_history h;
 	struct kg_agent *agent;
 	uint8_t *config;
@@ -70,17 +70,22 @@ static void outpath(const struct search *s, char *out, size_t outsz, const char 
 
 /* ---- setup ---- */
 
-static int load_policy(struct search *s, kg_error *e)
+/* The backend asked for, else the default for the task on this host. The GPU is probed (a child
+ * process that initialises the driver) only when the task has a reference for a GPU backend. */
+static int pick_backend(struct search *s, kg_error *e)
 {
-	int rc;
-	if (s->o->policy)
-		return kg_policy_find(s->o->policy, &s->pol, e);
-	rc = kg_policy_find("default", &s->pol, e);
-	if (rc == -ENOENT) {
-		kg_policy_defaults(&s->pol);
-		rc = 0;
-	}
-	return rc;
+	if (s->o->backend)
+		return kg_resolve_backend(s->o->backend, NULL, &s->be, e);
+	int gpu_present = 0;
+	for (int i = 0; i < KG_BACKEND_COUNT_; i++)
+		if (kg_backend_get((enum kg_backend_id)i)->needs_gpu && s->task.ref[i][0]) {
+			struct kg_gpu_info g;
+			kg_gpu_probe(&g);
+			gpu_present = g.present;
+			break;
+		}
+	s->be = kg_resolve_default_backend(&s->task, gpu_present);
+	return 0;
 }
 
 /* The header candidates are compiled against, as the verifier finds it (source tree, build tree,
@@ -104,7 +109,7 @@ static int check_meta(struct search *s, kg_error *e)
 		json_t *m = json_load_file(path, 0, NULL);
 		const char *task = json_string_value(json_object_get(m, "task"));
 		const char *be = json_string_value(json_object_get(m, "backend"));
-		int bad = !m || !task || !be || strcmp(task, s->task.name) || strcmp(be, s->backend);
+		int bad = !m || !task || !be || strcmp(task, s->task.name) || strcmp(be, s->be->name);
 		if (bad)
 			kg_err(e, -EEXIST, "%s holds a search for task %s (%s); use another --out directory", s->o->outdir,
 			       task ? task : "?", be ? be : "?");
@@ -112,7 +117,7 @@ static int check_meta(struct search *s, kg_error *e)
 		return bad ? -EEXIST : 0;
 	}
 	json_t *m = json_pack("{s:i,s:s,s:s,s:s,s:s,s:i,s:i}", "kgate_search", 1, "task", s->task.name, "backend",
-			      s->backend, "agent", s->o->agent, "policy", s->pol.path[0] ? s->pol.path : "(built-in defaults)",
+			      s->be->name, "agent", s->o->agent, "policy", s->pol.path[0] ? s->pol.path : "(built-in defaults)",
 			      "branch", s->o->branch, "candidates_per_idea", s->o->per_idea);
 	char *text = m ? json_dumps(m, JSON_INDENT(2)) : NULL;
 	json_decref(m);
@@ -289,12 +294,13 @@ static void record(struct kg_vjob *job, void *ctx)
 	const Kgate__V1__Candidate *c = s->resp->candidates[s->job_cand[j]];
 	const char *idea = c->idea < s->resp->n_ideas ? s->resp->ideas[c->idea] : "";
 	char file[128], rep[160];
-	snprintf(file, sizeof(file), "candidates/%s%s", s->job_id[j], s->ext);
+	snprintf(file, sizeof(file), "candidates/%s%s", s->job_id[j], s->be->ext);
 	snprintf(rep, sizeof(rep), "candidates/%s.report.json", s->job_id[j]);
-	/* Where it came from first, then what the verifier said. */
+	/* Where it came from first, then what the verifier said. "language" is the source language,
+	 * the word the task manifest keys its references by ("c", "cuda"). */
 	json_t *line = json_pack("{s:s,s:i,s:i,s:s,s:s,s:s,s:s}", "event", "candidate", "round", s->round, "idea",
 				 (int)c->idea, "idea_text", idea, "id", s->job_id[j], "file", file, "language",
-				 !strcmp(s->backend, "cuda") ? "cuda" : "c");
+				 s->be->ref_key);
 	json_t *verdict = kg_feedback_line(job->report, job->error, job->usage);
 	if (!line || !verdict) {
 		json_decref(line);
@@ -352,7 +358,7 @@ static int store_candidate(struct search *s, const char *src, char id[65], kg_er
 {
 	char path[PATH_MAX];
 	kg_sha256_hex(src, strlen(src), id);
-	outpath(s, path, sizeof(path), "candidates/%s%s", id, s->ext);
+	outpath(s, path, sizeof(path), "candidates/%s%s", id, s->be->ext);
 	if (!access(path, R_OK))
 		return 0;
 	return kg_write_atomic(path, src, strlen(src), e);
@@ -392,16 +398,16 @@ static int verify_round(struct search *s, int round, kg_error *e)
 		}
 		snprintf(s->job_id[n], sizeof(s->job_id[n]), "%s", id);
 		s->job_cand[n] = (int)i;
-		outpath(s, jobs[n].path, sizeof(jobs[n].path), "candidates/%s%s", id, s->ext);
+		outpath(s, jobs[n].path, sizeof(jobs[n].path), "candidates/%s%s", id, s->be->ext);
 		n++;
 	}
-	int workers = o->jobs > 0 ? o->jobs : kg_default_jobs(s->backend);
+	int workers = o->jobs > 0 ? o->jobs : kg_default_jobs(s->be);
 	say(s, "round %d: %zu proposed, %d to verify (%d already verified)", round, r->n_candidates, n, reused);
 	say(s, n > 1 ? ", %d at a time\n" : "\n", workers < n ? workers : n);
 	struct kg_verify_opts vo = {
 		.task = o->task,
 		.policy = o->policy,
-		.backend = s->backend,
+		.backend = s->be->name,
 		.iterations = o->iterations,
 		.trials = o->trials,
 	};
@@ -449,79 +455,6 @@ out:
 	return rc;
 }
 
-/* ---- results ---- */
-
-static int write_winner(struct search *s, const struct kg_rec *w, kg_error *e)
-{
-	char src[PATH_MAX], dst[PATH_MAX], rep[PATH_MAX];
-	char *text = NULL, *report = NULL, *out = NULL;
-	size_t len = 0;
-	int rc;
-	outpath(s, src, sizeof(src), "%s", json_string_value(json_object_get(w->j, "file")));
-	if ((rc = kg_read_file(src, MAX_SOURCE, &text, &len, e)))
-		return rc;
-	outpath(s, dst, sizeof(dst), "winner%s", s->ext);
-	if ((rc = kg_write_atomic(dst, text, len, e)))
-		goto out;
-	json_t *j = json_deep_copy(w->j);
-	const char *rp = json_string_value(json_object_get(w->j, "report"));
-	outpath(s, rep, sizeof(rep), "%s", rp ? rp : "");
-	json_t *full = rp && !kg_read_file(rep, 64u << 20, &report, NULL, NULL) ? json_loads(report, 0, NULL) : NULL;
-	json_object_del(j, "event");
-	json_object_set_new(j, "winner", json_sprintf("winner%s", s->ext));
-	if (full)
-		json_object_set_new(j, "full_report", full);
-	out = json_dumps(j, JSON_INDENT(2));
-	json_decref(j);
-	if (!out) {
-		rc = kg_err(e, -ENOMEM, "out of memory");
-		goto out;
-	}
-	outpath(s, dst, sizeof(dst), "winner.json");
-	rc = kg_write_atomic(dst, out, strlen(out), e);
-out:
-	free(text);
-	free(report);
-	free(out);
-	return rc;
-}
-
-static void summary(const struct search *s, const struct kg_rec *w)
-{
-	int acc = 0, rej = 0, err = 0;
-	json_t *codes = json_object();
-	for (int i = 0; i < s->h.n; i++) {
-		const struct kg_rec *r = &s->h.recs[i];
-		acc += r->verdict == KG_REC_ACCEPTED;
-		rej += r->verdict == KG_REC_REJECTED;
-		err += r->verdict == KG_REC_ERROR;
-		/* Candidates per reason code, not reasons: one candidate fails many trials. */
-		json_t *rs = json_object_get(r->j, "reasons"), *seen = json_object();
-		for (size_t k = 0; k < json_array_size(rs); k++) {
-			const char *c = json_string_value(json_object_get(json_array_get(rs, k), "code"));
-			if (c && !json_object_get(seen, c)) {
-				json_object_set_new(seen, c, json_true());
-				json_object_set_new(codes, c, json_integer(json_integer_value(json_object_get(codes, c)) + 1));
-			}
-		}
-		json_decref(seen);
-	}
-	say(s, "summary: %d candidates verified: %d accepted, %d rejected, %d not verified (infrastructure)\n", s->h.n,
-	    acc, rej, err);
-	for (void *it = json_object_iter(codes); it; it = json_object_iter_next(codes, it))
-		say(s, "  %-28s %lld candidate%s\n", json_object_iter_key(it),
-		    (long long)json_integer_value(json_object_iter_value(it)),
-		    json_integer_value(json_object_iter_value(it)) == 1 ? "" : "s");
-	json_decref(codes);
-	if (w)
-		say(s, "winner: %.12s (round %d, idea %d)%s -> %s/winner%s\n", w->id, w->round, w->idea + 1,
-		    w->timed ? "" : " (untimed)", s->o->outdir, s->ext);
-	if (w && w->timed)
-		say(s, "        %.4f ms, speedup %.2fx over the reference\n", w->median_ms, w->speedup);
-	if (!w)
-		say(s, "no candidate was accepted\n");
-}
-
 int kg_search(const struct kg_search_opts *o, kg_error *e)
 {
 	struct search s0 = {0}, *s = &s0;
@@ -530,25 +463,9 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 	int rc, exit_code = KG_EXIT_USAGE;
 	char path[PATH_MAX], abi[PATH_MAX] = "";
 
-	if ((rc = load_policy(s, e)) || (rc = kg_task_find(o->task, &s->task, e)))
+	if ((rc = kg_resolve_policy(o->policy, &s->pol, e)) || (rc = kg_resolve_task(o->task, &s->task, e)) ||
+	    (rc = pick_backend(s, e)))
 		goto out;
-	if (o->backend && strcmp(o->backend, "cpu") && strcmp(o->backend, "cuda")) {
-		kg_err(e, -EINVAL, "unknown backend '%s' (cpu, cuda)", o->backend);
-		goto out;
-	}
-	if (o->backend) {
-		s->backend = o->backend;
-	} else {
-		/* CUDA when the task has a CUDA reference and a GPU is there to run it. */
-		struct kg_gpu_info g;
-		s->backend = "cpu";
-		if (s->task.ref_cuda[0]) {
-			kg_gpu_probe(&g);
-			if (g.present)
-				s->backend = "cuda";
-		}
-	}
-	s->ext = !strcmp(s->backend, "cuda") ? ".cu" : ".c";
 	outpath(s, path, sizeof(path), "candidates");
 	if ((rc = kg_mkdirs(path, 0755, e)))
 		goto out;
@@ -556,7 +473,7 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 	if ((rc = kg_mkdirs(path, 0755, e)) || (rc = check_meta(s, e)))
 		goto out;
 	abi_header(abi, sizeof(abi));
-	if (!(s->task_msg = kg_feedback_task(&s->task_pool, &s->task, !strcmp(s->backend, "cuda"), s->pol.shape_set,
+	if (!(s->task_msg = kg_feedback_task(&s->task_pool, &s->task, s->be, s->pol.shape_set,
 					     s->pol.shapes == KG_SHAPES_VARIANTS, abi))) {
 		kg_err(e, -ENOMEM, "out of memory");
 		goto out;
@@ -567,7 +484,7 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 	if ((rc = kg_history_open(&s->h, o->outdir, e)))
 		goto out;
 	say(s, "kgate search: task %s (%s), agent %s, %d rounds x %d ideas x %d candidates, output in %s\n", s->task.name,
-	    s->backend, o->agent, o->rounds, o->branch, o->per_idea, o->outdir);
+	    s->be->name, o->agent, o->rounds, o->branch, o->per_idea, o->outdir);
 	if (s->h.n)
 		say(s, "resuming: %d candidates already verified%s\n", s->h.n,
 		    s->h.skipped ? " (an unfinished history line was dropped)" : "");
@@ -617,7 +534,7 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 		const struct kg_rec *best[1];
 		if (kg_history_best(&s->h, best, 1) && strcmp(best[0]->id, s->best_id)) {
 			snprintf(s->best_id, sizeof(s->best_id), "%s", best[0]->id);
-			if ((rc = write_winner(s, best[0], e)))
+			if ((rc = kg_search_write_winner(o->outdir, s->be, best[0], e)))
 				goto out;
 			say(s, "round %d: best so far %.12s\n", round, best[0]->id);
 		}
@@ -625,9 +542,10 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 
 	const struct kg_rec *best[1];
 	int have = kg_history_best(&s->h, best, 1);
-	if (have && strcmp(best[0]->id, s->best_id) && (rc = write_winner(s, best[0], e)))
+	if (have && strcmp(best[0]->id, s->best_id) && (rc = kg_search_write_winner(o->outdir, s->be, best[0], e)))
 		goto out;
-	summary(s, have ? best[0] : NULL);
+	if (!o->quiet)
+		kg_search_summary(stdout, &s->h, have ? best[0] : NULL, o->outdir, s->be);
 	int rejected = 0;
 	for (int i = 0; i < s->h.n; i++)
 		rejected += s->h.recs[i].verdict == KG_REC_REJECTED;

@@ -7,10 +7,13 @@
 #include <jansson.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "kg_common.h"
 #include "plugins/plugin.h"
 #include "verifier/verify.h"
+
+struct kg_backend; /* verifier/backend.h */
 
 #define KG_SEARCH_MAX_ROUNDS 1000
 #define KG_SEARCH_MAX_BRANCH 16
@@ -22,7 +25,8 @@ struct kg_search_opts {
 	const char *agent; /* built-in name or plugin path */
 	const char *outdir;
 	const char *policy; /* NULL: as kgate verify */
-	const char *backend; /* NULL: cuda when a GPU and a CUDA reference exist, else cpu */
+	const char *backend; /* NULL: a GPU backend when a GPU is present and the task has its
+			      * reference (cuda), else cpu (kg_resolve_default_backend) */
 	enum kg_agent_isolation isolation;
 	const char *host_exe; /* NULL: /proc/self/exe */
 	int agent_timeout_s; /* per propose call, 0: none */
@@ -80,6 +84,15 @@ int kg_history_best(const struct kg_history *h, const struct kg_rec **out, int k
 /* Writes data to path through a temporary file, fsync and rename: readers see old or new. */
 int kg_write_atomic(const char *path, const void *data, size_t len, kg_error *e);
 
+/* ---- what a search leaves (agents/results.c) ---- */
+
+/* OUTDIR/winner<ext> (w's source) and OUTDIR/winner.json (w's history line with its full report),
+ * each replaced atomically. */
+int kg_search_write_winner(const char *outdir, const struct kg_backend *be, const struct kg_rec *w, kg_error *e);
+/* The closing summary: verdicts, candidates per reason code, the winner (w, NULL when none). */
+void kg_search_summary(FILE *f, const struct kg_history *h, const struct kg_rec *w, const char *outdir,
+		       const struct kg_backend *be);
+
 /* ---- parallel verification (agents/workers.c) ---- */
 
 struct kg_vjob {
@@ -93,11 +106,12 @@ struct kg_vjob {
 typedef void (*kg_vjob_done_fn)(struct kg_vjob *job, void *ctx);
 
 /* Verifies every job, at most max_workers at a time, each kg_verify in its own forked process;
- * done() runs in this process as each finishes. */
+ * done() runs in this process as each finishes. When the backend (base->backend, else the first
+ * candidate's extension) needs a GPU, each worker slot is pinned to one. */
 int kg_verify_jobs(const struct kg_verify_opts *base, struct kg_vjob *jobs, int n, int max_workers, int timeout_s,
 		   kg_vjob_done_fn done, void *ctx, kg_error *e);
-/* How many verifications may run at once: the GPUs (CUDA_VISIBLE_DEVICES or /dev/nvidiaN) for
- * cuda, else the online CPUs. */
-int kg_default_jobs(const char *backend);
+/* How many verifications may run at once: the GPUs (CUDA_VISIBLE_DEVICES or /dev/nvidiaN) for a
+ * backend that needs one, else the online CPUs. */
+int kg_default_jobs(const struct kg_backend *be);
 
 #endif

@@ -1,7 +1,8 @@
 /* Parallel verification: each kg_verify runs in its own forked worker (the sandbox forks, and
  * the verifier keeps per-process state, so threads are not an option), which sends the JSON
- * report back over a pipe. On the CUDA backend each worker gets one GPU of its own. */
+ * report back over a pipe. On a backend that needs a GPU each worker gets one of its own. */
 #include "agents/search.h"
+#include "verifier/resolve.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -51,9 +52,9 @@ static int gpu_list(char ids[][32], int max)
 	return n;
 }
 
-int kg_default_jobs(const char *backend)
+int kg_default_jobs(const struct kg_backend *be)
 {
-	if (backend && !strcmp(backend, "cuda")) {
+	if (be && be->needs_gpu) {
 		char ids[MAX_WORKERS][32];
 		int n = gpu_list(ids, MAX_WORKERS);
 		return n > 0 ? n : 1;
@@ -179,7 +180,11 @@ int kg_verify_jobs(const struct kg_verify_opts *base, struct kg_vjob *jobs, int 
 	if (max_workers > n)
 		max_workers = n;
 	static char gpus[MAX_WORKERS][32];
-	int n_gpu = base->backend && !strcmp(base->backend, "cuda") ? gpu_list(gpus, MAX_WORKERS) : 0;
+	/* Resolved as kg_verify will resolve it; an unknown name pins nothing (kg_verify refuses it). */
+	const struct kg_backend *be = NULL;
+	if (n > 0 && kg_resolve_backend(base->backend, jobs[0].path, &be, NULL))
+		be = NULL;
+	int n_gpu = be && be->needs_gpu ? gpu_list(gpus, MAX_WORKERS) : 0;
 	struct worker w[MAX_WORKERS];
 	memset(w, 0, sizeof(w));
 	int next = 0, running = 0, rc = 0, stop = 0;

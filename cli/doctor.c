@@ -1,6 +1,7 @@
 /* `kgate doctor`: what this host gives kgate. Which sandbox layers come up (by spawning a real
- * sandboxed /bin/true per profile), where the runner, headers and toolchains are, and the GPU.
- * Operators run it after installing; `kgate doctor --gpu` exits 0 only when a GPU is usable. */
+ * sandboxed /bin/true in the compile sandbox and in each backend's run sandbox), where the runner,
+ * headers and each backend's compiler are, and the GPU. Operators run it after installing;
+ * `kgate doctor --gpu` exits 0 only when a GPU is usable. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,32 +10,67 @@
 
 #include "cli/doctor.h"
 #include "sandbox/sandbox.h"
+#include "verifier/backend.h"
 #include "verifier/gpu.h"
-#include "verifier/session.h"
+#include "verifier/resolve.h"
 
-static void probe_profile(enum kg_sb_profile p)
+/* Spawns /bin/true under spec (its profile, name and data) and says which layers came up. */
+static void probe_sandbox(struct kg_sb_spec spec)
 {
 	static const char *const argv[] = {"/bin/true", NULL};
-	struct kg_sb_spec spec = {
-		.profile = p,
-		.argv = argv,
-		.limits = {.wall_s = 10},
-		.stdin_fd = -1,
-	};
+	spec.argv = argv;
+	spec.limits = (struct kg_sb_limits){.wall_s = 10};
+	spec.stdin_fd = -1;
+	const char *name = spec.name ? spec.name : kg_sb_profile_name(spec.profile);
 	struct kg_sb_child *c = NULL;
 	kg_error e = {0};
 	char on[256], off[256];
 	if (kg_sb_spawn(&spec, &c, &e)) {
-		printf("  %-9s cannot start: %s\n", kg_sb_profile_name(p), e.msg);
+		printf("  %-9s cannot start: %s\n", name, e.msg);
 		return;
 	}
 	struct kg_sb_outcome o;
 	kg_sb_wait(c, &o);
 	kg_sb_layers_str(o.layers_active, on, sizeof(on));
 	kg_sb_layers_str(o.layers_failed, off, sizeof(off));
-	printf("  %-9s %s: active %s%s%s\n", kg_sb_profile_name(p),
-	       o.end == KG_SB_END_EXIT && o.exit_code == 0 ? "ok" : "FAILED", on, off[0] ? "; unavailable " : "", off);
+	printf("  %-9s %s: active %s%s%s\n", name, o.end == KG_SB_END_EXIT && o.exit_code == 0 ? "ok" : "FAILED", on,
+	       off[0] ? "; unavailable " : "", off);
 	kg_sb_free(c);
+}
+
+/* The run sandbox a backend's runner gets, as the verifier builds it (verifier/session.c). */
+static void probe_run_sandbox(const struct kg_backend *be)
+{
+	probe_sandbox((struct kg_sb_spec){
+		.profile = KG_SB_PROFILE_RUN,
+		.name = be->sandbox_name,
+		.devices = be->devices,
+		.proc = be->proc,
+		.sys_ro = be->sys_ro,
+		.syscalls = be->syscalls,
+		.readonly_opens = be->readonly_opens,
+	});
+}
+
+/* The compiler a backend's build would run: argv[0] of the command its table entry builds (for
+ * cuda, nvcc under kg_cuda_home()), so doctor names exactly what kgate verify uses. */
+static void compiler_line(const struct kg_backend *be)
+{
+	struct kg_compile_cmd *cmd = calloc(1, sizeof(*cmd));
+	const struct kg_compile_req req = {
+		.src_inside = "/work/kernel",
+		.out_inside = "/work/kernel.so",
+		.include_inside = "/kgate/include",
+	};
+	kg_error e = {0};
+	if (!cmd || be->compile_cmd(cmd, &req, &e) || !cmd->argc)
+		printf("  %-9s %s: unknown (%s)\n", "compiler", be->name, cmd ? e.msg : "out of memory");
+	else if (access(cmd->argv[0], X_OK))
+		printf("  %-9s %s: not found: %s (%s candidates cannot be built)\n", "compiler", be->name, cmd->argv[0],
+		       be->name);
+	else
+		printf("  %-9s %s: %s\n", "compiler", be->name, cmd->argv[0]);
+	free(cmd);
 }
 
 int kg_cmd_doctor(int argc, char **argv)
@@ -53,19 +89,20 @@ int kg_cmd_doctor(int argc, char **argv)
 	printf("kgate doctor\n");
 	printf("  runner    %s\n", kg_path_runner(path, sizeof(path)) ? "NOT FOUND" : path);
 	printf("  headers   %s\n", kg_path_include(path, sizeof(path)) ? "NOT FOUND" : path);
-	printf("  cc        %s\n", access("/usr/bin/cc", X_OK) ? "NOT FOUND" : "/usr/bin/cc");
-	const char *ch = getenv("CUDA_HOME");
-	snprintf(path, sizeof(path), "%s/bin/nvcc", ch && *ch ? ch : "/usr/local/cuda");
-	printf("  nvcc      %s\n", access(path, X_OK) ? "not found (CUDA candidates cannot be built)" : path);
+	for (int i = 0; i < KG_BACKEND_COUNT_; i++)
+		compiler_line(kg_backend_get((enum kg_backend_id)i));
 	if (g.present)
 		printf("  gpu       %s (sm_%s, %d SMs, %.1f GiB)\n", g.name, g.arch, g.sm_count,
 		       (double)g.mem_bytes / (1 << 30));
 	else
 		printf("  gpu       none: %s\n", g.why);
-	printf("sandbox layers per profile:\n");
-	probe_profile(KG_SB_PROFILE_COMPILE);
-	probe_profile(KG_SB_PROFILE_RUN_CPU);
-	if (g.present)
-		probe_profile(KG_SB_PROFILE_RUN_CUDA);
+	printf("sandbox layers (compile, and each backend's run sandbox):\n");
+	probe_sandbox((struct kg_sb_spec){.profile = KG_SB_PROFILE_COMPILE});
+	/* A GPU backend's sandbox binds the driver's device nodes: only meaningful with a GPU. */
+	for (int i = 0; i < KG_BACKEND_COUNT_; i++) {
+		const struct kg_backend *be = kg_backend_get((enum kg_backend_id)i);
+		if (!be->needs_gpu || g.present)
+			probe_run_sandbox(be);
+	}
 	return 0;
 }

@@ -7,11 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <dirent.h>
 
 #include "cli/commands.h"
 #include "cli/doctor.h"
+#include "kg_vocab.h"
 #include "sandbox/sandbox.h"
+#include "verifier/resolve.h"
 #include "verifier/task.h"
 #include "verifier/verify.h"
 
@@ -21,17 +22,22 @@
 
 static void verify_usage(FILE *f)
 {
+	/* The backends and their extensions come from the vocabulary, so a new one shows up here. */
+	fprintf(f, "usage: kgate verify TASK CANDIDATE [options]\n"
+		   "  TASK        a task name (kgate tasks lists them) or a task.yaml path\n"
+		   "  CANDIDATE   one source file; its extension names the backend (");
+	for (int i = 0; i < KG_BACKEND_COUNT_; i++)
+		fprintf(f, "%s%s %s", i ? ", " : "", kg_backend_ext((enum kg_backend_id)i),
+			kg_backend_name((enum kg_backend_id)i));
+	fprintf(f, ")\n");
 	fprintf(f,
-		"usage: kgate verify TASK CANDIDATE [options]\n"
-		"  TASK        a task name (softmax, layernorm, matmul, conv_relu_pool) or a task.yaml path\n"
-		"  CANDIDATE   a .c file (CPU backend) or a .cu file (CUDA backend)\n"
 		"options:\n"
 		"  --policy P          policy name (default, strict) or YAML path\n"
 		"  --report FMT:PATH   write a report: json, sarif, junit or text; PATH '-' is stdout;\n"
 		"                      may be given several times\n"
 		"  --shape-set NAME    base shapes from the task (nominal, ci, ...); default: the policy's\n"
 		"  --shapes MODE       nominal (base shape only) or variants (also the task's variants)\n"
-		"  --backend B         cpu or cuda (default: from the file extension)\n"
+		"  --backend B         one of: %s (default: from the file extension)\n"
 		"  --reference B       run the task's reference on backend B (cpu: the C reference, also for a\n"
 		"                      CUDA candidate; used to check the CUDA references themselves)\n"
 		"  --flag F            pass a compiler flag (must be allowed by the policy); repeatable\n"
@@ -42,7 +48,8 @@ static void verify_usage(FILE *f)
 		"  --keep              keep the work directory\n"
 		"  --quiet             no summary on stdout\n"
 		"  --progress          progress line on stderr (default when stderr is a terminal)\n"
-		"exit: 0 accepted, 1 rejected, 2 usage or configuration error, 3 internal or infrastructure error\n");
+		"exit: 0 accepted, 1 rejected, 2 usage or configuration error, 3 internal or infrastructure error\n",
+		kg_backend_names());
 }
 
 static int cmd_verify(int argc, char **argv)
@@ -182,45 +189,57 @@ static int cmd_verify(int argc, char **argv)
 	return exit_code;
 }
 
+static void tasks_usage(FILE *f)
+{
+	fprintf(f, "usage: kgate tasks\n"
+		   "  lists the tasks that kgate verify and kgate search find by name: NAME/task.yaml in the\n"
+		   "  first of $KGATE_TASKS, $KGATE_HOME/tasks, %s/tasks, ./tasks\n",
+		KG_DATADIR);
+}
+
+/* One line per task; an unreadable manifest is listed as such rather than hidden. The name shown
+ * is the directory's, the one kg_resolve_task looks up. */
+static int print_task(const char *name, const char *path, void *ctx)
+{
+	int *valid = ctx;
+	struct kg_task t;
+	kg_error e = {0};
+	if (kg_task_load(path, &t, &e)) {
+		printf("%-16s (invalid: %s)\n", name, e.msg);
+		return 0;
+	}
+	char dims[128];
+	kg_dims_str(&t.shapesets[0].dims, dims, sizeof(dims));
+	printf("%-16s %s [nominal %s]\n", name, t.description, dims);
+	(*valid)++;
+	return 0;
+}
+
 static int cmd_tasks(int argc, char **argv)
 {
-	(void)argc, (void)argv;
-	const char *dirs[3] = {getenv("KGATE_TASKS"), NULL, KG_DATADIR "/tasks"};
-	char home[4096];
-	const char *h = getenv("KGATE_HOME");
-	if (h && *h) {
-		snprintf(home, sizeof(home), "%s/tasks", h);
-		dirs[1] = home;
-	}
-	int found = 0;
-	for (int i = 0; i < 3 && !found; i++) {
-		if (!dirs[i] || !*dirs[i])
-			continue;
-		DIR *d = opendir(dirs[i]);
-		if (!d)
-			continue;
-		struct dirent *de;
-		while ((de = readdir(d))) {
-			if (de->d_name[0] == '.')
-				continue;
-			char p[8192];
-			snprintf(p, sizeof(p), "%s/%s/task.yaml", dirs[i], de->d_name);
-			struct kg_task t;
-			kg_error e = {0};
-			if (access(p, R_OK))
-				continue;
-			if (kg_task_load(p, &t, &e)) {
-				printf("%-16s (invalid: %s)\n", de->d_name, e.msg);
-				continue;
-			}
-			char dims[128];
-			kg_dims_str(&t.shapesets[0].dims, dims, sizeof(dims));
-			printf("%-16s %s [nominal %s]\n", t.name, t.description, dims);
-			found = 1;
+	static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	int ch, valid = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (ch == 'h') {
+			tasks_usage(stdout);
+			return 0;
 		}
-		closedir(d);
+		tasks_usage(stderr);
+		return KG_EXIT_USAGE;
 	}
-	if (!found) {
+	if (optind < argc) {
+		fprintf(stderr, "kgate tasks: unexpected argument '%s'\n", argv[optind]);
+		tasks_usage(stderr);
+		return KG_EXIT_USAGE;
+	}
+	/* The resolver's own walk: what is listed is exactly what a name resolves to. */
+	int rc = kg_tasks_each(print_task, &valid);
+	if (rc < 0) {
+		fprintf(stderr, "kgate tasks: %s\n", strerror(-rc));
+		return KG_EXIT_INTERNAL;
+	}
+	if (!valid) {
 		fprintf(stderr, "kgate: no tasks found\n");
 		return KG_EXIT_USAGE;
 	}
@@ -231,7 +250,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: kgate COMMAND [options]\ncommands:\n"
 		   "  verify TASK CANDIDATE   verify one candidate kernel (kgate verify --help)\n"
-		   "  tasks                   list the installed tasks\n"
+		   "  tasks                   list the tasks kgate finds by name\n"
 		   "  doctor [--gpu]          what this host offers: sandbox layers, toolchains, GPU\n");
 	for (const struct kg_command *c = kg_extra_commands; c && c->name; c++)
 		fprintf(f, "  %-23s %s\n", c->name, c->help);

@@ -2,7 +2,7 @@
 CLI_SRCS := cli/main.c cli/extra.c cli/doctor.c
 KGATE_BIN := $(BUILD)/kgate
 $(KGATE_BIN): $(CLI_SRCS:%.c=$(BUILD)/%.o) $(CLI_EXTRA_LIBS) $(KG_CORE_LIBS)
-	$(CC) $(KG_LDFLAGS) -o $@ $(CLI_SRCS:%.c=$(BUILD)/%.o) -Wl,--start-group $(CLI_EXTRA_LIBS) $(KG_CORE_LIBS) -Wl,--end-group \
+	$(CC) $(KG_LDFLAGS) -o $@ $(CLI_SRCS:%.c=$(BUILD)/%.o) $(CLI_EXTRA_LIBS) $(KG_CORE_LIBS) \
 		$(PKG_LIBS) -ldl -lpthread -lm
 all: $(KGATE_BIN)
 CPPCHECK_DIRS += cli

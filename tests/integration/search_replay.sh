@@ -20,6 +20,14 @@ ok "replay: broken -> compile.error" is_true "$(hist "$out" '"compile.error" in 
 ok "replay: hostile ones rejected" is_true "$(hist "$out" 'verdict("hostile_zero") == verdict("hostile_socket") == ["rejected"]')"
 ok "replay: the file names are kept" is_true "$(hist "$out" 'sorted(e["name"] for e in c) == ["broken.c", "honest.c", "hostile_socket.c", "hostile_zero.c"]')"
 ok "replay: stops when the directory is exhausted" grep -q "nothing more to propose" "$tmp/r1.out"
+# a candidate line carries the report's own objects, unchanged (docs/report.md)
+ok "replay: history lines hold the report's verdict, reasons and timing as they are" is_true "$(hist "$out" '(all(
+    all(e.get(k) == json.load(open(sys.argv[1] + "/" + e["report"])).get(k) for k in
+        ("verdict", "exit_code", "reasons", "timing", "compile_log", "error")) for e in c)
+    and any("median_ms" in e.get("timing", {}).get("candidate", {}) for e in c))')"
+ok "replay: winner.json has the winner's timing as its report has it" is_true "$(python3 -c 'import json,sys
+w = json.load(open(sys.argv[1] + "/winner.json"))
+print(w["timing"] == w["full_report"]["timing"] and w["timing"]["speedup"] > 0)' "$out")"
 
 # resumed: nothing to do, same winner, same history
 "$KGATE" search softmax $R --out "$out" $P >"$tmp/r2.out" 2>&1
