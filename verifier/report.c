@@ -352,7 +352,7 @@ int kg_report_text(const struct kg_verdict *v, const char *path, kg_error *e)
 		v->policy);
 	fprintf(f, "verdict: %s (exit %d)\n", v->exit_code == KG_EXIT_ACCEPTED ? "ACCEPTED"
 					      : v->exit_code == KG_EXIT_REJECTED ? "REJECTED"
-										 : "ERROR",
+										 : "NOT VERIFIED",
 		v->exit_code);
 	if (v->internal_error[0])
 		fprintf(f, "  error: %s\n", v->internal_error);

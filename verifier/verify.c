@@ -65,7 +65,7 @@ static int device_phase(struct kg_run *r)
 	gb->probe(&r->gpu);
 	snprintf(r->v->device, sizeof(r->v->device), "%s", r->gpu.present ? r->gpu.name : "no GPU");
 	if (!r->gpu.present && p->pol.gpu_required) {
-		kg_run_internal(r, "no GPU: %s (the policy requires one)", r->gpu.why);
+		kg_run_internal(r, "not verified: no GPU (%s); the candidate did not run", r->gpu.why);
 		return -1;
 	}
 	if (p->be->needs_gpu && r->gpu.present && p->pol.compute_sanitizer &&
@@ -94,10 +94,12 @@ static int make_workdir(struct kg_run *r, kg_error *e)
 /* Sandboxes for both sides; 0 when both are up and the candidate is loaded. */
 static int sessions_phase(struct kg_run *r)
 {
-	if (r->plan->be->needs_gpu && !r->gpu.present) {
-		/* only reachable when the policy says a GPU is optional: compile and static checks ran,
-		 * the runtime checks could not, and the report says so */
-		kg_verdict_add_check(r->v, "runtime", KG_CHECK_SKIP, 0, "no GPU (%s): runtime checks skipped", r->gpu.why);
+	if ((r->plan->be->needs_gpu || r->plan->ref_be->needs_gpu) && !r->gpu.present) {
+		/* only reachable when the policy says a GPU is optional: compile and static checks ran
+		 * (and found nothing to reject), the candidate never did: never accepted, whatever the
+		 * policy says, but exit 3 "not verified" */
+		kg_verdict_add_check(r->v, "runtime", KG_CHECK_SKIP, 0, "no GPU (%s): the candidate did not run", r->gpu.why);
+		kg_run_internal(r, "not verified: no GPU (%s); the candidate compiled but did not run", r->gpu.why);
 		return -1;
 	}
 	kg_run_progress(r, "starting the sandboxes");

@@ -1,0 +1,26 @@
+#!/bin/sh
+# Integration: a candidate that did not run is never accepted. Where no GPU is usable, a .cu
+# candidate is exit 3 ("not verified") under every shipped policy, the `ci` one included (kgate 0.1
+# accepted examples/cuda/hostile/zero_input.cu with exit 0 there); a .cu that does not compile is
+# still a rejection (exit 1): that verdict needs no GPU.
+set -u
+. tests/integration/lib.sh
+if "$KGATE" doctor --gpu >/dev/null 2>&1; then
+	echo "a GPU is present: the no-GPU gate is exercised by make test-gpu hosts without one"
+	exit 77
+fi
+for pol in ci default strict; do
+	"$KGATE" verify softmax examples/cuda/hostile/zero_input.cu --policy $pol --quiet \
+		--report json:"$tmp/$pol.json" >"$tmp/$pol.out" 2>&1
+	rc=$?
+	ok "no GPU, policy $pol: a .cu is exit 3 (got $rc)" [ $rc -eq 3 ]
+	ok "no GPU, policy $pol: the report says not verified" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["verdict"] == "error" and d["exit_code"] == 3, d["verdict"]
+assert "not verified" in d["error"], d["error"]' "$tmp/$pol.json"
+done
+"$KGATE" verify softmax examples/cuda/hostile/zero_input.cu --policy ci >"$tmp/text.out" 2>&1
+ok "no GPU: the summary says NOT VERIFIED" grep -q "verdict: NOT VERIFIED (exit 3)" "$tmp/text.out"
+ok "no GPU: the summary never says ACCEPTED" sh -c '! grep -q ACCEPTED "$1"' _ "$tmp/text.out"
+finish
