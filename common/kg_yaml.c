@@ -1,6 +1,7 @@
 /* Strict YAML access for manifests and policies. The files are user input: sizes are bounded,
  * every type is checked, and messages point at the offending line. */
 #include "kg_yaml.h"
+#include "kg_ufile.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -38,16 +39,30 @@ out:
 	return rc;
 }
 
-int kg_yaml_load(kg_yaml *y, const char *path, kg_error *e)
+int kg_yaml_load_user(kg_yaml *y, const char *path, const char *what, kg_error *e)
 {
-	char *text = NULL;
-	size_t len = 0;
-	int rc = kg_read_file(path, KG_YAML_MAX, &text, &len, e);
+	struct kg_ufile f;
+	memset(y, 0, sizeof(*y));
+	int rc = kg_ufile_read(path, what, KG_YAML_MAX, &f, e);
 	if (rc)
 		return rc;
-	rc = kg_yaml_load_string(y, path, text, len, e);
-	free(text);
+	rc = kg_yaml_load_string(y, path, f.data, f.len, e);
+	y->foreign = !f.owned;
+	if (rc)
+		kg_yaml_redact(y, e);
+	kg_ufile_free(&f);
 	return rc;
+}
+
+int kg_yaml_load(kg_yaml *y, const char *path, kg_error *e)
+{
+	return kg_yaml_load_user(y, path, "file", e);
+}
+
+int kg_yaml_redact(const kg_yaml *y, kg_error *e)
+{
+	kg_ufile_redact(!y->foreign, y->path, e);
+	return e ? e->code : -EINVAL;
 }
 
 void kg_yaml_free(kg_yaml *y)

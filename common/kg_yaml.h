@@ -12,11 +12,18 @@
 typedef struct kg_yaml {
 	yaml_document_t doc;
 	int loaded;
+	int foreign; /* the file is not the user's: kg_yaml_redact hides its content in errors */
 	char path[4096];
 } kg_yaml;
 
-/* Parses the file (at most 1 MiB). Syntax errors come back as "path:line:col: problem". */
+/* Parses the file (at most 1 MiB), opened as a user's file (kg_ufile.h: no symbolic links, a
+ * regular file, never blocking). Syntax errors come back as "path:line:col: problem". */
 int kg_yaml_load(kg_yaml *y, const char *path, kg_error *e);
+/* Same; what names the file in messages ("task", "policy"). */
+int kg_yaml_load_user(kg_yaml *y, const char *path, const char *what, kg_error *e);
+/* After a failed parse or validation of y: a file that is not the user's gets its location only
+ * (kg_ufile_redact). Returns e's code. */
+int kg_yaml_redact(const kg_yaml *y, kg_error *e);
 /* Same, from a string; name is used in messages. */
 int kg_yaml_load_string(kg_yaml *y, const char *name, const char *text, size_t len, kg_error *e);
 void kg_yaml_free(kg_yaml *y);

@@ -390,10 +390,11 @@ int kg_policy_load(const char *path, struct kg_policy *p, kg_error *e)
 	kg_yaml y;
 	kg_policy_defaults(p);
 	snprintf(p->path, sizeof(p->path), "%s", path);
-	int rc = kg_yaml_load(&y, path, e);
+	int rc = kg_yaml_load_user(&y, path, "policy", e);
 	if (rc)
 		return rc;
-	rc = parse_policy(&y, p, e);
+	if ((rc = parse_policy(&y, p, e)))
+		kg_yaml_redact(&y, e);
 	kg_yaml_free(&y);
 	return rc;
 }

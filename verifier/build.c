@@ -13,7 +13,7 @@
 #include "verifier/ends.h"
 #include "verifier/run.h"
 
-static int compile_one(struct kg_run *r, const struct kg_backend *be, const char *src, const char *sub, char *so_out,
+static int compile_one(struct kg_run *r, const struct kg_backend *be, const struct kg_ufile *src, const char *sub, char *so_out,
 		       size_t so_sz, struct kg_compile_result *cr, const char *const *flags, int n_flags,
 		       const char (*libs)[32], int n_libs, kg_error *e)
 {
@@ -37,7 +37,7 @@ static int compile_one(struct kg_run *r, const struct kg_backend *be, const char
 	co.limits.wall_s = be->compile_wall_s;
 	co.limits.mem_bytes = 4ull << 30;
 	co.limits.nproc = 64;
-	int rc = kg_compile(src, dir, "kernel.so", &co, cr, e);
+	int rc = kg_compile(src->data, src->len, dir, "kernel.so", &co, cr, e);
 	snprintf(so_out, so_sz, "%s/kernel.so", dir);
 	return rc;
 }
@@ -90,16 +90,20 @@ int kg_phase_build(struct kg_run *r)
 	}
 	kg_run_progress(r, "compiling");
 	const char *ref_src = p->task.ref[p->ref_be->id];
-	if (compile_one(r, p->ref_be, ref_src, "ref", r->ref_so, sizeof(r->ref_so), cr, NULL, 0,
+	if (compile_one(r, p->ref_be, &p->ref_src, "ref", r->ref_so, sizeof(r->ref_so), cr, NULL, 0,
 			(const char(*)[32])p->task.ref_libs[p->ref_be->id], p->task.n_ref_libs[p->ref_be->id], &ce) ||
 	    !cr->ok) {
+		/* the compiler quotes the source: its log is shown only for a reference file of the user's */
 		if (ce.code == -EPERM)
 			kg_verdict_add_reason(v, KG_R_SANDBOX_SETUP, "compile: %s", ce.msg);
 		else
-			kg_run_internal(r, "compiling the reference %s failed: %s", ref_src, ce.msg[0] ? ce.msg : cr->log);
+			kg_run_internal(r, "compiling the reference %s failed: %s", ref_src,
+					ce.msg[0]	      ? ce.msg
+					: p->ref_src.owned ? cr->log
+							   : "(the compiler's log is not shown: the file is not yours)");
 		goto out;
 	}
-	if (compile_one(r, p->be, p->candidate, "cand", r->cand_so, sizeof(r->cand_so), cr, p->flags, p->n_flags, NULL,
+	if (compile_one(r, p->be, &p->cand_src, "cand", r->cand_so, sizeof(r->cand_so), cr, p->flags, p->n_flags, NULL,
 			0, &ce)) {
 		if (ce.code == -EPERM)
 			kg_verdict_add_reason(v, KG_R_SANDBOX_SETUP, "compile: %s", ce.msg);

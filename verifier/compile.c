@@ -1,5 +1,7 @@
-/* Compiler invocation in the sandbox. The source is copied into a fresh scratch directory so the
- * compiler's only writable place holds nothing but the candidate; the backend builds the command. */
+/* Compiler invocation in the sandbox. The source, as the trusted side read it from the one fd it
+ * opened (plan.c), is written into a fresh scratch directory, so the compiler's only writable place
+ * holds nothing but that text and no path of the user's is ever handed to it; the backend builds
+ * the command. */
 #include "verifier/compile.h"
 
 #include <errno.h>
@@ -12,21 +14,16 @@
 
 #include "verifier/resolve.h"
 
-#define KG_SOURCE_MAX (4u << 20)
-
-int kg_compile(const char *src, const char *workdir, const char *out_name, const struct kg_compile_opts *o,
-	       struct kg_compile_result *r, kg_error *e)
+int kg_compile(const char *text, size_t len, const char *workdir, const char *out_name,
+	       const struct kg_compile_opts *o, struct kg_compile_result *r, kg_error *e)
 {
-	char *text = NULL, inc[PATH_MAX], dst[PATH_MAX], src_inside[64], out_inside[PATH_MAX];
-	size_t len = 0;
+	char inc[PATH_MAX], dst[PATH_MAX], src_inside[64], out_inside[PATH_MAX];
 	struct kg_sb_child *c = NULL;
 	struct kg_compile_cmd *cmd = calloc(1, sizeof(*cmd));
+	int rc = 0;
 	memset(r, 0, sizeof(*r));
 	if (!cmd)
 		return kg_err(e, -ENOMEM, "out of memory");
-	int rc = kg_read_file(src, KG_SOURCE_MAX, &text, &len, e);
-	if (rc)
-		goto out;
 	if (kg_path_include(inc, sizeof(inc))) {
 		rc = kg_err(e, -ENOENT, "kgate headers not found (kgate/kernel.h)");
 		goto out;
@@ -81,7 +78,6 @@ int kg_compile(const char *src, const char *workdir, const char *out_name, const
 		S_ISREG(st.st_mode);
 out:
 	kg_sb_free(c);
-	free(text);
 	free(cmd);
 	return rc;
 }

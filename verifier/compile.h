@@ -26,9 +26,10 @@ struct kg_compile_result {
 	double seconds;
 };
 
-/* Compiles src (host path) into workdir/out_name. workdir must exist and be empty. Returns 0 when
- * the compiler ran (see r->ok for success), negative errno when it could not be started. */
-int kg_compile(const char *src, const char *workdir, const char *out_name, const struct kg_compile_opts *o,
-	       struct kg_compile_result *r, kg_error *e);
+/* Compiles the source text (len bytes, as read by the trusted side) into workdir/out_name.
+ * workdir must exist and be empty. Returns 0 when the compiler ran (see r->ok for success),
+ * negative errno when it could not be started. */
+int kg_compile(const char *text, size_t len, const char *workdir, const char *out_name,
+	       const struct kg_compile_opts *o, struct kg_compile_result *r, kg_error *e);
 
 #endif

@@ -16,8 +16,8 @@ int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e
 	memset(p, 0, sizeof(*p));
 	if ((rc = kg_resolve_policy(o->policy, &p->pol, e)) || (rc = kg_resolve_task(o->task, &p->task, e)))
 		return rc;
-	if (access(o->candidate, R_OK))
-		return kg_err(e, -ENOENT, "candidate %s: %s", o->candidate, strerror(errno));
+	if ((rc = kg_ufile_read(o->candidate, "candidate", KG_SOURCE_MAX, &p->cand_src, e)))
+		return rc;
 	p->candidate = o->candidate;
 	if ((rc = kg_resolve_backend(o->backend, o->candidate, &p->be, e)))
 		return rc;
@@ -26,6 +26,8 @@ int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e
 		return kg_err_wrap(e, rc, "--reference");
 	if (!p->task.ref[p->ref_be->id][0])
 		return kg_err(e, -EINVAL, "task '%s' has no %s reference", p->task.name, p->ref_be->name);
+	if ((rc = kg_ufile_read(p->task.ref[p->ref_be->id], "reference", KG_SOURCE_MAX, &p->ref_src, e)))
+		return rc;
 	for (int i = 0; i < o->n_flags; i++)
 		if (!kg_policy_flag_allowed(&p->pol, o->flags[i]))
 			return kg_err(e, -EPERM, "compiler flag '%s' is not allowed by the policy", o->flags[i]);
@@ -74,6 +76,12 @@ int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e
 	else if ((rc = kg_seed_fresh(&p->master_seed)))
 		return kg_err(e, rc, "getrandom: %s", strerror(-rc));
 	return 0;
+}
+
+void kg_plan_free(struct kg_plan *p)
+{
+	kg_ufile_free(&p->cand_src);
+	kg_ufile_free(&p->ref_src);
 }
 
 int kg_plan_trials(const struct kg_plan *p, int shape, enum kg_input_class k)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "kg_common.h"
+#include "kg_ufile.h"
 #include "kg_vocab.h"
 #include "policy/policy.h"
 #include "sandbox/sandbox.h"
@@ -23,6 +24,7 @@ struct kg_plan {
 	const struct kg_backend *be; /* the candidate's */
 	const struct kg_backend *ref_be; /* the reference's (the same, or cpu with --reference cpu) */
 	const char *candidate;
+	struct kg_ufile cand_src, ref_src; /* read once each through kg_ufile: what is compiled */
 	const char *const *flags;
 	int n_flags;
 	char shape_set[32];
@@ -38,8 +40,11 @@ struct kg_plan {
 	int progress, keep_workdir;
 };
 
-/* Resolves and checks everything; -errno with e set for a usage or configuration error. */
+/* Resolves and checks everything; -errno with e set for a usage or configuration error. The
+ * candidate and the reference are read here (kg_ufile: no links, regular, capped): a bad file is
+ * exit 2 before any work. kg_plan_free releases them (also after a failed build). */
 int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e);
+void kg_plan_free(struct kg_plan *p);
 /* How many seeds the correctness phase runs of class k at shape s: the policy's trials at the base
  * shape; variant shapes test coverage, one trial each of the normal and uniform classes. */
 int kg_plan_trials(const struct kg_plan *p, int shape, enum kg_input_class k);

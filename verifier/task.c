@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "kg_ufile.h"
 #include "kg_yaml.h"
 #include "verifier/dtype.h"
 
@@ -142,10 +144,18 @@ static int resolve_ref(kg_yaml *y, yaml_node_t *n, const struct kg_task *t, cons
 	int rc = kg_yaml_str(y, n, field, rel, sizeof(rel), e);
 	if (rc)
 		return rc;
+	/* a file of the task's own directory: a manifest cannot point kgate at /etc/shadow */
+	if (rel[0] == '/' || !strcmp(rel, "..") || !strncmp(rel, "../", 3) || strstr(rel, "/../") ||
+	    (strlen(rel) >= 3 && !strcmp(rel + strlen(rel) - 3, "/..")))
+		return kg_err(e, -EINVAL, "%s:%d: field '%s': a path relative to the task's directory, without '..'",
+			      y->path, kg_yaml_line(n), field);
 	if (kg_path_join(out, outsz, t->dir, rel))
 		return kg_err(e, -ENAMETOOLONG, "%s: field '%s': path too long", y->path, field);
-	if (access(out, R_OK))
-		return kg_err(e, -ENOENT, "%s:%d: field '%s': cannot read %s", y->path, kg_yaml_line(n), field, out);
+	struct stat st;
+	int fd = kg_ufile_open(out, "reference", KG_SOURCE_MAX, &st, e);
+	if (fd < 0)
+		return kg_err_wrap(e, fd, "%s:%d: field '%s'", y->path, kg_yaml_line(n), field);
+	close(fd);
 	return 0;
 }
 
@@ -350,16 +360,22 @@ int kg_task_load(const char *path, struct kg_task *t, kg_error *e)
 {
 	kg_yaml y;
 	memset(t, 0, sizeof(*t));
-	char *abs = realpath(path, NULL);
-	if (!abs)
-		return kg_err(e, -errno, "task %s: %s", path, strerror(errno));
-	snprintf(t->path, sizeof(t->path), "%s", abs);
-	kg_dirname(abs, t->dir, sizeof(t->dir));
-	free(abs);
-	int rc = kg_yaml_load(&y, t->path, e);
+	/* opened as given first (no link anywhere on the path), so realpath has none to resolve */
+	int rc = kg_yaml_load_user(&y, path, "task", e);
 	if (rc)
 		return rc;
-	rc = parse_task(&y, t, e);
+	char *abs = realpath(path, NULL);
+	if (!abs) {
+		rc = kg_err(e, -errno, "task %s: %s", path, strerror(errno));
+		goto out;
+	}
+	snprintf(t->path, sizeof(t->path), "%s", abs);
+	snprintf(y.path, sizeof(y.path), "%s", abs);
+	kg_dirname(abs, t->dir, sizeof(t->dir));
+	free(abs);
+	if ((rc = parse_task(&y, t, e)))
+		kg_yaml_redact(&y, e);
+out:
 	kg_yaml_free(&y);
 	return rc;
 }

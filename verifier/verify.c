@@ -173,6 +173,8 @@ out:
 			fprintf(stderr, "[kgate] work directory kept: %s\n", r->work);
 	}
 	free(r);
+	if (plan)
+		kg_plan_free(plan);
 	free(plan);
 	return rc;
 }
