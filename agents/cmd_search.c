@@ -16,7 +16,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kgate search TASK --agent PLUGIN [options]\n"
 		"  TASK                  a task name or a task.yaml path\n"
-		"  --agent PLUGIN        replay, openai, anthropic, or the path of an agent plugin (.so)\n"
+		"  --agent PLUGIN        replay, openai, anthropic, tuner, or the path of an agent plugin (.so)\n"
+		"  --template FILE       the tuner's template (.c or .cu with kgate:tune directives); its\n"
+		"                        extension picks the backend unless --backend is given\n"
 		"options:\n"
 		"  --rounds R            rounds of proposals (default 3)\n"
 		"  --branch B            ideas per round (default 2)\n"
@@ -93,6 +95,34 @@ static int load_config(kg_yaml *y, const char *path, struct kg_search_opts *o)
 	return 0;
 }
 
+/* --template FILE: the tuner's `template` setting, as an absolute path (the agent's helper process
+ * and a cluster node resolve it the same way), and the backend its extension is written for. */
+static int set_template(const char *path, char *abs, size_t abssz, struct kg_search_opts *o)
+{
+	size_t n = strlen(path);
+	int cuda = n > 3 && !strcmp(path + n - 3, ".cu");
+	if (!cuda && !(n > 2 && !strcmp(path + n - 2, ".c"))) {
+		fprintf(stderr, "kgate search: --template: %s: expected a .c or .cu file\n", path);
+		return -1;
+	}
+	char *r = realpath(path, NULL);
+	if (!r) {
+		fprintf(stderr, "kgate search: --template: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	snprintf(abs, abssz, "%s", r);
+	free(r);
+	if (o->n_settings >= KG_SEARCH_MAX_SETTINGS) {
+		fprintf(stderr, "kgate search: too many agent settings\n");
+		return -1;
+	}
+	o->keys[o->n_settings] = "template";
+	o->values[o->n_settings++] = abs;
+	if (!o->backend)
+		o->backend = cuda ? "cuda" : "cpu";
+	return 0;
+}
+
 int kg_cmd_search(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -106,6 +136,7 @@ int kg_cmd_search(int argc, char **argv)
 		{"backend", required_argument, 0, 'B'},		{"iterations", required_argument, 0, 'i'},
 		{"trials", required_argument, 0, 't'},		{"seed", required_argument, 0, 's'},
 		{"quiet", no_argument, 0, 'q'},			{"help", no_argument, 0, 'h'},
+		{"template", required_argument, 0, 'M'},
 		{0, 0, 0, 0},
 	};
 	struct kg_search_opts o = {
@@ -118,9 +149,9 @@ int kg_cmd_search(int argc, char **argv)
 		.history_limit = 50,
 		.iterations = -1,
 	};
-	const char *config = NULL, *cli_k[KG_SEARCH_MAX_SETTINGS], *cli_v[KG_SEARCH_MAX_SETTINGS];
+	const char *config = NULL, *template = NULL, *cli_k[KG_SEARCH_MAX_SETTINGS], *cli_v[KG_SEARCH_MAX_SETTINGS];
 	int n_cli = 0, ch, rc = KG_EXIT_USAGE, has_seed = 0;
-	char outdir[4096], *kv_copy[KG_SEARCH_MAX_SETTINGS] = {0};
+	char outdir[4096], template_abs[4096], *kv_copy[KG_SEARCH_MAX_SETTINGS] = {0};
 	kg_yaml y = {0};
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
@@ -212,6 +243,9 @@ int kg_cmd_search(int argc, char **argv)
 		case 'q':
 			o.quiet = 1;
 			break;
+		case 'M':
+			template = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			rc = 0;
@@ -241,6 +275,8 @@ int kg_cmd_search(int argc, char **argv)
 		o.outdir = outdir;
 	}
 	if (config && load_config(&y, config, &o))
+		goto out;
+	if (template && set_template(template, template_abs, sizeof(template_abs), &o))
 		goto out;
 	for (int i = 0; i < n_cli; i++) {
 		if (o.n_settings >= KG_SEARCH_MAX_SETTINGS) {

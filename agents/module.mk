@@ -14,7 +14,8 @@ CPPCHECK_DIRS += agents
 # ---- tests of the agents and plugins rooms ----
 AGENTS_TEST_SRCS := $(wildcard tests/agents/test_*.c)
 AGENTS_TEST_BINS := $(AGENTS_TEST_SRCS:tests/agents/test_%.c=$(BUILD)/tests/bin/agents-%)
-AGENTS_TEST_LIBS := $(AGENTS_LIB) $(BUILD)/libkgplugins.a $(BUILD)/libkgllm.a $(BUILD)/libkgproto.a $(KG_CORE_LIBS)
+AGENTS_TEST_LIBS := $(AGENTS_LIB) $(BUILD)/libkgplugins.a $(BUILD)/libkgllm.a $(BUILD)/libkgtune.a $(BUILD)/libkgproto.a \
+	$(KG_CORE_LIBS)
 $(AGENTS_TEST_SRCS:%.c=$(BUILD)/%.o): | $(BUILD)/proto/kgate.pb-c.h
 $(BUILD)/tests/bin/agents-%: $(BUILD)/tests/agents/test_%.o $(AGENTS_TEST_LIBS)
 	@mkdir -p $(dir $@)

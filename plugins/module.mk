@@ -5,10 +5,10 @@ PLUGINS_CORE_SRCS := plugins/loader.c plugins/frame.c plugins/client.c plugins/h
 PLUGINS_LIB := $(BUILD)/libkgplugins.a
 LLM_SRCS := plugins/llm/extract.c plugins/llm/retry.c plugins/llm/http.c plugins/llm/prompt.c plugins/llm/agent.c
 LLM_OBJS := $(LLM_SRCS:%.c=$(BUILD)/%.o)
-PLUGIN_NAMES := replay openai anthropic
+PLUGIN_NAMES := replay openai anthropic tuner
 PLUGIN_SOS := $(PLUGIN_NAMES:%=$(BUILD)/plugins/%.so)
 PLUGINS_ALL_OBJS := $(PLUGINS_CORE_SRCS:%.c=$(BUILD)/%.o) $(LLM_OBJS) \
-	$(foreach p,$(PLUGIN_NAMES),$(BUILD)/plugins/$(p)/$(p).o)
+	$(foreach p,$(PLUGIN_NAMES),$(BUILD)/plugins/$(p)/$(p).o) $(BUILD)/plugins/tuner/tune.o
 $(PLUGINS_ALL_OBJS): | $(BUILD)/proto/kgate.pb-c.h
 
 $(PLUGINS_LIB): $(PLUGINS_CORE_SRCS:%.c=$(BUILD)/%.o)
@@ -24,12 +24,17 @@ $(BUILD)/plugins/openai.so: $(BUILD)/plugins/openai/openai.o $(LLM_OBJS) $(BUILD
 	$(PLUGIN_LINK)
 $(BUILD)/plugins/anthropic.so: $(BUILD)/plugins/anthropic/anthropic.o $(LLM_OBJS) $(BUILD)/libkgproto.a $(COMMON_LIB) plugins/plugin.map
 	$(PLUGIN_LINK)
+$(BUILD)/plugins/tuner.so: $(BUILD)/plugins/tuner/tuner.o $(BUILD)/plugins/tuner/tune.o $(BUILD)/libkgproto.a $(COMMON_LIB) \
+	plugins/plugin.map
+	$(PLUGIN_LINK)
 
 all: $(PLUGIN_SOS)
 CPPCHECK_DIRS += plugins
 
-# The LLM helpers as a library too, for the unit tests.
+# The LLM helpers and the tuner's core as libraries too, for the unit tests.
 $(BUILD)/libkgllm.a: $(LLM_OBJS)
+	$(AR) rcs $@ $^
+$(BUILD)/libkgtune.a: $(BUILD)/plugins/tuner/tune.o
 	$(AR) rcs $@ $^
 
 # Installed for vendors: the ABI header (the top install copies include/kgate/*.h), the .proto
