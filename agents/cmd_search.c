@@ -39,6 +39,9 @@ static void usage(FILE *f)
 		"  --iterations N        timed iterations per verification (0 skips timing)\n"
 		"  --trials N            seeds per input class (overrides the policy)\n"
 		"  --seed S              seed handed to the agent (reproducible proposals)\n"
+		"  --finalists F         the F fastest accepted are verified and timed again at the end, and\n"
+		"                        a winner is named only beyond the measured spread (default 3; 0: off)\n"
+		"  --retime R            re-timings of each finalist, interleaved (default 5; 0: off)\n"
 		"  --quiet               no progress on stdout\n"
 		"agent settings (openai, anthropic): base_url, model, api_key, timeout_s, connect_timeout_s,\n"
 		"  max_retries, backoff_ms, backoff_max_ms, retry_after_max_s, max_tokens, temperature; the\n"
@@ -136,7 +139,8 @@ int kg_cmd_search(int argc, char **argv)
 		{"backend", required_argument, 0, 'B'},		{"iterations", required_argument, 0, 'i'},
 		{"trials", required_argument, 0, 't'},		{"seed", required_argument, 0, 's'},
 		{"quiet", no_argument, 0, 'q'},			{"help", no_argument, 0, 'h'},
-		{"template", required_argument, 0, 'M'},
+		{"template", required_argument, 0, 'M'},	{"finalists", required_argument, 0, 'F'},
+		{"retime", required_argument, 0, 'R'},
 		{0, 0, 0, 0},
 	};
 	struct kg_search_opts o = {
@@ -148,6 +152,8 @@ int kg_cmd_search(int argc, char **argv)
 		.verify_timeout_s = 3600,
 		.history_limit = 50,
 		.iterations = -1,
+		.finalists = 3,
+		.retime = 5,
 	};
 	const char *config = NULL, *template = NULL, *cli_k[KG_SEARCH_MAX_SETTINGS], *cli_v[KG_SEARCH_MAX_SETTINGS];
 	int n_cli = 0, ch, rc = KG_EXIT_USAGE, has_seed = 0;
@@ -245,6 +251,12 @@ int kg_cmd_search(int argc, char **argv)
 			break;
 		case 'M':
 			template = optarg;
+			break;
+		case 'F':
+			bad = parse_int("finalists", optarg, 0, 8, &o.finalists);
+			break;
+		case 'R':
+			bad = parse_int("retime", optarg, 0, 32, &o.retime);
 			break;
 		case 'h':
 			usage(stdout);

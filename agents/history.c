@@ -66,6 +66,11 @@ static void note_line(struct kg_history *h, json_t *j)
 		}
 		if (id && !old)
 			add_rec(h, j);
+	} else if (!strcmp(ev, "finalists")) {
+		json_decref(h->finalists);
+		h->finalists = json_incref(j);
+	} else if (!strcmp(ev, "duplicate")) {
+		h->duplicates++;
 	} else if (!strcmp(ev, "round")) {
 		json_int_t r = json_integer_value(json_object_get(j, "round"));
 		if (r >= 1 && r <= KG_SEARCH_MAX_ROUNDS)
@@ -165,6 +170,8 @@ void kg_history_close(struct kg_history *h)
 	for (int i = 0; i < h->n; i++)
 		json_decref(h->recs[i].j);
 	free(h->recs);
+	json_decref(h->finalists);
+	h->finalists = NULL;
 	if (h->fd >= 0)
 		close(h->fd);
 	h->recs = NULL;

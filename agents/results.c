@@ -12,7 +12,8 @@
 #define MAX_SOURCE (1u << 20)
 #define MAX_REPORT (64u << 20)
 
-int kg_search_write_winner(const char *outdir, const struct kg_backend *be, const struct kg_rec *w, kg_error *e)
+int kg_search_write_winner(const char *outdir, const struct kg_backend *be, const struct kg_rec *w,
+			   const json_t *final, kg_error *e)
 {
 	char src[PATH_MAX], dst[PATH_MAX], rep[PATH_MAX];
 	char *text = NULL, *report = NULL, *out = NULL;
@@ -35,6 +36,8 @@ int kg_search_write_winner(const char *outdir, const struct kg_backend *be, cons
 	json_object_set_new(j, "winner", json_sprintf("winner%s", be->ext));
 	if (full)
 		json_object_set_new(j, "full_report", full);
+	if (final)
+		json_object_set_new(j, "finalists", json_deep_copy(final));
 	out = json_dumps(j, JSON_INDENT(2));
 	json_decref(j);
 	if (!out) {
@@ -50,8 +53,59 @@ out:
 	return rc;
 }
 
-void kg_search_summary(FILE *f, const struct kg_history *h, const struct kg_rec *w, const char *outdir,
-		       const struct kg_backend *be)
+/* The finalists' entry for id in a "finalists" line, NULL when it was not one. */
+static json_t *finalist(const json_t *final, const char *id)
+{
+	json_t *list = json_object_get(final, "finalists");
+	for (size_t i = 0; i < json_array_size(list); i++) {
+		json_t *x = json_array_get(list, i);
+		const char *xi = json_string_value(json_object_get(x, "id"));
+		if (xi && !strcmp(xi, id))
+			return x;
+	}
+	return NULL;
+}
+
+static void interval(FILE *f, const json_t *x)
+{
+	json_t *ci = json_object_get(x, "interval");
+	fprintf(f, "%.3fx [%.3f, %.3f]", json_number_value(json_object_get(x, "median")),
+		json_number_value(json_array_get(ci, 0)), json_number_value(json_array_get(ci, 1)));
+}
+
+/* What the re-timing of the finalists says of the winner: its interval, and whether it is faster
+ * than the others beyond their spread or only one of several that cannot be told apart. */
+static void final_summary(FILE *f, const struct kg_rec *w, const json_t *final)
+{
+	json_t *me = finalist(final, w->id);
+	if (!me || !json_integer_value(json_object_get(me, "n"))) {
+		fprintf(f, "        re-timing gave no figures; the winner is the fastest by its first measurement\n");
+		return;
+	}
+	fprintf(f, "        re-timed %lld times, interleaved with the other finalists, each in one session with the "
+		"reference: speedup ",
+		(long long)json_integer_value(json_object_get(me, "n")));
+	interval(f, me);
+	fprintf(f, " (%.0f%% interval of the median)\n", 100 * json_number_value(json_object_get(me, "coverage")));
+	json_t *tied = json_object_get(final, "tied");
+	if (json_is_true(json_object_get(final, "significant"))) {
+		fprintf(f, "        faster than every other finalist beyond the measured spread\n");
+	} else {
+		fprintf(f, "        no significant difference from");
+		for (size_t i = 0; i < json_array_size(tied); i++) {
+			const char *id = json_string_value(json_array_get(tied, i));
+			fprintf(f, "%s %.12s ", i ? "," : "", id ? id : "?");
+			interval(f, finalist(final, id ? id : ""));
+		}
+		fprintf(f, ": the intervals overlap; the earliest of them is kept\n");
+	}
+	fprintf(f, "        %s\n", json_is_true(json_object_get(final, "faster_than_reference"))
+				       ? "faster than the reference beyond the measured spread"
+				       : "not faster than the reference beyond the measured spread");
+}
+
+void kg_search_summary(FILE *f, const struct kg_history *h, const struct kg_rec *w, const json_t *final,
+		       const char *outdir, const struct kg_backend *be)
 {
 	int acc = 0, rej = 0, err = 0;
 	json_t *codes = json_object();
@@ -73,6 +127,9 @@ void kg_search_summary(FILE *f, const struct kg_history *h, const struct kg_rec 
 	}
 	fprintf(f, "summary: %d candidates verified: %d accepted, %d rejected, %d not verified (infrastructure)\n", h->n,
 		acc, rej, err);
+	if (h->duplicates)
+		fprintf(f, "  %d proposal%s identical to a source already verified: verified once, the result shared\n",
+			h->duplicates, h->duplicates == 1 ? " was" : "s were");
 	for (void *it = json_object_iter(codes); it; it = json_object_iter_next(codes, it))
 		fprintf(f, "  %-28s %lld candidate%s\n", json_object_iter_key(it),
 			(long long)json_integer_value(json_object_iter_value(it)),
@@ -82,7 +139,10 @@ void kg_search_summary(FILE *f, const struct kg_history *h, const struct kg_rec 
 		fprintf(f, "winner: %.12s (round %d, idea %d)%s -> %s/winner%s\n", w->id, w->round, w->idea + 1,
 			w->timed ? "" : " (untimed)", outdir, be->ext);
 	if (w && w->timed)
-		fprintf(f, "        %.4f ms, speedup %.2fx over the reference\n", w->median_ms, w->speedup);
+		fprintf(f, "        first measurement %.4f ms, speedup %.2fx over the reference\n", w->median_ms,
+			w->speedup);
+	if (w && w->timed && final)
+		final_summary(f, w, final);
 	if (!w)
 		fprintf(f, "no candidate was accepted\n");
 	fflush(f);

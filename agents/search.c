@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agents/feedback.h"
+#include "agents/finalists.h"
 #include "agents/sha256.h"
 #include "policy/policy.h"
 #include "verifier/backend.h"
@@ -393,6 +394,21 @@ static int verify_round(struct search *s, int round, kg_error *e)
 			dup = !strcmp(s->job_id[k], id);
 		const struct kg_rec *old = kg_history_find(&s->h, id);
 		if (dup || (old && old->verdict != KG_REC_ERROR)) {
+			/* Identical sources are verified once and share that result; the copy is recorded
+			 * so that the history says where each proposal went. */
+			const Kgate__V1__Candidate *c = r->candidates[i];
+			if (!dup && old->round == round && old->idea == (int)c->idea) {
+				reused++; /* this very proposal, verified before an interruption */
+				continue;
+			}
+			json_t *line = json_pack("{s:s,s:i,s:i,s:s,s:s}", "event", "duplicate", "round", round, "idea",
+						 (int)c->idea, "id", id, "of", dup ? "this round" : "an earlier round");
+			if (line && c->name[0])
+				json_object_set_new(line, "name", json_string(c->name));
+			rc = line ? kg_history_append(&s->h, line, e) : kg_err(e, -ENOMEM, "out of memory");
+			json_decref(line);
+			if (rc)
+				goto out;
 			reused++;
 			continue;
 		}
@@ -453,6 +469,144 @@ out:
 	free(jobs);
 	json_decref(ids);
 	return rc;
+}
+
+/* ---- the finalists ---- */
+
+#define FINAL_LEVEL 0.9
+
+struct final_ctx {
+	struct search *s;
+	struct kg_vjob *jobs;
+	struct kg_finalist *f;
+	int nf;
+};
+
+/* One re-verification of a finalist: its speedup is a sample; a rejection for anything but
+ * timing.tampered alone (which load from outside can cause, see kg_feedback_timing_only)
+ * disqualifies it, since the same source was accepted before; no report drops the sample. */
+static void final_done(struct kg_vjob *job, void *ctx)
+{
+	struct final_ctx *d = ctx;
+	int j = (int)(job - d->jobs);
+	struct kg_finalist *f = &d->f[j % d->nf];
+	json_t *rep = job->report ? json_loads(job->report, 0, NULL) : NULL;
+	json_t *sp = json_object_get(json_object_get(rep, "timing"), "speedup");
+	json_int_t code = json_integer_value(json_object_get(rep, "exit_code"));
+	if (rep && code == KG_EXIT_ACCEPTED && json_is_number(sp) && f->n < KG_MAX_RETIME) {
+		f->samples[f->n++] = json_number_value(sp);
+	} else if (rep && code == KG_EXIT_REJECTED && !kg_feedback_timing_only(job->report)) {
+		json_t *rs = json_object_get(rep, "reasons");
+		const char *c0 = json_string_value(json_object_get(json_array_get(rs, 0), "code"));
+		if (!f->disqualified)
+			snprintf(f->why, sizeof(f->why), "rejected when verified again: %s", c0 ? c0 : "?");
+		f->disqualified = 1;
+	} else {
+		f->dropped++;
+	}
+	if (job->report) {
+		char path[PATH_MAX];
+		kg_error we = {0};
+		outpath(d->s, path, sizeof(path), "candidates/%s.retime-%d.report.json", f->id, j / d->nf + 1);
+		kg_write_atomic(path, job->report, strlen(job->report), &we);
+	}
+	json_decref(rep);
+	say(d->s, "  retimed  %.12s  %s\n", f->id,
+	    f->disqualified ? f->why : f->n && !job->error[0] ? "" : job->error[0] ? job->error : "no figure");
+}
+
+static json_t *final_line(const struct kg_finalist *f, int nf, const struct kg_decision *d, int retime, const char *key)
+{
+	json_t *list = json_array(), *tied = json_array();
+	for (int i = 0; i < nf; i++) {
+		json_t *samples = json_array();
+		for (int k = 0; k < f[i].n; k++)
+			json_array_append_new(samples, json_real(f[i].samples[k]));
+		json_t *x = json_pack("{s:s,s:i,s:o,s:f,s:[f,f],s:f,s:b,s:i}", "id", f[i].id, "n", f[i].n, "samples",
+				      samples, "median", f[i].ci.median, "interval", f[i].ci.lo, f[i].ci.hi, "coverage",
+				      f[i].ci.coverage, "disqualified", f[i].disqualified, "dropped", f[i].dropped);
+		if (x && f[i].why[0])
+			json_object_set_new(x, "why", json_string(f[i].why));
+		json_array_append_new(list, x);
+	}
+	for (int i = 0; i < d->n_tied; i++)
+		json_array_append_new(tied, json_string(f[d->tied[i]].id));
+	return json_pack("{s:s,s:s,s:i,s:f,s:o,s:s?,s:b,s:o,s:b}", "event", "finalists", "key", key, "retime", retime,
+			 "level", FINAL_LEVEL, "finalists", list, "winner", d->winner >= 0 ? f[d->winner].id : NULL,
+			 "significant", d->significant, "tied", tied, "faster_than_reference", d->faster_than_reference);
+}
+
+/* The finalists (the fastest accepted and timed, by first measurement) re-verified o->retime times
+ * each, interleaved (A B C A B C ...) and one at a time, so that drift and load hit all of them
+ * alike; every verification times the candidate against the reference in one session, call by
+ * call. The decision (agents/finalists.c) is recorded as a "finalists" line, which a resumed
+ * search with the same finalists reuses. *w becomes the winner; *final the line (borrowed). */
+static int retime(struct search *s, const struct kg_rec **w, const json_t **final, kg_error *e)
+{
+	const struct kg_search_opts *o = s->o;
+	const struct kg_rec *best[KG_MAX_FINALISTS];
+	struct kg_finalist f[KG_MAX_FINALISTS];
+	int nf = 0, rc = 0;
+	int want = o->finalists < KG_MAX_FINALISTS ? o->finalists : KG_MAX_FINALISTS;
+	int reps = o->retime < KG_MAX_RETIME ? o->retime : KG_MAX_RETIME;
+	*final = NULL;
+	if (want <= 0 || reps <= 0)
+		return 0;
+	int k = kg_history_best(&s->h, best, want);
+	memset(f, 0, sizeof(f));
+	char key[KG_MAX_FINALISTS * 65 + 1] = "";
+	for (int i = 0; i < k; i++) {
+		if (!best[i]->timed)
+			continue;
+		snprintf(f[nf].id, sizeof(f[nf].id), "%s", best[i]->id);
+		f[nf].order = (int)(best[i] - s->h.recs);
+		strcat(key, best[i]->id);
+		nf++;
+	}
+	if (!nf)
+		return 0;
+	/* Done before (same finalists, same number of re-timings): the recorded decision stands. */
+	json_t *old = s->h.finalists;
+	const char *old_key = json_string_value(json_object_get(old, "key"));
+	if (old && old_key && !strcmp(old_key, key) && json_integer_value(json_object_get(old, "retime")) == reps) {
+		say(s, "finalists: re-timed in an earlier run\n");
+	} else {
+		int n = nf * reps;
+		struct kg_vjob *jobs = calloc((size_t)n, sizeof(*jobs));
+		if (!jobs)
+			return kg_err(e, -ENOMEM, "out of memory");
+		for (int j = 0; j < n; j++)
+			outpath(s, jobs[j].path, sizeof(jobs[j].path), "candidates/%s%s", f[j % nf].id, s->be->ext);
+		say(s, "finalists: re-verifying %d candidate%s %d times each, interleaved, one at a time\n", nf,
+		    nf == 1 ? "" : "s", reps);
+		struct kg_verify_opts vo = {
+			.task = o->task,
+			.policy = o->policy,
+			.backend = s->be->name,
+			.iterations = o->iterations,
+			.trials = o->trials,
+		};
+		struct final_ctx d = {.s = s, .jobs = jobs, .f = f, .nf = nf};
+		rc = kg_verify_jobs(&vo, jobs, n, 1, o->verify_timeout_s, final_done, &d, e);
+		for (int j = 0; j < n; j++)
+			free(jobs[j].report);
+		free(jobs);
+		if (rc)
+			return rc;
+		struct kg_decision dec;
+		kg_finalists_decide(f, nf, FINAL_LEVEL, &dec);
+		json_t *line = final_line(f, nf, &dec, reps, key);
+		rc = line ? kg_history_append(&s->h, line, e) : kg_err(e, -ENOMEM, "out of memory");
+		json_decref(line);
+		if (rc)
+			return rc;
+	}
+	*final = s->h.finalists;
+	const char *wid = json_string_value(json_object_get(s->h.finalists, "winner"));
+	const struct kg_rec *x = wid ? kg_history_find(&s->h, wid) : NULL;
+	if (x)
+		*w = x;
+	return 0;
 }
 
 int kg_search(const struct kg_search_opts *o, kg_error *e)
@@ -534,18 +688,22 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 		const struct kg_rec *best[1];
 		if (kg_history_best(&s->h, best, 1) && strcmp(best[0]->id, s->best_id)) {
 			snprintf(s->best_id, sizeof(s->best_id), "%s", best[0]->id);
-			if ((rc = kg_search_write_winner(o->outdir, s->be, best[0], e)))
+			if ((rc = kg_search_write_winner(o->outdir, s->be, best[0], NULL, e)))
 				goto out;
 			say(s, "round %d: best so far %.12s\n", round, best[0]->id);
 		}
 	}
 
 	const struct kg_rec *best[1];
+	const json_t *final = NULL;
 	int have = kg_history_best(&s->h, best, 1);
-	if (have && strcmp(best[0]->id, s->best_id) && (rc = kg_search_write_winner(o->outdir, s->be, best[0], e)))
+	if (have && (rc = retime(s, &best[0], &final, e)))
+		goto out;
+	if (have && (final || strcmp(best[0]->id, s->best_id)) &&
+	    (rc = kg_search_write_winner(o->outdir, s->be, best[0], final, e)))
 		goto out;
 	if (!o->quiet)
-		kg_search_summary(stdout, &s->h, have ? best[0] : NULL, o->outdir, s->be);
+		kg_search_summary(stdout, &s->h, have ? best[0] : NULL, final, o->outdir, s->be);
 	int rejected = 0;
 	for (int i = 0; i < s->h.n; i++)
 		rejected += s->h.recs[i].verdict == KG_REC_REJECTED;

@@ -40,6 +40,8 @@ struct kg_search_opts {
 	const char *keys[KG_SEARCH_MAX_SETTINGS];
 	const char *values[KG_SEARCH_MAX_SETTINGS];
 	int quiet;
+	int finalists; /* the fastest accepted re-timed at the end (0: none) */
+	int retime; /* re-timings of each finalist (0: none) */
 };
 
 /* Runs (or resumes) a search. Returns the exit code: 0 a winner, 1 none correct, 2 usage or
@@ -68,6 +70,8 @@ struct kg_history {
 	int n, cap;
 	struct kg_rec *recs;
 	unsigned char done[KG_SEARCH_MAX_ROUNDS + 1]; /* rounds with a "round" line */
+	json_t *finalists; /* the last "finalists" line (owned), NULL when none */
+	int duplicates; /* "duplicate" lines: proposals that were copies of a verified source */
 	int skipped; /* unreadable lines (a write cut short by a crash) */
 	int fd;
 };
@@ -86,12 +90,14 @@ int kg_write_atomic(const char *path, const void *data, size_t len, kg_error *e)
 
 /* ---- what a search leaves (agents/results.c) ---- */
 
-/* OUTDIR/winner<ext> (w's source) and OUTDIR/winner.json (w's history line with its full report),
- * each replaced atomically. */
-int kg_search_write_winner(const char *outdir, const struct kg_backend *be, const struct kg_rec *w, kg_error *e);
-/* The closing summary: verdicts, candidates per reason code, the winner (w, NULL when none). */
-void kg_search_summary(FILE *f, const struct kg_history *h, const struct kg_rec *w, const char *outdir,
-		       const struct kg_backend *be);
+/* OUTDIR/winner<ext> (w's source) and OUTDIR/winner.json (w's history line with its full report,
+ * and final, the finalists' re-timing, under "finalists" when not NULL), each replaced atomically. */
+int kg_search_write_winner(const char *outdir, const struct kg_backend *be, const struct kg_rec *w,
+			   const json_t *final, kg_error *e);
+/* The closing summary: verdicts, candidates per reason code, the winner (w, NULL when none) and,
+ * when final is not NULL, its interval and whether it beat the other finalists significantly. */
+void kg_search_summary(FILE *f, const struct kg_history *h, const struct kg_rec *w, const json_t *final,
+		       const char *outdir, const struct kg_backend *be);
 
 /* ---- parallel verification (agents/workers.c) ---- */
 
