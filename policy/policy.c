@@ -56,6 +56,7 @@ void kg_policy_defaults(struct kg_policy *p)
 	memset(p, 0, sizeof(*p));
 	p->atol = p->rtol = -1;
 	p->precision = KG_PREC_FP32;
+	p->growth = 16; /* measured: online softmax on sorted rows needs 6 (tasks/README.md) */
 	p->trials = 2;
 	p->classes = KG_CLASS_ALL;
 	p->shapes = KG_SHAPES_VARIANTS;
@@ -97,6 +98,13 @@ void kg_policy_tolerance(const struct kg_policy *p, double task_atol, double tas
 	*atol = a;
 	*rtol = r;
 	*rms = task_rms < rfloor[p->precision] ? rfloor[p->precision] : task_rms;
+}
+
+double kg_policy_growth_cap(const struct kg_policy *p)
+{
+	/* fp32 -> fp16 (u 2^-11); tf32 and fp16 -> bf16 (u 2^-8); bf16 -> fp8 e4m3 (u 2^-4) */
+	static const double cap[] = {1.0 / 4096, 1.0 / 512, 1.0 / 512, 1.0 / 32};
+	return (unsigned)p->precision < 4 ? cap[p->precision] : cap[0];
 }
 
 static int glob_any(const char *const *globs, const char *s)
@@ -238,7 +246,7 @@ static int parse_policy(kg_yaml *y, struct kg_policy *p, kg_error *e)
 		return rc;
 
 	if ((n = kg_yaml_get(y, root, "tolerance"))) {
-		static const char *const keys[] = {"precision", "atol", "rtol", NULL};
+		static const char *const keys[] = {"precision", "atol", "rtol", "growth", NULL};
 		static const char *const precs[] = {"fp32", "tf32", "fp16", "bf16", NULL};
 		int prec = 0;
 		if ((rc = kg_yaml_check_keys(y, n, keys, "tolerance", e)))
@@ -253,6 +261,13 @@ static int parse_policy(kg_yaml *y, struct kg_policy *p, kg_error *e)
 			return rc;
 		if ((m = kg_yaml_get(y, n, "rtol")) && (rc = parse_tol(y, m, "tolerance.rtol", &p->rtol, e)))
 			return rc;
+		if ((m = kg_yaml_get(y, n, "growth"))) {
+			if ((rc = kg_yaml_double(y, m, "tolerance.growth", &p->growth, e)))
+				return rc;
+			if (!(p->growth >= 0 && p->growth <= 1000))
+				return kg_err(e, -ERANGE, "%s:%d: field 'tolerance.growth': must lie in [0, 1000]", y->path,
+					      kg_yaml_line(m));
+		}
 	}
 	if ((rc = get_int(y, root, "trials", "trials", 1, 100, &v, e)))
 		return rc;

@@ -20,6 +20,7 @@ struct kg_policy {
 	/* correctness */
 	double atol, rtol; /* < 0: the task's own */
 	enum kg_precision precision; /* the lowest precision accepted; widens the tolerance */
+	double growth; /* lambda of the reduction-length term lambda*u*sqrt(n) (verifier/compare.h) */
 	int trials; /* seeds per input class */
 	unsigned classes; /* mask over enum kg_input_class */
 	enum kg_shape_mode shapes;
@@ -58,6 +59,10 @@ const char *kg_precision_name(enum kg_precision p);
 /* Widens a task tolerance to what the policy's precision accepts. */
 void kg_policy_tolerance(const struct kg_policy *p, double task_atol, double task_rtol, double task_rms, double *atol,
 			 double *rtol, double *rms);
+/* The largest reduction-length term the precision allows: half the unit roundoff of the next
+ * coarser format (fp32: fp16's 2^-11, so 2^-12), so that a result rounded to a precision the
+ * policy refuses cannot pass on a long reduction's allowance. */
+double kg_policy_growth_cap(const struct kg_policy *p);
 /* 1 when sym matches the policy's allowlist (a backend's own runtime imports are the backend
  * table's: verifier/backend.h). */
 int kg_policy_symbol_allowed(const struct kg_policy *p, const char *sym);

@@ -9,6 +9,7 @@
 
 #include "kg_vocab.h"
 #include "verifier/arena.h"
+#include "verifier/compare.h"
 
 /* What one call of the candidate left, read-only. Slots are the arena's: inputs, then outputs. */
 struct kg_view {
@@ -16,8 +17,8 @@ struct kg_view {
 	const char *const *names; /* one per slot */
 	const void *const *shadow; /* per input: the values as generated */
 	const void *const *ref; /* per output: the reference's values */
-	const double *atol; /* per output: this trial's absolute tolerance */
-	double rtol;
+	const struct kg_tol *tol; /* per output: this trial's tolerance (compare.h) */
+	struct kg_cmp *cmp; /* per output, optional: kg_check_outputs leaves each comparison here */
 };
 
 struct kg_finding {
@@ -43,8 +44,8 @@ int kg_check_canaries(const struct kg_view *v, struct kg_findings *out);
 int kg_check_inputs(const struct kg_view *v, struct kg_findings *out);
 /* An output element still holding its poison (where the reference's value is not the poison). */
 int kg_check_unwritten(const struct kg_view *v, struct kg_findings *out);
-/* Outputs against the reference within atol + rtol*|ref|. code is check.mismatch (a first wrong
- * element that is NaN makes it check.nan) or check.stale_result for timed calls. */
+/* Outputs against the reference within atol + rtol*|ref| (the view's tol). code is check.mismatch
+ * (a first wrong element that is NaN makes it check.nan) or check.stale_result for timed calls. */
 int kg_check_outputs(const struct kg_view *v, enum kg_reason_code code, struct kg_findings *out);
 /* Outputs that changed since `before` (per output, as they were when the call returned). */
 int kg_check_unchanged(const struct kg_view *v, const void *const *before, uint32_t delay_ms,
@@ -53,7 +54,7 @@ int kg_check_unchanged(const struct kg_view *v, const void *const *before, uint3
 int kg_check_tail(uint64_t tail_ns, uint64_t call_ns, struct kg_findings *out);
 
 /* 1 when a constant (zero, or an output's finite mean) would pass against the reference under the
- * tolerance: such a trial cannot tell a kernel from a shortcut. Reads only ref and atol. */
+ * tolerance: such a trial cannot tell a kernel from a shortcut. Reads only ref and tol. */
 int kg_check_degenerate(const struct kg_view *v);
 
 /* What the shortcut check remembers between calls: hashes of the previous inputs and outputs. */

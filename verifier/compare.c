@@ -1,5 +1,5 @@
-/* Tolerance comparison. The rules for non-finite values are strict on purpose: a NaN where the
- * reference has a number is always a failure, whatever the tolerance. */
+/* Tolerance model and comparison (compare.h). The rules for non-finite values are strict on
+ * purpose: a NaN where the reference has a number is always a failure, whatever the tolerance. */
 #include "verifier/compare.h"
 
 #include <math.h>
@@ -10,16 +10,70 @@
 #include "verifier/dtype.h"
 #include "verifier/parallel.h"
 
-static void compare_range(const void *got, const void *exp, kg_dtype dt, size_t lo, size_t hi, double atol,
-			  double rtol, struct kg_cmp *r)
+double kg_tol_growth(const struct kg_tol_model *m, kg_dtype dt, int64_t n)
 {
+	/* integer arithmetic is exact: a reduction adds nothing there */
+	if (n < 2 || m->lambda <= 0 || !kg_dtype_is_float(dt))
+		return 0;
+	double g = m->lambda * KG_U_FP32 * sqrt((double)n);
+	return g < m->cap ? g : m->cap;
+}
+
+void kg_tol_resolve(const struct kg_tol_model *m, kg_dtype dt, int64_t n, double ref_rms, struct kg_tol *out)
+{
+	double g = kg_tol_growth(m, dt, n);
+	out->growth = g;
+	out->rtol = m->rtol + g;
+	out->atol = m->atol + (m->rms + g) * (isfinite(ref_rms) ? ref_rms : 0);
+}
+
+struct rms_job {
+	const void *p;
+	kg_dtype dt;
+	double ss[KG_PAR_MAX_PARTS];
+	int64_t k[KG_PAR_MAX_PARTS];
+};
+
+static void rms_part(void *arg, int part, size_t lo, size_t hi)
+{
+	struct rms_job *j = arg;
+	double ss = 0;
+	int64_t k = 0;
+	for (size_t i = lo; i < hi; i++) {
+		double x = kg_load(j->p, j->dt, i);
+		if (isfinite(x)) {
+			ss += x * x;
+			k++;
+		}
+	}
+	j->ss[part] = ss;
+	j->k[part] = k;
+}
+
+double kg_rms(const void *p, kg_dtype dt, size_t n)
+{
+	struct rms_job j = {.p = p, .dt = dt};
+	int parts = kg_parallel_for(n, 1u << 20, rms_part, &j);
+	double ss = 0;
+	int64_t k = 0;
+	for (int i = 0; i < parts; i++) { /* in part order: the same sum for any thread count */
+		ss += j.ss[i];
+		k += j.k[i];
+	}
+	return k ? sqrt(ss / (double)k) : 0;
+}
+
+static void compare_range(const void *got, const void *exp, kg_dtype dt, size_t lo, size_t hi,
+			  const struct kg_tol *tol, struct kg_cmp *r)
+{
+	const double atol = tol->atol, rtol = tol->rtol;
 	memset(r, 0, sizeof(*r));
-	r->first_bad = r->first_nan = r->max_abs_idx = r->max_rel_idx = -1;
+	r->first_bad = r->first_nan = r->max_abs_idx = r->max_rel_idx = r->tol_used_idx = -1;
 	r->n = (int64_t)(hi - lo);
 	for (size_t i = lo; i < hi; i++) {
 		double g = kg_load(got, dt, i), x = kg_load(exp, dt, i);
 		int bad;
-		double abs_err = 0, rel_err = 0;
+		double abs_err = 0, rel_err = 0, used = 0;
 		if (isnan(x)) {
 			bad = !isnan(g);
 			if (bad)
@@ -37,9 +91,21 @@ static void compare_range(const void *got, const void *exp, kg_dtype dt, size_t 
 				abs_err = rel_err = INFINITY;
 			}
 		} else {
+			double bound = atol + rtol * fabs(x);
 			abs_err = fabs(g - x);
 			rel_err = abs_err / fmax(fabs(x), 1e-30);
-			bad = !(abs_err <= atol + rtol * fabs(x));
+			bad = !(abs_err <= bound);
+			used = bound > 0 ? abs_err / bound : abs_err > 0 ? INFINITY : 0;
+			r->err_sq += abs_err * abs_err;
+			r->ref_sq += x * x;
+		}
+		if (bad && !(used > 1)) { /* a non-finite mismatch: no norm-wise error can be small */
+			used = INFINITY;
+			r->err_sq = INFINITY;
+		}
+		if (used > r->tol_used || r->tol_used_idx < 0) {
+			r->tol_used = used;
+			r->tol_used_idx = (int64_t)i;
 		}
 		if (bad) {
 			if (r->first_bad < 0) {
@@ -65,14 +131,14 @@ static void compare_range(const void *got, const void *exp, kg_dtype dt, size_t 
 struct cmp_job {
 	const void *got, *exp;
 	kg_dtype dt;
-	double atol, rtol;
+	const struct kg_tol *tol;
 	struct kg_cmp part[KG_PAR_MAX_PARTS];
 };
 
 static void cmp_part(void *arg, int part, size_t lo, size_t hi)
 {
 	struct cmp_job *j = arg;
-	compare_range(j->got, j->exp, j->dt, lo, hi, j->atol, j->rtol, &j->part[part]);
+	compare_range(j->got, j->exp, j->dt, lo, hi, j->tol, &j->part[part]);
 }
 
 /* Parts come in index order, so "first" and tie-breaking "max" merge exactly as one pass would. */
@@ -99,21 +165,34 @@ static void merge(struct kg_cmp *r, const struct kg_cmp *p)
 		r->max_rel_err = p->max_rel_err;
 		r->max_rel_idx = p->max_rel_idx;
 	}
+	if (p->tol_used_idx >= 0 && (r->tol_used_idx < 0 || p->tol_used > r->tol_used)) {
+		r->tol_used = p->tol_used;
+		r->tol_used_idx = p->tol_used_idx;
+	}
+	r->err_sq += p->err_sq;
+	r->ref_sq += p->ref_sq;
 }
 
-int kg_compare(const void *got, const void *exp, kg_dtype dt, size_t n, double atol, double rtol, struct kg_cmp *r)
+static void finish(struct kg_cmp *r)
+{
+	r->normwise_err = r->ref_sq > 0 ? sqrt(r->err_sq / r->ref_sq) : r->err_sq > 0 ? INFINITY : 0;
+}
+
+int kg_compare(const void *got, const void *exp, kg_dtype dt, size_t n, const struct kg_tol *tol, struct kg_cmp *r)
 {
 	struct cmp_job *j = malloc(sizeof(*j));
 	if (!j) {
-		compare_range(got, exp, dt, 0, n, atol, rtol, r);
+		compare_range(got, exp, dt, 0, n, tol, r);
+		finish(r);
 		return r->n_bad ? 1 : 0;
 	}
-	*j = (struct cmp_job){.got = got, .exp = exp, .dt = dt, .atol = atol, .rtol = rtol};
+	*j = (struct cmp_job){.got = got, .exp = exp, .dt = dt, .tol = tol};
 	int parts = kg_parallel_for(n, 1u << 20, cmp_part, j);
 	memset(r, 0, sizeof(*r));
-	r->first_bad = r->first_nan = r->max_abs_idx = r->max_rel_idx = -1;
+	r->first_bad = r->first_nan = r->max_abs_idx = r->max_rel_idx = r->tol_used_idx = -1;
 	for (int i = 0; i < parts; i++)
 		merge(r, &j->part[i]);
+	finish(r);
 	free(j);
 	return r->n_bad ? 1 : 0;
 }

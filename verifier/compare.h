@@ -1,5 +1,19 @@
-/* The comparison of a candidate's output against the reference: |got-exp| <= atol + rtol*|exp|,
- * with NaN and Inf handled explicitly, and the worst elements located for the report. */
+/* The comparison of a candidate's output against the reference, and the tolerance model that
+ * decides it. An element passes when |got-exp| <= atol + rtol*|exp|, with NaN and Inf handled
+ * explicitly; the worst elements and the norm-wise error are kept for the report.
+ *
+ * The model (policy/SCHEMA.md, tasks/README.md say it for users): for an output whose every
+ * element is a reduction over n terms (the manifest's `reduction`), fp32 accumulation legitimately
+ * loses about u*sqrt(n) (u = 2^-24, the unit roundoff; Higham and Mary's probabilistic bound for
+ * independent rounding errors), relative to the magnitude of the summed terms. That magnitude is
+ * |exp| for sums of like-signed terms (softmax's denominator) and about RMS(exp) for sums that
+ * cancel (a dot product, x - mean), so one growth term g is added to both:
+ *   g    = min(lambda * u * sqrt(n), cap)        lambda: the policy's tolerance.growth
+ *   rtol = rtol_task + g
+ *   atol = atol_task + (rms_task + g) * RMS(exp) (the RMS over the finite reference elements)
+ * rtol_task, atol_task and rms_task are the task's, widened by the policy's precision. The cap
+ * (kg_policy_growth_cap) stays below the rounding of the next precision the policy refuses, so a
+ * result rounded to it never passes however long the reduction. */
 #ifndef KG_COMPARE_H
 #define KG_COMPARE_H
 
@@ -7,6 +21,29 @@
 #include <stdint.h>
 
 #include <kgate/kernel.h>
+
+/* What the task and the policy say about one output before its reference values are seen. */
+struct kg_tol_model {
+	double atol, rtol, rms; /* the task's, widened by the policy's precision */
+	double lambda; /* the policy's tolerance.growth; 0 turns the growth term off */
+	double cap; /* the largest growth term the policy's precision allows */
+};
+
+/* The tolerance of one output in one trial. */
+struct kg_tol {
+	double atol, rtol;
+	double growth; /* g: what the reduction length added to rtol and, times RMS(exp), to atol */
+};
+
+/* The unit roundoff of fp32 accumulation, 2^-24: the precision every policy assumes sums keep. */
+#define KG_U_FP32 (1.0 / 16777216.0)
+
+/* g for an n-term reduction (n < 2: no reduction, 0). Integer outputs have none either. */
+double kg_tol_growth(const struct kg_tol_model *m, kg_dtype dt, int64_t n);
+/* The trial's tolerance from the model, the reduction length and the reference output's RMS. */
+void kg_tol_resolve(const struct kg_tol_model *m, kg_dtype dt, int64_t n, double ref_rms, struct kg_tol *out);
+/* Root mean square of the finite elements; 0 when there are none. */
+double kg_rms(const void *p, kg_dtype dt, size_t n);
 
 struct kg_cmp {
 	int64_t n; /* elements compared */
@@ -20,10 +57,19 @@ struct kg_cmp {
 	double max_abs_err, max_abs_got, max_abs_exp;
 	int64_t max_rel_idx;
 	double max_rel_err;
+	/* Norm-wise: ||got-exp|| / ||exp|| over the elements finite on both sides. One number for the
+	 * whole output, so a uniform low-precision error shows as plainly as a single bad element. */
+	double err_sq, ref_sq;
+	double normwise_err; /* 0 when both norms are 0; INFINITY when only the reference's is, or
+			      * after any NaN/Inf mismatch */
+	/* The largest |got-exp| / (atol + rtol*|exp|): the share of the tolerance the worst element
+	 * used (<= 1 passes; INFINITY for a non-finite mismatch or any error under a zero bound). */
+	double tol_used;
+	int64_t tol_used_idx;
 };
 
 /* Compares n elements. Returns 0 when every element is within tolerance, 1 otherwise. */
-int kg_compare(const void *got, const void *exp, kg_dtype dt, size_t n, double atol, double rtol, struct kg_cmp *r);
+int kg_compare(const void *got, const void *exp, kg_dtype dt, size_t n, const struct kg_tol *tol, struct kg_cmp *r);
 
 /* "[3, 17]" for a flat row-major index. */
 void kg_index_str(int64_t flat, const int64_t *shape, int ndim, char *out, size_t outsz);

@@ -60,6 +60,8 @@ int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e
 	if (!p->task.nonfinite)
 		p->classes &= ~(1u << KG_CLASS_SPECIAL);
 	kg_policy_tolerance(&p->pol, p->task.atol, p->task.rtol, p->task.rms_tol, &p->atol, &p->rtol, &p->rms_tol);
+	p->growth = p->pol.growth;
+	p->growth_cap = kg_policy_growth_cap(&p->pol);
 	p->warmup = p->pol.warmup;
 	p->iterations = o->iterations >= 0 ? o->iterations : p->pol.iterations;
 

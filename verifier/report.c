@@ -108,6 +108,15 @@ static json_t *verdict_json(const struct kg_verdict *v)
 	json_object_set_new(root, "checks", checks);
 	json_object_set_new(root, "trials", json_integer(v->trials_run));
 	json_object_set_new(root, "degenerate_classes", str_list(v->degenerate_classes));
+	if (v->acc.n) /* the worst agreement over the trials, norm-wise beside element-wise (docs/report.md) */
+		json_object_set_new(
+			root, "accuracy",
+			json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:s,s:s}", "comparisons", v->acc.n, "max_abs_error",
+				  num_or_null(v->acc.max_abs_err), "max_rel_error", num_or_null(v->acc.max_rel_err),
+				  "normwise_error", num_or_null(v->acc.normwise_err), "tolerance_used",
+				  num_or_null(v->acc.tol_used), "atol", json_real(v->acc.atol), "rtol", json_real(v->acc.rtol),
+				  "growth", json_real(v->acc.growth), "input_class", v->acc.input_class, "shape",
+				  v->acc.shape, "tensor", v->acc.tensor));
 	if (v->timed) {
 		json_t *t = json_object();
 		json_object_set_new(t, "candidate", timing_obj(&v->cand));
@@ -378,6 +387,12 @@ int kg_report_text(const struct kg_verdict *v, const char *path, kg_error *e)
 			v->checks[i].detail);
 	if (v->degenerate_classes[0])
 		fprintf(f, "note: near-constant reference outputs (no evidence) under: %s\n", v->degenerate_classes);
+	if (v->acc.n)
+		fprintf(f,
+			"accuracy: worst max abs error %.3g, max rel error %.3g, norm-wise error %.3g; the worst element "
+			"reached %.3g%% of its tolerance (atol %.3g, rtol %.3g; class %s, %s, output %s)\n",
+			v->acc.max_abs_err, v->acc.max_rel_err, v->acc.normwise_err, 100 * v->acc.tol_used, v->acc.atol,
+			v->acc.rtol, v->acc.input_class, v->acc.shape, v->acc.tensor);
 	if (v->timed) {
 		fprintf(f, "timing (median of %d, fresh inputs and flushed caches each call):\n", v->cand.n);
 		fprintf(f, "  candidate %10.4f ms  [p10 %.4f, p90 %.4f, spread %.1f%%]\n", v->cand.median_ms,

@@ -33,7 +33,8 @@ struct kg_run {
 	void *shadow[KG_RUN_MAX_T]; /* the inputs as generated, kept by the trusted side */
 	void *refout[KG_RUN_MAX_T]; /* the reference's outputs of the current trial */
 	void *snap[KG_RUN_MAX_T]; /* outputs as the call returned them (async check) */
-	double atol[KG_RUN_MAX_T]; /* this trial's absolute tolerance per output */
+	struct kg_tol tol[KG_RUN_MAX_T]; /* this trial's tolerance per output */
+	struct kg_cmp cmp[KG_RUN_MAX_T]; /* the last comparison per output (accuracy in the verdict) */
 	uint64_t ref_ns_last; /* the reference's last call, bounds the candidate's deadline */
 	uint64_t ref_download_ns; /* the trusted runner's last DOWNLOAD: copy cost, no work */
 	uint64_t ref_poison_seq;
@@ -74,7 +75,7 @@ void kg_run_cand_arena(struct kg_run *r, uint64_t seed);
 int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns);
 void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint64_t seed, struct kg_cand_call *c);
 /* The view of the candidate's last call for the pure checks. */
-void kg_run_view(const struct kg_run *r, struct kg_view *v);
+void kg_run_view(struct kg_run *r, struct kg_view *v);
 /* Findings become reasons with the trial's class, seed and shape: one reason per code and shape
  * (repeats are counted, their classes listed); at a variant shape a wrong value is the finding
  * check.shape_variant. when ("after the call") starts each message. Returns the count recorded. */

@@ -52,7 +52,7 @@ static int parse_dims_map(kg_yaml *y, yaml_node_t *n, const struct kg_task *t, c
 
 static int parse_tensor(kg_yaml *y, yaml_node_t *n, const char *field, struct kg_tensor_spec *s, kg_error *e)
 {
-	static const char *const keys[] = {"name", "dtype", "shape", "role", NULL};
+	static const char *const keys[] = {"name", "dtype", "shape", "role", "reduction", NULL};
 	int rc = kg_yaml_check_keys(y, n, keys, field, e);
 	if (rc)
 		return rc;
@@ -95,6 +95,14 @@ static int parse_tensor(kg_yaml *y, yaml_node_t *n, const char *field, struct kg
 		if ((rc = kg_yaml_str(y, kg_yaml_seq_item(y, sn, i), sub2, s->dim[i], sizeof(s->dim[i]), e)))
 			return rc;
 	}
+	yaml_node_t *red = kg_yaml_get(y, n, "reduction");
+	if (red) {
+		snprintf(sub, sizeof(sub), "%s.reduction", field);
+		if (strncmp(field, "outputs", 7))
+			return kg_err(e, -EINVAL, "%s:%d: field '%s': only outputs reduce", y->path, kg_yaml_line(red), sub);
+		if ((rc = kg_yaml_str(y, red, sub, s->reduction, sizeof(s->reduction), e)))
+			return rc;
+	}
 	return 0;
 }
 
@@ -132,6 +140,9 @@ static int check_shapes(const struct kg_task *t, const kg_dims *d, const char *w
 			if (kg_shape_numel(arr[i].ndim, shape) > KG_TASK_MAX_ELEMS)
 				return kg_err(e, -ERANGE, "%s: %s '%s' under %s has more than 2^34 elements", t->path,
 					      io ? "output" : "input", arr[i].name, what);
+			int64_t red;
+			if (io && (rc = kg_task_reduction(&arr[i], d, &red, e)))
+				return kg_err_wrap(e, rc, "%s: output '%s' under %s", t->path, arr[i].name, what);
 		}
 	}
 	return 0;
@@ -407,6 +418,21 @@ int kg_task_shape(const struct kg_tensor_spec *s, const kg_dims *d, int64_t shap
 			return kg_err(e, -ERANGE, "dimension %d ('%s') is %lld, outside [1, 2^32]", i, s->dim[i],
 				      (long long)shape[i]);
 	}
+	return 0;
+}
+
+int kg_task_reduction(const struct kg_tensor_spec *s, const kg_dims *d, int64_t *n, kg_error *e)
+{
+	char msg[256];
+	*n = 1;
+	if (!s->reduction[0])
+		return 0;
+	int rc = kg_expr_eval(s->reduction, d, n, msg, sizeof(msg));
+	if (rc)
+		return kg_err(e, rc, "reduction: %s", msg);
+	/* 2^40 terms: beyond any tensor kgate allocates, and sqrt() of it stays exact */
+	if (*n < 1 || *n > (1ll << 40))
+		return kg_err(e, -ERANGE, "reduction ('%s') is %lld, outside [1, 2^40]", s->reduction, (long long)*n);
 	return 0;
 }
 

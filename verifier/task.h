@@ -30,6 +30,9 @@ struct kg_tensor_spec {
 	enum kg_role role;
 	int ndim;
 	char dim[KG_MAX_DIMS][KG_EXPR_LEN];
+	/* outputs: how many terms each element reduces over (`reduction`), "" for none (1); it sets
+	 * the tolerance's growth term (verifier/compare.h) */
+	char reduction[KG_EXPR_LEN];
 };
 
 struct kg_shapeset {
@@ -73,6 +76,8 @@ const struct kg_shapeset *kg_task_shapeset(const struct kg_task *t, const char *
 /* Dims of variant i applied over base. */
 void kg_task_variant_dims(const struct kg_task *t, const kg_dims *base, int i, kg_dims *out);
 
+/* An output's reduction length under dims (1 when it declares none). */
+int kg_task_reduction(const struct kg_tensor_spec *s, const kg_dims *d, int64_t *n, kg_error *e);
 /* Concrete tensor shape under dims. */
 int kg_task_shape(const struct kg_tensor_spec *s, const kg_dims *d, int64_t shape[KG_MAX_DIMS], kg_error *e);
 int64_t kg_shape_numel(int ndim, const int64_t *shape);

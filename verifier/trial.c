@@ -273,20 +273,6 @@ void kg_run_cand_arena(struct kg_run *r, uint64_t seed)
 	kg_arena_poison(&r->ca, kg_seed_derive(seed, SEED_POISON));
 }
 
-static double output_rms(const void *p, kg_dtype dt, int64_t n)
-{
-	double ss = 0;
-	int64_t k = 0;
-	for (int64_t i = 0; i < n; i++) {
-		double x = kg_load(p, dt, (size_t)i);
-		if (isfinite(x)) {
-			ss += x * x;
-			k++;
-		}
-	}
-	return k ? sqrt(ss / (double)k) : 0;
-}
-
 int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns)
 {
 	const struct kg_plan *p = r->plan;
@@ -317,9 +303,20 @@ int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns)
 			return -1;
 		}
 		memcpy(r->refout[j], kg_arena_ptr(a, s), a->slot[s].bytes);
-		r->atol[j] = p->atol;
-		if (p->rms_tol > 0)
-			r->atol[j] += p->rms_tol * output_rms(r->refout[j], a->slot[s].dtype, a->slot[s].numel);
+		/* the tolerance model (compare.h): the task's bounds, the reduction's growth, both scaled
+		 * by this reference output's own magnitude */
+		const struct kg_tol_model m = {.atol = p->atol, .rtol = p->rtol, .rms = p->rms_tol, .lambda = p->growth,
+					       .cap = p->growth_cap};
+		int64_t nred = 1;
+		kg_error re = {0};
+		if (kg_task_reduction(&p->task.outputs[j], &p->shapes[r->shape], &nred, &re)) {
+			kg_run_internal(r, "output '%s': %s", r->names[s], re.msg); /* checked when the task loaded */
+			return -1;
+		}
+		double rms = m.rms > 0 || kg_tol_growth(&m, a->slot[s].dtype, nred) > 0
+				     ? kg_rms(r->refout[j], a->slot[s].dtype, (size_t)a->slot[s].numel)
+				     : 0;
+		kg_tol_resolve(&m, a->slot[s].dtype, nred, rms, &r->tol[j]);
 	}
 	*ns = res.child_ns;
 	r->ref_ns_last = res.child_ns;
@@ -353,15 +350,15 @@ void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint
 	}
 }
 
-void kg_run_view(const struct kg_run *r, struct kg_view *v)
+void kg_run_view(struct kg_run *r, struct kg_view *v)
 {
 	*v = (struct kg_view){
 		.arena = &r->ca,
 		.names = r->names,
 		.shadow = (const void *const *)r->shadow,
 		.ref = (const void *const *)r->refout,
-		.atol = r->atol,
-		.rtol = r->plan->rtol,
+		.tol = r->tol,
+		.cmp = r->cmp,
 	};
 }
 
@@ -395,6 +392,28 @@ static int async_check(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 	return escaped;
 }
 
+/* Folds this trial's comparisons into the verdict's accuracy summary. */
+static void note_accuracy(struct kg_run *r, enum kg_input_class cls)
+{
+	struct kg_accuracy *acc = &r->v->acc;
+	const struct kg_arena *a = &r->ca;
+	for (int j = 0; j < a->n_out; j++) {
+		const struct kg_cmp *c = &r->cmp[j];
+		acc->max_abs_err = fmax(acc->max_abs_err, c->max_abs_err);
+		acc->max_rel_err = fmax(acc->max_rel_err, c->max_rel_err);
+		acc->normwise_err = fmax(acc->normwise_err, c->normwise_err);
+		if (acc->n++ && !(c->tol_used > acc->tol_used))
+			continue;
+		acc->tol_used = c->tol_used;
+		acc->atol = r->tol[j].atol;
+		acc->rtol = r->tol[j].rtol;
+		acc->growth = r->tol[j].growth;
+		snprintf(acc->input_class, sizeof(acc->input_class), "%s", kg_class_name(cls));
+		snprintf(acc->shape, sizeof(acc->shape), "%s", shape_str(r));
+		snprintf(acc->tensor, sizeof(acc->tensor), "%s", r->names[a->n_in + j]);
+	}
+}
+
 /* One correctness trial. The first of each class also asks whether the class is degenerate (a
  * property of the class and the task, not of the seed). */
 static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, int with_async, int first_of_class)
@@ -426,6 +445,8 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	kg_check_inputs(&v, &f);
 	kg_check_unwritten(&v, &f);
 	int mismatch = c.ok && kg_check_outputs(&v, KG_R_CHECK_MISMATCH, &f);
+	if (c.ok)
+		note_accuracy(r, cls);
 	kg_check_tail(c.r.tail_ns, c.r.child_ns, &f);
 	kg_check_shortcuts(&v, mismatch, &r->shortcuts, &f);
 	kg_run_record(r, &f, cls, seed, "after the call");
@@ -451,8 +472,9 @@ void kg_phase_correctness(struct kg_run *r)
 	}
 	int failed = r->v->n_reasons > 0;
 	kg_verdict_add_check(r->v, "correctness", failed ? KG_CHECK_FAIL : KG_CHECK_PASS, kg_secs_since(t0),
-			     "%d trials over %d shapes, atol=%g rtol=%g rms=%g (precision %s)", r->n_trials, p->n_shapes,
-			     p->atol, p->rtol, p->rms_tol, kg_precision_name(p->pol.precision));
+			     "%d trials over %d shapes, atol=%g rtol=%g rms=%g (precision %s), growth %g*u*sqrt(n) up to %g",
+			     r->n_trials, p->n_shapes, p->atol, p->rtol, p->rms_tol, kg_precision_name(p->pol.precision),
+			     p->growth, p->growth_cap);
 	r->v->trials_run = r->n_trials;
 	size_t len = 0;
 	for (int k = 0; k < KG_CLASS_COUNT_; k++)

@@ -43,6 +43,17 @@ struct kg_timing {
 	double parent_median_ms; /* what the parent's own clock saw per call */
 };
 
+/* How close the candidate came over the correctness trials that compared its outputs: the worst
+ * element-wise and norm-wise errors, and the comparison that used the largest share of its
+ * tolerance (verifier/compare.h), with where it happened. */
+struct kg_accuracy {
+	int n; /* comparisons (trials x outputs); 0: none, the rest is unset */
+	double max_abs_err, max_rel_err, normwise_err; /* each the worst over every comparison */
+	double tol_used; /* the largest max |got-exp| / (atol + rtol*|exp|); <= 1 passes */
+	double atol, rtol, growth; /* the tolerance of that comparison */
+	char input_class[16], shape[128], tensor[32];
+};
+
 struct kg_verdict {
 	int accepted;
 	int exit_code;
@@ -61,6 +72,7 @@ struct kg_verdict {
 	struct kg_check *checks;
 	int trials_run; /* correctness trials (class x seed x shape) */
 	char degenerate_classes[160];
+	struct kg_accuracy acc;
 	int timed; /* timing section valid */
 	struct kg_timing cand, ref;
 	double speedup; /* ref median / candidate median */

@@ -1,6 +1,7 @@
 /* The pure checks on crafted buffers: a canary hit at a given offset on either side, an input
  * changed at one element, an unwritten index, NaN and plain mismatches, stale results, a constant
- * and a copied output, a degenerate reference, a late write, a device tail. */
+ * and a copied output, a degenerate reference, a late write, a device tail; and the tolerance
+ * model through the output check: long fp32 sums pass, zeros, constants and fp16 do not. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,7 +22,8 @@ struct fixture {
 	struct kg_arena a;
 	float shadow[N], ref[N];
 	const void *shadow_p[1], *ref_p[1];
-	double atol[1];
+	struct kg_tol tol[1];
+	struct kg_cmp cmp[1];
 	const char *names[2];
 	struct kg_view v;
 };
@@ -57,11 +59,11 @@ static int setup(void **state)
 	memcpy(y_of(f), f->ref, sizeof(f->ref));
 	f->shadow_p[0] = f->shadow;
 	f->ref_p[0] = f->ref;
-	f->atol[0] = 1e-6;
+	f->tol[0] = (struct kg_tol){.atol = 1e-6, .rtol = 1e-5};
 	f->names[0] = "x";
 	f->names[1] = "y";
 	f->v = (struct kg_view){.arena = &f->a, .names = f->names, .shadow = f->shadow_p, .ref = f->ref_p,
-				.atol = f->atol, .rtol = 1e-5};
+				.tol = f->tol, .cmp = f->cmp};
 	*state = f;
 	return 0;
 }
@@ -216,15 +218,74 @@ static void test_degenerate_reference(void **state)
 	/* outputs of ~1/C under an absolute tolerance of 1e-3: zero would pass */
 	for (int i = 0; i < N; i++)
 		f->ref[i] = 1.0f / 65536 * (1 + (float)i / N);
-	f->atol[0] = 1e-3;
+	f->tol[0].atol = 1e-3;
 	assert_int_equal(kg_check_degenerate(&f->v), 1);
 	/* the same values under a tight tolerance are evidence */
-	f->atol[0] = 1e-9;
+	f->tol[0].atol = 1e-9;
 	assert_int_equal(kg_check_degenerate(&f->v), 0);
 	/* a constant reference: its mean passes */
 	for (int i = 0; i < N; i++)
 		f->ref[i] = 3.0f;
 	assert_int_equal(kg_check_degenerate(&f->v), 1);
+}
+
+/* y[i] = the sum of 65536 terms in [0, 1): the reference in double, the candidate in fp32 one term
+ * after the other, as a plain loop does. */
+static void long_sums(struct fixture *f)
+{
+	uint64_t s = 7;
+	for (int i = 0; i < N; i++) {
+		float acc = 0;
+		double dacc = 0;
+		double scale = 1.0 + (double)(i % 7); /* outputs of several magnitudes */
+		for (int k = 0; k < 65536; k++) {
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			float t = (float)((double)(s >> 40) / 16777216.0 * scale);
+			acc += t;
+			dacc += t;
+		}
+		f->ref[i] = (float)dacc;
+		y_of(f)[i] = acc;
+	}
+}
+
+static void test_tolerance_model_long_sums(void **state)
+{
+	struct fixture *f = *state;
+	struct kg_findings out = {0};
+	long_sums(f);
+	/* the softmax task's bounds, widened for a 65536-term reduction under the default policy */
+	const struct kg_tol_model m = {.atol = 1e-9, .rtol = 2e-5, .lambda = 16, .cap = 1.0 / 4096};
+	kg_tol_resolve(&m, KG_F32, 65536, kg_rms(f->ref, KG_F32, N), &f->tol[0]);
+	assert_int_equal(kg_check_outputs(&f->v, KG_R_CHECK_MISMATCH, &out), 0);
+	/* the comparison is left for the report: fp32 noise, far inside the bound */
+	assert_true(f->cmp[0].normwise_err > 0 && f->cmp[0].normwise_err < 1e-4);
+	assert_true(f->cmp[0].tol_used < 0.5);
+	/* such a reference is evidence: no constant passes it */
+	assert_int_equal(kg_check_degenerate(&f->v), 0);
+	/* zeros: rejected, and the message gives the norm-wise error beside the element-wise ones */
+	memset(y_of(f), 0, N * sizeof(float));
+	assert_int_equal(kg_check_outputs(&f->v, KG_R_CHECK_MISMATCH, &out), 1);
+	assert_int_equal(out.f[0].code, KG_R_CHECK_MISMATCH);
+	assert_non_null(strstr(out.f[0].msg, "norm-wise error 1"));
+	/* a constant: the reference's mean */
+	double mean = 0;
+	for (int i = 0; i < N; i++)
+		mean += f->ref[i] / N;
+	for (int i = 0; i < N; i++)
+		y_of(f)[i] = (float)mean;
+	out.n = 0;
+	assert_int_equal(kg_check_outputs(&f->v, KG_R_CHECK_MISMATCH, &out), 1);
+	/* the exact sums cut to fp16's 10 mantissa bits (truncated) */
+	for (int i = 0; i < N; i++) {
+		uint32_t u;
+		memcpy(&u, &f->ref[i], 4);
+		u &= ~0x1fffu;
+		memcpy(&y_of(f)[i], &u, 4);
+	}
+	out.n = 0;
+	assert_int_equal(kg_check_outputs(&f->v, KG_R_CHECK_MISMATCH, &out), 1);
+	assert_true(f->cmp[0].normwise_err > 2e-4);
 }
 
 static void test_late_write_and_tail(void **state)
@@ -267,6 +328,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_nan_pattern_and_mismatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_constant_and_passthrough, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degenerate_reference, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tolerance_model_long_sums, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_late_write_and_tail, setup, teardown),
 		cmocka_unit_test(test_full_list_keeps_the_newest),
 	};

@@ -1,5 +1,6 @@
-/* Unit tests of the tolerance comparison and its NaN/Inf rules, and of the arena's canaries and
- * poison, which decide check.canary and check.unwritten_output. */
+/* Unit tests of the tolerance model and comparison (its NaN/Inf rules, the norm-wise error, the
+ * growth term against real fp32 rounding noise and against the shortcuts it must still catch),
+ * and of the arena's canaries and poison, which decide check.canary and check.unwritten_output. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,8 @@
 #include <math.h>
 #include <unistd.h>
 #include <string.h>
+
+#include <stdlib.h>
 
 #include "verifier/arena.h"
 #include "verifier/compare.h"
@@ -19,7 +22,7 @@ static void test_within_tolerance(void **state)
 	float exp[4] = {1.0f, -2.0f, 0.0f, 1000.0f};
 	float got[4] = {1.0f + 1e-6f, -2.0f, 1e-7f, 1000.05f};
 	struct kg_cmp r;
-	assert_int_equal(kg_compare(got, exp, KG_F32, 4, 1e-6, 1e-4, &r), 0);
+	assert_int_equal(kg_compare(got, exp, KG_F32, 4, &(struct kg_tol){.atol = 1e-6, .rtol = 1e-4}, &r), 0);
 	assert_int_equal(r.n_bad, 0);
 	assert_int_equal(r.max_abs_idx, 3);
 }
@@ -30,7 +33,7 @@ static void test_mismatch_located(void **state)
 	float exp[6] = {0, 1, 2, 3, 4, 5};
 	float got[6] = {0, 1, 2.5f, 3, 4, 9};
 	struct kg_cmp r;
-	assert_int_equal(kg_compare(got, exp, KG_F32, 6, 1e-3, 1e-3, &r), 1);
+	assert_int_equal(kg_compare(got, exp, KG_F32, 6, &(struct kg_tol){.atol = 1e-3, .rtol = 1e-3}, &r), 1);
 	assert_int_equal(r.n_bad, 2);
 	assert_int_equal(r.first_bad, 2);
 	assert_true(r.first_bad_got == 2.5 && r.first_bad_exp == 2.0);
@@ -48,17 +51,19 @@ static void test_nonfinite(void **state)
 	float exp[5] = {NAN, INFINITY, -INFINITY, 1.0f, 1.0f};
 	float ok[5] = {NAN, INFINITY, -INFINITY, 1.0f, 1.0f};
 	struct kg_cmp r;
-	assert_int_equal(kg_compare(ok, exp, KG_F32, 5, 0, 0, &r), 0);
+	assert_int_equal(kg_compare(ok, exp, KG_F32, 5, &(struct kg_tol){0}, &r), 0);
 	/* NaN where a number is expected fails whatever the tolerance */
 	float bad[5] = {NAN, INFINITY, -INFINITY, NAN, 1.0f};
-	assert_int_equal(kg_compare(bad, exp, KG_F32, 5, 1e30, 1, &r), 1);
+	assert_int_equal(kg_compare(bad, exp, KG_F32, 5, &(struct kg_tol){.atol = 1e30, .rtol = 1}, &r), 1);
 	assert_int_equal(r.n_nan, 1);
 	assert_int_equal(r.first_nan, 3);
 	/* a number where NaN is expected fails too, and so do swapped infinities */
 	float bad2[5] = {0.0f, -INFINITY, -INFINITY, 1.0f, INFINITY};
-	assert_int_equal(kg_compare(bad2, exp, KG_F32, 5, 1e30, 1, &r), 1);
+	assert_int_equal(kg_compare(bad2, exp, KG_F32, 5, &(struct kg_tol){.atol = 1e30, .rtol = 1}, &r), 1);
 	assert_int_equal(r.n_bad, 3);
 	assert_int_equal(r.n_inf, 2);
+	/* a non-finite mismatch makes the norm-wise error infinite, never small */
+	assert_true(isinf(r.normwise_err) && isinf(r.tol_used));
 }
 
 static void test_half_precision(void **state)
@@ -67,8 +72,210 @@ static void test_half_precision(void **state)
 	uint16_t exp[2] = {kg_f32_to_f16(1.0f), kg_f32_to_f16(0.5f)};
 	uint16_t got[2] = {kg_f32_to_f16(1.0009765625f), kg_f32_to_f16(0.5f)};
 	struct kg_cmp r;
-	assert_int_equal(kg_compare(got, exp, KG_F16, 2, 0, 1e-3, &r), 0);
-	assert_int_equal(kg_compare(got, exp, KG_F16, 2, 0, 1e-4, &r), 1);
+	assert_int_equal(kg_compare(got, exp, KG_F16, 2, &(struct kg_tol){.rtol = 1e-3}, &r), 0);
+	assert_int_equal(kg_compare(got, exp, KG_F16, 2, &(struct kg_tol){.rtol = 1e-4}, &r), 1);
+}
+
+/* The shipped default policy's model for an fp32 output: lambda 16, capped at 2^-12. */
+static struct kg_tol_model fp32_model(double atol, double rtol, double rms)
+{
+	return (struct kg_tol_model){.atol = atol, .rtol = rtol, .rms = rms, .lambda = 16, .cap = 1.0 / 4096};
+}
+
+static void test_growth_term(void **state)
+{
+	(void)state;
+	struct kg_tol_model m = fp32_model(1e-9, 2e-5, 0);
+	/* no reduction, no growth; integers are exact */
+	assert_true(kg_tol_growth(&m, KG_F32, 1) == 0);
+	assert_true(kg_tol_growth(&m, KG_I32, 1 << 20) == 0);
+	/* lambda*u*sqrt(n): 16 * 2^-24 * 64 = 2^-14 for a 4096-term dot product */
+	assert_true(kg_tol_growth(&m, KG_F32, 4096) == 1.0 / 16384);
+	/* 65536 terms reach the cap exactly; a longer reduction gets no more */
+	assert_true(kg_tol_growth(&m, KG_F32, 65536) == 1.0 / 4096);
+	assert_true(kg_tol_growth(&m, KG_F32, 64 * 256 * 256) == 1.0 / 4096);
+	/* growth 0 is the old fixed tolerance */
+	struct kg_tol_model off = m;
+	off.lambda = 0;
+	assert_true(kg_tol_growth(&off, KG_F32, 65536) == 0);
+	/* resolved: rtol gains g, atol gains (rms + g) times the reference's RMS */
+	struct kg_tol t;
+	m.rms = 1e-6;
+	kg_tol_resolve(&m, KG_F32, 4096, 2.0, &t);
+	assert_float_equal(t.growth, 1.0 / 16384, 0);
+	assert_float_equal(t.rtol, 2e-5 + 1.0 / 16384, 1e-18);
+	assert_float_equal(t.atol, 1e-9 + (1e-6 + 1.0 / 16384) * 2.0, 1e-18);
+	float v[4] = {3, -4, NAN, INFINITY}; /* RMS over the finite elements only */
+	assert_float_equal(kg_rms(v, KG_F32, 4), sqrt(12.5), 1e-12);
+	assert_true(kg_rms(v + 2, KG_F32, 2) == 0);
+}
+
+static void test_normwise_and_share(void **state)
+{
+	(void)state;
+	float exp[3] = {3, 4, 0}, got[3] = {3, 4.5f, 0};
+	struct kg_cmp r;
+	assert_int_equal(kg_compare(got, exp, KG_F32, 3, &(struct kg_tol){.atol = 1, .rtol = 0}, &r), 0);
+	assert_float_equal(r.normwise_err, 0.5 / 5, 1e-12);
+	assert_float_equal(r.tol_used, 0.5, 1e-12);
+	assert_int_equal(r.tol_used_idx, 1);
+	/* a zero output against a non-zero reference is 100 % off, norm-wise too */
+	float zero[3] = {0};
+	assert_int_equal(kg_compare(zero, exp, KG_F32, 3, &(struct kg_tol){.atol = 1e-3, .rtol = 1e-3}, &r), 1);
+	assert_float_equal(r.normwise_err, 1.0, 1e-12);
+	assert_true(r.tol_used > 1);
+	/* an error under a zero tolerance uses all of it and more */
+	assert_int_equal(kg_compare(got, exp, KG_F32, 3, &(struct kg_tol){0}, &r), 1);
+	assert_true(isinf(r.tol_used));
+	/* both norms zero: no error */
+	assert_int_equal(kg_compare(zero, zero, KG_F32, 3, &(struct kg_tol){0}, &r), 0);
+	assert_true(r.normwise_err == 0);
+}
+
+static uint64_t rng(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static double unif(uint64_t *s)
+{
+	return (double)(rng(s) >> 11) / 9007199254740992.0;
+}
+
+/* Softmax over one row of C sorted values, as examples/softmax/online.c computes it in fp32 (one
+ * pass for max and sum, rescaling at every new max: on ascending input, at every element) and
+ * as the trusted reference does (double, rounded once). */
+#define C 65536
+static void softmax_pair(float *fp32, float *ref)
+{
+	uint64_t s = 0x9e3779b97f4a7c15ull;
+	float *x = malloc(C * sizeof(float));
+	assert_non_null(x);
+	for (int c = 0; c < C; c++)
+		x[c] = (float)(-1.0 + (2.0 * c + unif(&s)) / C);
+	float m = -INFINITY, sum = 0;
+	for (int c = 0; c < C; c++) {
+		if (x[c] > m) {
+			sum *= expf(m - x[c]);
+			m = x[c];
+		}
+		sum += expf(x[c] - m);
+	}
+	for (int c = 0; c < C; c++)
+		fp32[c] = expf(x[c] - m) * (1.0f / sum);
+	double dm = x[C - 1], ds = 0;
+	for (int c = 0; c < C; c++)
+		ds += exp((double)x[c] - dm);
+	for (int c = 0; c < C; c++)
+		ref[c] = (float)(exp((double)x[c] - dm) / ds);
+	free(x);
+}
+
+static float keep_bits(float f, int mantissa_bits) /* truncation toward zero */
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	u &= ~((1u << (23 - mantissa_bits)) - 1);
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static void test_long_sum_noise_passes(void **state)
+{
+	(void)state;
+	float *got = malloc(C * sizeof(float)), *ref = malloc(C * sizeof(float));
+	assert_non_null(got);
+	assert_non_null(ref);
+	softmax_pair(got, ref);
+	struct kg_cmp r;
+	/* the softmax task's own bounds (atol 1e-9, rtol 2e-5) reject honest fp32 at C = 65536: the
+	 * rescaled sum is off by ~1e-4, for every element of the row */
+	const struct kg_tol_model m = fp32_model(1e-9, 2e-5, 0);
+	struct kg_tol fixed = {.atol = 1e-9, .rtol = 2e-5}, t;
+	assert_int_equal(kg_compare(got, ref, KG_F32, C, &fixed, &r), 1);
+	assert_true(r.max_rel_err > 2e-5 && r.max_rel_err < 2e-4);
+	assert_true(r.normwise_err > 2e-5 && r.normwise_err < 2e-4);
+	/* the growth term for a 65536-term reduction admits it, with room */
+	kg_tol_resolve(&m, KG_F32, C, kg_rms(ref, KG_F32, C), &t);
+	assert_int_equal(kg_compare(got, ref, KG_F32, C, &t, &r), 0);
+	assert_true(r.tol_used < 0.6);
+	free(got);
+	free(ref);
+}
+
+static void test_dot_product_noise_passes(void **state)
+{
+	(void)state;
+	/* 64 outputs, each a 4096-term dot product of random-signed values summed in fp32, against
+	 * the double sum: the errors near cancelling outputs are absolute, covered by the RMS term */
+	enum { K = 4096, M = 64 };
+	float got[M], ref[M];
+	uint64_t s = 42;
+	for (int i = 0; i < M; i++) {
+		float acc = 0;
+		double dacc = 0;
+		for (int k = 0; k < K; k++) {
+			float a = (float)(2 * unif(&s) - 1) * 3, b = (float)(2 * unif(&s) - 1);
+			acc += a * b;
+			dacc += (double)a * b;
+		}
+		got[i] = acc;
+		ref[i] = (float)dacc;
+	}
+	const struct kg_tol_model m = fp32_model(1e-5, 1e-4, 1e-5); /* the matmul task's bounds */
+	struct kg_tol t;
+	struct kg_cmp r;
+	kg_tol_resolve(&m, KG_F32, K, kg_rms(ref, KG_F32, M), &t);
+	assert_int_equal(kg_compare(got, ref, KG_F32, M, &t, &r), 0);
+	assert_true(r.tol_used < 0.5);
+}
+
+static void test_shortcuts_still_fail(void **state)
+{
+	(void)state;
+	float *good = malloc(C * sizeof(float)), *ref = malloc(C * sizeof(float)), *bad = malloc(C * sizeof(float));
+	assert_non_null(good);
+	assert_non_null(ref);
+	assert_non_null(bad);
+	softmax_pair(good, ref);
+	const struct kg_tol_model m = fp32_model(1e-9, 2e-5, 0);
+	struct kg_tol t;
+	struct kg_cmp r;
+	kg_tol_resolve(&m, KG_F32, C, kg_rms(ref, KG_F32, C), &t);
+	/* all zeros */
+	memset(bad, 0, C * sizeof(float));
+	assert_int_equal(kg_compare(bad, ref, KG_F32, C, &t, &r), 1);
+	assert_true(r.n_bad > C / 2);
+	/* a constant: the reference's mean, 1/C */
+	for (int c = 0; c < C; c++)
+		bad[c] = 1.0f / C;
+	assert_int_equal(kg_compare(bad, ref, KG_F32, C, &t, &r), 1);
+	assert_true(r.n_bad > C / 2);
+	/* fp16's 10 mantissa bits, truncated; and bf16's 7, rounded to nearest */
+	for (int c = 0; c < C; c++)
+		bad[c] = keep_bits(ref[c], 10);
+	assert_int_equal(kg_compare(bad, ref, KG_F32, C, &t, &r), 1);
+	assert_true(r.normwise_err > 3e-4);
+	for (int c = 0; c < C; c++)
+		bad[c] = kg_bf16_to_f32(kg_f32_to_bf16(ref[c]));
+	assert_int_equal(kg_compare(bad, ref, KG_F32, C, &t, &r), 1);
+	assert_true(r.n_bad > C / 4);
+	/* however long the reduction, the cap keeps bf16 out: LayerNorm's 4M-term rows, its bounds
+	 * (with an RMS term), outputs of unit scale */
+	const struct kg_tol_model ln = fp32_model(1e-4, 1e-4, 1e-6);
+	for (int c = 0; c < C; c++) {
+		ref[c] = (float)(c % 2 ? 1 : -1) * ref[c] * C;
+		bad[c] = kg_bf16_to_f32(kg_f32_to_bf16(ref[c]));
+	}
+	kg_tol_resolve(&ln, KG_F32, 64 * 256 * 256, kg_rms(ref, KG_F32, C), &t);
+	assert_int_equal(kg_compare(bad, ref, KG_F32, C, &t, &r), 1);
+	assert_true(r.n_bad > C / 100);
+	free(good);
+	free(ref);
+	free(bad);
 }
 
 static void layout(struct kg_arena *a)
@@ -149,6 +356,9 @@ int main(void)
 		cmocka_unit_test(test_within_tolerance), cmocka_unit_test(test_mismatch_located),
 		cmocka_unit_test(test_nonfinite),	 cmocka_unit_test(test_half_precision),
 		cmocka_unit_test(test_arena_canary),	 cmocka_unit_test(test_arena_poison),
+		cmocka_unit_test(test_growth_term),	 cmocka_unit_test(test_normwise_and_share),
+		cmocka_unit_test(test_long_sum_noise_passes), cmocka_unit_test(test_dot_product_noise_passes),
+		cmocka_unit_test(test_shortcuts_still_fail),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

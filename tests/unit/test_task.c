@@ -92,6 +92,18 @@ static void test_good(void **state)
 	assert_int_equal(kg_task_cost(t, t->cost_flops, &t->shapesets[0].dims, &cost), 0);
 	assert_true(cost == 40);
 	assert_true(t->rms_tol == 1e-6);
+	/* no reduction declared: 1; one declared: evaluated at the shape */
+	int64_t red;
+	assert_int_equal(kg_task_reduction(&t->outputs[0], &t->shapesets[0].dims, &red, &e), 0);
+	assert_int_equal(red, 1);
+	char rtext[4096];
+	const char *sh = strstr(good, "shape: [R, (C+1)/2]}");
+	snprintf(rtext, sizeof(rtext), "%.*sshape: [R, (C+1)/2], reduction: 2*C}%s", (int)(sh - good), good,
+		 sh + strlen("shape: [R, (C+1)/2]}"));
+	assert_int_equal(load_text(rtext, t, &e), 0);
+	assert_string_equal(t->outputs[0].reduction, "2*C");
+	assert_int_equal(kg_task_reduction(&t->outputs[0], &t->shapesets[0].dims, &red, &e), 0);
+	assert_int_equal(red, 10);
 	free(t);
 }
 
@@ -119,6 +131,9 @@ static void test_malformed(void **state)
 		{"{R: 2, C: 3}", "{R: -2, C: 3}", {":5:", "shapes.ci.R", NULL}},
 		{"[identity]", "[idenity]", {":17:", "unknown class 'idenity'", NULL}},
 		{"bytes: 8*R*C", "bytes: 8*R*X", {"cost.bytes", "unknown dimension 'X'", NULL}},
+		{"shape: [R, (C+1)/2]}", "shape: [R, C], reduction: C-5}", {"output 'y'", "reduction", "outside [1, 2^40]"}},
+		{"shape: [R, (C+1)/2]}", "shape: [R, C], reduction: K}", {"output 'y'", "unknown dimension 'K'", NULL}},
+		{"shape: [R, C]}", "shape: [R, C], reduction: C}", {":10:", "inputs[0].reduction", "only outputs"}},
 	};
 	struct kg_task *t = malloc(sizeof(*t));
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
