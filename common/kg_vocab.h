@@ -44,6 +44,11 @@
 	XX(SANDBOX_OUTPUT_LIMIT, "sandbox.output_limit", REJECTED, "correctness",                                 \
 	   "The candidate printed more than the output limit.",                                                   \
 	   "The candidate's process wrote more to stdout and stderr than the sandbox allows, and was killed.")    \
+	XX(SANDBOX_DLOPEN, "sandbox.dlopen", REJECTED, "correctness",                                             \
+	   "The candidate loaded a library or mapped new code after it was loaded.",                              \
+	   "Once the candidate is loaded its runner is sealed: no file opens and no new executable mappings. "    \
+	   "The candidate opened a file (a dlopen found at run time) or mapped executable memory (a JIT), and "   \
+	   "the seal ended its process.")                                                                         \
 	XX(SANDBOX_SETUP, "sandbox.setup", INTERNAL, "correctness",                                               \
 	   "A sandbox layer that the policy requires could not be set up.",                                       \
 	   "This host cannot build a sandbox layer that the policy requires; nothing of the candidate ran. The "  \

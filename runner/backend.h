@@ -33,11 +33,24 @@ struct kg_rbackend {
 	/* Measured memory bandwidth ceiling in MB/s (bytes read plus written), 0 when not measured. */
 	uint64_t ceiling_mbps;
 	int exact; /* set before init: one exact-size device buffer per tensor, no guard bands */
+	/* Whole pages holding this struct and the state the measurements rest on (function pointers,
+	 * event handles, flush buffer and size): nothing writes them after init, and main.c seals
+	 * them read-only (mprotect, then mseal) before the candidate is loaded. */
+	void *sealed;
+	size_t sealed_len;
 	int device; /* the backend drives a device: its failures are the device's (KG_WS_CUDA) */
 	void *state;
 };
 
-extern struct kg_rbackend kg_rbackend_cpu;
+/* A backend and its state on pages of their own, so that sealing them seals nothing else. */
+#define KG_RUNNER_PAGE 4096
+#define KG_RUNNER_SEALED(type, name)                                                                                 \
+	static union {                                                                                               \
+		type v;                                                                                              \
+		unsigned char page_[(sizeof(type) + KG_RUNNER_PAGE - 1) / KG_RUNNER_PAGE * KG_RUNNER_PAGE];          \
+	} name __attribute__((aligned(KG_RUNNER_PAGE)))
+
+struct kg_rbackend *kg_rbackend_cpu(void);
 /* The runner's open fds whose /proc/self/fd link starts with prefix ("/dev/nvidia", "socket:"). */
 int kg_runner_fds_to(const char *prefix, int *fds, int max);
 /* NULL when this build has no CUDA backend. */

@@ -1,5 +1,7 @@
 /* CPU backend of the runner: the candidate works directly on the shared arena; the cache flush
- * streams over a buffer twice the size of the last-level cache, allocated before the filter. */
+ * streams over a buffer twice the size of the last-level cache, allocated before the filter. The
+ * backend and its state (flush buffer and size) live on one page that is sealed before the
+ * candidate is loaded; the parent also checks the CPU time every flush took. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +19,13 @@ struct cpu_state {
 	size_t flushsz;
 };
 
-static struct cpu_state cpu;
+struct cpu_sealed {
+	struct kg_rbackend b;
+	struct cpu_state s;
+};
+static struct kg_rbackend cpu_backend;
+KG_RUNNER_SEALED(struct cpu_sealed, sealed);
+#define cpu (sealed.v.s)
 
 
 static int cpu_init(struct kg_rbackend *b, void *arena, size_t arena_size, char *err, size_t errsz)
@@ -104,7 +112,7 @@ static int cpu_settle(struct kg_rbackend *b, uint32_t delay_ms, size_t bytes, ch
 	return 0;
 }
 
-struct kg_rbackend kg_rbackend_cpu = {
+static struct kg_rbackend cpu_backend = {
 	.name = "cpu",
 	.init = cpu_init,
 	.driver_fds = cpu_driver_fds,
@@ -116,3 +124,13 @@ struct kg_rbackend kg_rbackend_cpu = {
 	.download = cpu_noop,
 	.settle = cpu_settle,
 };
+
+struct kg_rbackend *kg_rbackend_cpu(void)
+{
+	if (!sealed.v.b.name) {
+		sealed.v.b = cpu_backend;
+		sealed.v.b.sealed = &sealed;
+		sealed.v.b.sealed_len = sizeof(sealed);
+	}
+	return &sealed.v.b;
+}

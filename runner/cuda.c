@@ -60,10 +60,19 @@ struct cuda_state {
 	CUevent ev0, ev1;
 	CUdeviceptr flush;
 	size_t flush_bytes;
-	unsigned flush_value;
 };
 
-static struct cuda_state cs;
+/* The backend, the driver's entry points, the context, streams, events and the flush buffer: one
+ * sealed region (runner/backend.h), read-only before the candidate is loaded, so that it cannot
+ * swap cuEventElapsedTime or the events the runner records. */
+struct cuda_sealed {
+	struct kg_rbackend b;
+	struct cuda_state s;
+};
+static struct kg_rbackend cuda_backend;
+KG_RUNNER_SEALED(struct cuda_sealed, sealed);
+#define cs (sealed.v.s)
+static unsigned flush_value; /* changes every flush: not sealed */
 
 /* Exact mode (a compute-sanitizer run): one allocation per tensor, sized to the byte, so that an
  * access past a tensor's end is past its allocation. The guard bands then stay host-side only. */
@@ -320,8 +329,8 @@ static int cuda_flush(struct kg_rbackend *b, uint64_t *bytes, char *err, size_t 
 {
 	(void)b;
 	/* A different value each time, so no cache or compression shortcut can keep old lines. */
-	cs.flush_value = cs.flush_value * 1664525u + 1013904223u;
-	CU_CHECK(cs.cu.memset_d32_async(cs.flush, cs.flush_value, cs.flush_bytes / 4, cs.stream), "L2 flush");
+	flush_value = flush_value * 1664525u + 1013904223u;
+	CU_CHECK(cs.cu.memset_d32_async(cs.flush, flush_value, cs.flush_bytes / 4, cs.stream), "L2 flush");
 	CU_CHECK(cs.cu.stream_synchronize(cs.stream), "L2 flush (sync)");
 	*bytes = cs.flush_bytes;
 	return 0;
@@ -381,5 +390,10 @@ static struct kg_rbackend cuda_backend = {
 
 struct kg_rbackend *kg_rbackend_cuda(void)
 {
-	return &cuda_backend;
+	if (!sealed.v.b.name) {
+		sealed.v.b = cuda_backend;
+		sealed.v.b.sealed = &sealed;
+		sealed.v.b.sealed_len = sizeof(sealed);
+	}
+	return &sealed.v.b;
 }

@@ -1,8 +1,10 @@
 /* kgate-run: hosts one candidate or reference inside the sandbox. It maps the arena, initialises
- * its backend, applies the seccomp filter, and only then loads the untrusted .so, so that even
- * its constructors run filtered. After that it obeys the parent's commands (runner/wire.h). */
+ * its backend, seals its own image and measurement state, applies the seccomp filter, and only
+ * then loads the untrusted .so, so that even its constructors run filtered; once it is loaded, no
+ * file opens and no new code (kg_sb_seal_calls). It obeys the parent's commands (runner/wire.h). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,68 @@ struct call {
 	void *stream;
 	int rc;
 };
+
+/* The untrusted .so is loaded on a thread of its own, started before any filter: its constructors
+ * run there, while this thread (which serves the parent and calls kg_forward) seals itself first
+ * (kg_sb_seal_calls), a seal that nothing on the loader thread can lift. */
+struct loader {
+	pthread_t tid;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int state; /* 0 idle, 1 asked, 2 done, 3 cancelled */
+	const char *path;
+	void *handle;
+	char err[300];
+};
+
+static void *loader_main(void *arg)
+{
+	struct loader *l = arg;
+	pthread_mutex_lock(&l->mu);
+	while (l->state == 0)
+		pthread_cond_wait(&l->cv, &l->mu);
+	if (l->state == 1) {
+		l->handle = dlopen(l->path, RTLD_NOW | RTLD_LOCAL);
+		if (!l->handle)
+			snprintf(l->err, sizeof(l->err), "%s", dlerror());
+		l->state = 2;
+		pthread_cond_broadcast(&l->cv);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+static struct loader loader = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+static int loader_up;
+
+/* dlopen on the loader thread (or here, where there is none); NULL with err filled on failure. */
+static void *load_so(const char *path, char *err, size_t errsz)
+{
+	if (!loader_up) {
+		void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (!h)
+			snprintf(err, errsz, "%s", dlerror());
+		return h;
+	}
+	pthread_mutex_lock(&loader.mu);
+	loader.path = path;
+	loader.state = 1;
+	pthread_cond_broadcast(&loader.cv);
+	while (loader.state != 2)
+		pthread_cond_wait(&loader.cv, &loader.mu);
+	pthread_mutex_unlock(&loader.mu);
+	pthread_join(loader.tid, NULL);
+	loader_up = 0;
+	snprintf(err, errsz, "%s", loader.err);
+	return loader.handle;
+}
+
+/* RUN before LOAD: the parent calibrates the channel and the launch on a call that does nothing,
+ * before any untrusted code exists in this process. */
+static void call_nothing(void *arg)
+{
+	(void)arg;
+}
 
 static void call_forward(void *arg)
 {
@@ -69,11 +133,12 @@ static int setup_ok(const struct kg_wire_cmd *c, size_t arena_size)
 	return 1;
 }
 
-static int serve(int ctl, struct kg_rbackend *b, size_t arena_size)
+static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
 {
 	struct call call = {0};
 	void *handle = NULL;
 	size_t in_use = 0;
+	int loads = 0;
 	for (;;) {
 		struct kg_wire_cmd cmd;
 		ssize_t n = recv(ctl, &cmd, sizeof(cmd), 0);
@@ -87,10 +152,12 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size)
 		switch (cmd.op) {
 		case KG_OP_LOAD: {
 			cmd.path[sizeof(cmd.path) - 1] = '\0';
-			handle = dlopen(cmd.path, RTLD_NOW | RTLD_LOCAL);
+			loads++;
+			char why[300];
+			handle = loads == 1 ? load_so(cmd.path, why, sizeof(why)) : NULL;
 			if (!handle) {
 				r.status = KG_WS_ERROR;
-				snprintf(r.msg, sizeof(r.msg), "dlopen: %s", dlerror());
+				snprintf(r.msg, sizeof(r.msg), "dlopen: %s", loads == 1 ? why : "one LOAD per runner");
 				break;
 			}
 			const int *abi = dlsym(handle, "kg_abi_version");
@@ -103,6 +170,8 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size)
 			} else if (!call.fwd) {
 				r.status = KG_WS_NOSYM;
 				snprintf(r.msg, sizeof(r.msg), "kg_forward is not exported");
+			} else {
+				r.info = (uint64_t)sealed; /* the parent's cue for sandbox.dlopen */
 			}
 			break;
 		}
@@ -127,6 +196,12 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size)
 				r.status = KG_WS_CUDA;
 			break;
 		case KG_OP_RUN:
+			if (!loads) {
+				call.stream = b->stream(b);
+				if (b->run(b, call_nothing, NULL, &r.elapsed_ns, &r.info, r.msg, sizeof(r.msg)))
+					r.status = KG_WS_CUDA;
+				break;
+			}
 			if (!call.fwd) {
 				r.status = KG_WS_ERROR;
 				snprintf(r.msg, sizeof(r.msg), "RUN before a successful LOAD");
@@ -177,7 +252,7 @@ static void usage(void)
  * without a backend's libraries has none of that name. */
 static struct kg_rbackend *find_backend(const char *name)
 {
-	struct kg_rbackend *const all[] = {&kg_rbackend_cpu, kg_rbackend_cuda()};
+	struct kg_rbackend *const all[] = {kg_rbackend_cpu(), kg_rbackend_cuda()};
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (all[i] && !strcmp(all[i]->name, name))
 			return all[i];
@@ -228,7 +303,25 @@ int main(int argc, char **argv)
 		hello.status = b->device ? KG_WS_CUDA : KG_WS_ERROR;
 		goto fail;
 	}
-	if (getenv(KG_SB_ENV_NOTIFY_FD)) {
+	/* Sealed before the filter (which has no mseal) and before anything untrusted exists here:
+	 * the backend's pages, then every loaded object's code, read-only data and GOT. */
+	kg_error se = {0};
+	if (kg_sb_seal_memory(b->sealed, b->sealed_len, PROT_READ, &se) || kg_sb_seal_image(&se)) {
+		hello.status = KG_WS_ERROR;
+		snprintf(hello.msg, sizeof(hello.msg), "sealing the runner: %s", se.msg);
+		goto fail;
+	}
+	int filtered = getenv(KG_SB_ENV_NOTIFY_FD) != NULL;
+	/* A tool's injected library (compute-sanitizer) keeps working after load: its runs are
+	 * checked for memory errors only, never timed, and every other run is sealed. */
+	int seal = filtered && !tool_sockets;
+	if (seal && pthread_create(&loader.tid, NULL, loader_main, &loader)) {
+		hello.status = KG_WS_ERROR;
+		snprintf(hello.msg, sizeof(hello.msg), "cannot start the loader thread");
+		goto fail;
+	}
+	loader_up = seal;
+	if (filtered) {
 		int fds[64], tool[16];
 		int nfds = b->driver_fds(b, fds, 64);
 		/* Under compute-sanitizer the tool's injected library connected its sockets before
@@ -250,7 +343,14 @@ int main(int argc, char **argv)
 	hello.info = b->ceiling_mbps;
 	if (send_reply(ctl, &hello))
 		return 3;
-	return serve(ctl, b, (size_t)st.st_size);
+	/* This thread runs the candidate: no opens and no new code from here on (the loader thread
+	 * still may, for LOAD alone). */
+	if (seal && kg_sb_seal_calls(&se)) {
+		hello.status = KG_WS_ERROR;
+		snprintf(hello.msg, sizeof(hello.msg), "sealing the runner's calls: %s", se.msg);
+		goto fail;
+	}
+	return serve(ctl, b, (size_t)st.st_size, seal);
 fail:
 	send_reply(ctl, &hello);
 	return 1;

@@ -1,6 +1,7 @@
 /* Landlock, best effort by ABI: inside the new root it is a second wall behind the mounts; where the
  * mount namespace is refused it is the only one (rules on the host paths, no private /tmp). The
- * constants are spelled out because distribution headers lag the kernel (Debian 12: ABI 2). */
+ * constants are spelled out because distribution headers lag the kernel (Debian 12: ABI 2). The
+ * seal (seal.c) stacks one more domain that grants only what a sealed program may still open. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -169,4 +170,27 @@ int sb_landlock_apply(const struct sb_plan *p, int in_mountns, char *notes, size
 			  abi < 4 ? "landlock: ABI < 4, no TCP or signal scoping"
 				  : "landlock: ABI < 6, no signal scoping");
 	return (int)abi;
+}
+
+int sb_landlock_restrict_paths(const struct sb_seal_path *paths, int n)
+{
+	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
+	if (abi < 1)
+		return -ENOSYS;
+	if (abi > 7)
+		abi = 7;
+	struct ll_ruleset_attr attr = {.handled_access_fs = fs_mask((int)abi)};
+	int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(uint64_t), 0);
+	if (ruleset < 0)
+		return -errno;
+	const uint64_t ro = LL_FS_READ_FILE | LL_FS_READ_DIR;
+	int rc = 0;
+	for (int i = 0; i < n && !rc; i++)
+		rc = add_rule(ruleset, paths[i].path,
+			      paths[i].rw ? ro | LL_FS_WRITE_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV : ro,
+			      attr.handled_access_fs);
+	if (!rc && syscall(SYS_landlock_restrict_self, ruleset, 0))
+		rc = -errno;
+	close(ruleset);
+	return rc;
 }

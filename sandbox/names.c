@@ -32,7 +32,7 @@ int kg_sb_profile_parse(const char *name, enum kg_sb_profile *out)
 /* Indexed by bit position, in minijail's order of bring-up. */
 static const char *const layer_names[KG_SB_LAYER_COUNT_] = {
 	"userns", "mountns", "pidns", "netns", "ipcns", "utsns",
-	"no_new_privs", "caps", "rlimits", "cgroup", "landlock", "seccomp",
+	"no_new_privs", "caps", "rlimits", "cgroup", "landlock", "seccomp", "mseal",
 };
 
 const char *kg_sb_layer_name(unsigned bit)

@@ -84,6 +84,7 @@ void sb_reap(struct kg_sb_child *c)
 	sb_cgroup_destroy(&c->cg);
 	sb_drain_output(c);
 	c->oc.layers_active = c->active;
+	c->oc.denials_named = c->had_listener;
 	c->oc.layers_failed = c->failed;
 	c->oc.output = c->out;
 	c->oc.output_len = c->out_len;

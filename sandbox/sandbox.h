@@ -45,7 +45,10 @@ enum {
 	KG_SB_LAYER_CGROUP = 1u << 9,
 	KG_SB_LAYER_LANDLOCK = 1u << 10,
 	KG_SB_LAYER_SECCOMP = 1u << 11,
-	KG_SB_LAYER_COUNT_ = 12,
+	/* mseal(2) exists (Linux >= 6.10): a program that seals its own memory (kg_sb_seal_memory,
+	 * kg_sb_seal_image) gets pages that not even its own mprotect can reopen */
+	KG_SB_LAYER_MSEAL = 1u << 12,
+	KG_SB_LAYER_COUNT_ = 13,
 };
 const char *kg_sb_layer_name(unsigned bit);
 /* "userns,mountns,..." for a mask; returns out. */
@@ -117,6 +120,10 @@ struct kg_sb_spec {
 	int sys_ro; /* /sys, read-only */
 	const char *const *syscalls; /* NULL-ended names added to the profile's allowlist */
 	int readonly_opens; /* open/openat only without write access, creation or truncation */
+	/* What a program may still open after it sealed itself (kg_sb_seal_calls): NULL-ended
+	 * "r:/path" (read) or "rw:/path" (read, write, device ioctl) entries, a driver's needs. NULL:
+	 * nothing, and an open after the seal kills the program. */
+	const char *const *sealed_opens;
 };
 
 /* How a sandboxed program ended. The sandbox says what happened; what it means for a verdict is
@@ -149,6 +156,9 @@ struct kg_sb_outcome {
 	uint64_t output_total; /* all bytes the child wrote, kept or not */
 	double wall_s;
 	long maxrss_kb;
+	/* a notification listener was in place: a denial that the sandbox could not name (a SIGSYS
+	 * with an empty syscall) came from a filter the program stacked itself (kg_sb_seal_calls) */
+	int denials_named;
 };
 
 struct kg_sb_child;
@@ -160,6 +170,10 @@ struct kg_sb_child;
 #define KG_SB_ENV_NOTIFY_FD "KGATE_SB_NOTIFY_FD"
 #define KG_SB_ENV_NFDS "KGATE_SB_NFDS"
 #define KG_SB_ENV_FILTER "KGATE_SB_FILTER"
+/* "1" when the mseal layer is active: the program's seals must then hold (kg_sb_seal_*). */
+#define KG_SB_ENV_MSEAL "KGATE_SB_MSEAL"
+/* The spec's sealed_opens, comma-separated ("rw:/dev,r:/sys"); empty: nothing. */
+#define KG_SB_ENV_SEAL "KGATE_SB_SEAL"
 
 /* Starts the program. On success *out owns the child; it is running. When a required layer fails,
  * returns -EPERM with the layer named in e and nothing is left running; other setup failures (a
@@ -221,5 +235,19 @@ struct kg_sb_filter_opts {
  * after initialisation and before loading untrusted code; on an error, load nothing. Outside a
  * sandbox (no KG_SB_ENV_NOTIFY_FD) the filter kills instead of notifying. */
 int kg_sb_seccomp_apply(const struct kg_sb_filter_opts *o, kg_error *e);
+
+/* Seals: call them before loading untrusted code (memory, image), and right after (calls).
+ * kg_sb_seal_memory makes [addr, addr+len) (page-rounded: give it whole pages of its own) prot,
+ * then seals it with mseal(2) where the layer is active; kg_sb_seal_image seals every loaded
+ * object's code, read-only data and RELRO (the GOT under -z now). */
+int kg_sb_seal_memory(void *addr, size_t len, int prot, kg_error *e);
+int kg_sb_seal_image(kg_error *e);
+/* No new code from now on, for the calling thread and the threads it starts later: a stacked
+ * Landlock domain grants only the spec's sealed_opens, and a stacked filter kills the process on
+ * any PROT_EXEC mapping and, when sealed_opens is empty, on any open (the supervisor then reports
+ * an unnamed SIGSYS, denials_named set). Call it after kg_sb_seccomp_apply, on the thread that
+ * will run the untrusted code, and load that code on a thread started before the filter: the
+ * code's constructors run there, and cannot undo a seal that another thread holds. */
+int kg_sb_seal_calls(kg_error *e);
 
 #endif

@@ -191,6 +191,7 @@ struct kg_sb_child {
 	} ce;
 	int listeners[SB_MAX_LISTENERS];
 	int n_listeners;
+	int had_listener; /* denials were named: an unnamed SIGSYS came from a stacked killing filter */
 	struct sb_cgroup cg;
 	int pidns_init;
 	uint64_t start_ns, deadline_ns, end_ns;
@@ -210,6 +211,7 @@ struct kg_sb_child {
 	struct seccomp_notif_resp *resp;
 	char env_notify[40], env_nfds[40];
 	char env_filter[sizeof(KG_SB_ENV_FILTER) + SB_FILTER_DESC_MAX];
+	char env_mseal[40], env_seal[sizeof(KG_SB_ENV_SEAL) + 512];
 	struct kg_sb_outcome oc;
 };
 
@@ -238,5 +240,19 @@ void sb_reap(struct kg_sb_child *c);
 
 /* spawn.c */
 void sb_unmap_exec_gate(struct sb_plan *p);
+
+/* seal.c and landlock.c: the mseal layer and what a sealed program may still open */
+#define SB_SEAL_MAX_PATHS 16
+struct sb_seal_path {
+	const char *path;
+	int rw;
+};
+/* 0 where mseal(2) exists, else -errno (ENOSYS). */
+int sb_mseal_probe(void);
+/* The spec's sealed_opens as KG_SB_ENV_SEAL's value ("rw:/dev,r:/sys"); its length or -errno. */
+int sb_seal_env_format(const char *const *paths, char *out, size_t n);
+/* Stacks a Landlock domain that handles every file right and grants only paths (read, or read and
+ * write); -ENOSYS without Landlock. Affects the calling thread and those it starts later. */
+int sb_landlock_restrict_paths(const struct sb_seal_path *paths, int n);
 
 #endif

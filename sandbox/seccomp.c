@@ -246,6 +246,15 @@ int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, k
 	if ((rc = allow_all(ctx, run_allow, KG_ARRAY_LEN(run_allow))) ||
 	    (rc = allow_arg_in(ctx, "fcntl", 1, fcntl_cmds, KG_ARRAY_LEN(fcntl_cmds))))
 		goto out;
+	/* A program may seal a thread of its own further (kg_sb_seal_calls): new filters and Landlock
+	 * domains only ever take rights away, and a filter with a listener is refused (the chain has
+	 * one). SECCOMP_SET_MODE_FILTER, GET_ACTION_AVAIL, GET_NOTIF_SIZES; never strict mode. */
+	static const uint64_t seccomp_ops[] = {1, 2, 3};
+	static const char *const landlock_calls[] = {"landlock_create_ruleset", "landlock_add_rule",
+		"landlock_restrict_self"};
+	if ((rc = allow_arg_in(ctx, "seccomp", 0, seccomp_ops, KG_ARRAY_LEN(seccomp_ops))) ||
+	    (rc = allow_all(ctx, landlock_calls, KG_ARRAY_LEN(landlock_calls))))
+		goto out;
 	/* rlimits may be read, never set (raising is the point of a call) */
 	struct scmp_arg_cmp getonly = SCMP_A2_64(SCMP_CMP_EQ, 0);
 	if ((rc = add(ctx, SCMP_ACT_ALLOW, "prlimit64", 1, &getonly)))

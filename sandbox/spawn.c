@@ -92,7 +92,7 @@ static int build_env(struct kg_sb_child *c, const struct kg_sb_spec *s, const st
 	size_t n = 0;
 	while (s->envp && s->envp[n])
 		n++;
-	char **env = calloc(n + 4, sizeof(*env));
+	char **env = calloc(n + 6, sizeof(*env));
 	if (!env)
 		return kg_err(e, -ENOMEM, "sandbox: out of memory");
 	size_t k = 0;
@@ -111,6 +111,16 @@ static int build_env(struct kg_sb_child *c, const struct kg_sb_spec *s, const st
 			return kg_err(e, rc, "sandbox: describing the filter: %s", strerror(-rc));
 		}
 		env[k++] = c->env_filter;
+		/* the program seals itself: whether mseal must hold, and what it may open after */
+		snprintf(c->env_mseal, sizeof(c->env_mseal), "%s=%d", KG_SB_ENV_MSEAL, !!(c->active & KG_SB_LAYER_MSEAL));
+		env[k++] = c->env_mseal;
+		len = snprintf(c->env_seal, sizeof(c->env_seal), "%s=", KG_SB_ENV_SEAL);
+		rc = sb_seal_env_format(s->sealed_opens, c->env_seal + len, sizeof(c->env_seal) - (size_t)len);
+		if (rc < 0) {
+			free(env);
+			return kg_err(e, rc, "sandbox: sealed_opens: %s", strerror(-rc));
+		}
+		env[k++] = c->env_seal;
 	}
 	c->plan.envp = env;
 	return 0;
@@ -385,6 +395,17 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 		goto fail;
 	}
 	c->out[0] = '\0';
+	if (!(p->disabled & KG_SB_LAYER_MSEAL)) {
+		int mrc = sb_mseal_probe();
+		if (mrc) {
+			char msg[64];
+			snprintf(msg, sizeof(msg), "mseal: %s", strerrorname_np(-mrc));
+			notes_add(c, msg);
+			c->failed |= KG_SB_LAYER_MSEAL;
+		} else {
+			c->active |= KG_SB_LAYER_MSEAL;
+		}
+	}
 	if ((rc = describe_filter(c, s, &want, e)) || (rc = sb_mounts_plan(p, s, e)) ||
 	    (rc = build_env(c, s, &want, e)))
 		goto fail;

@@ -112,6 +112,7 @@ static void recv_listeners(struct kg_sb_child *c)
 			continue;
 		}
 		c->listeners[c->n_listeners++] = fd;
+		c->had_listener = 1;
 	}
 }
 

@@ -120,10 +120,17 @@ static const char *const cuda_denied[] = {
 
 static const char *const cuda_libraries[] = {"libcudart.so.*", "libstdc++.so.*", NULL};
 
+/* What the driver may still open after the candidate is loaded and the runner sealed (no new code,
+ * no other files): device nodes it opens lazily (nvidia-uvm), thread names under /proc, topology
+ * under /sys, the JIT cache under HOME=/tmp. Not yet measured on a GPU: extend from a denial (an
+ * EACCES inside the driver after LOAD) and keep it this short. */
+static const char *const cuda_sealed_opens[] = {"rw:/dev", "rw:/proc", "r:/sys", "rw:/tmp", NULL};
+
 static const struct kg_backend backends[KG_BACKEND_COUNT_] = {
 	[KG_BACKEND_CPU] = {
 		.id = KG_BACKEND_CPU,
 		.sandbox_name = "run-cpu",
+		.cpu_clock = 1,
 		.compile_wall_s = 120,
 		.compile_cmd = cc_cmd,
 	},
@@ -141,6 +148,7 @@ static const struct kg_backend backends[KG_BACKEND_COUNT_] = {
 		.sys_ro = 1,
 		.syscalls = cuda_syscalls,
 		.readonly_opens = 1,
+		.sealed_opens = cuda_sealed_opens,
 		.address_space_unbounded = 1,
 		.symbols = cuda_symbols,
 		.denied_symbols = cuda_denied,

@@ -53,6 +53,12 @@ struct kg_backend {
 	int sys_ro;
 	const char *const *syscalls;
 	int readonly_opens;
+	/* What the runner may still open once the candidate is loaded and the runner sealed
+	 * ("rw:/dev", "r:/sys"; NULL: nothing, and any open ends the run as sandbox.dlopen). */
+	const char *const *sealed_opens;
+	/* The candidate's work runs on the host's CPU: the CPU time the kernel charges the runner's
+	 * process bounds every timed call from below (timing.c), whatever the runner claims. */
+	int cpu_clock;
 	int address_space_unbounded; /* the driver reserves terabytes it never backs: no RLIMIT_AS,
 	                              * the per-mmap bound and the cgroup still hold */
 	/* static checks, besides the policy's lists: imports always allowed, imports always denied

@@ -27,6 +27,11 @@ enum kg_reason_code kg_end_reason(enum kg_sb_end end)
 	return KG_R_SANDBOX_CRASH;
 }
 
+int kg_end_sealed_call(const struct kg_sb_outcome *o, int sealed)
+{
+	return sealed && o->end == KG_SB_END_SYSCALL && !o->syscall[0] && o->denials_named;
+}
+
 void kg_end_describe(const struct kg_sb_outcome *o, char *out, size_t outsz)
 {
 	const char *sig = o->end == KG_SB_END_SIGNAL ? sigabbrev_np(o->signo) : NULL;

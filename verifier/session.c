@@ -1,5 +1,7 @@
 /* Parent side of the runner protocol: spawning kgate-run in the sandbox, handing it the arena and
- * the control socket, and turning every way it can end into a structured outcome. */
+ * the control socket, calibrating the trusted clock on calls that do nothing before the .so is
+ * loaded, measuring every call with the parent's clocks (its wall clock, and the CPU time the
+ * kernel charges the runner), and turning every way the runner can end into a structured outcome. */
 #include "verifier/session.h"
 
 #include "verifier/resolve.h"
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static int ended(struct kg_session *s)
@@ -21,8 +24,35 @@ static int ended(struct kg_session *s)
 	return KG_SESSION_ENDED;
 }
 
+/* One record off the channel; with pid set, the sender's pid as the kernel vouches for it
+ * (SCM_CREDENTIALS, translated into our pid namespace), 0 when none came along. */
+static ssize_t recv_record(int fd, struct kg_wire_reply *r, pid_t *pid)
+{
+	struct iovec iov = {.iov_base = r, .iov_len = sizeof(*r)};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = pid ? u.buf : NULL,
+			    .msg_controllen = pid ? sizeof(u.buf) : 0};
+	ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (pid) {
+		*pid = 0;
+		for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c)) {
+			struct ucred uc;
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_CREDENTIALS ||
+			    c->cmsg_len != CMSG_LEN(sizeof(uc)))
+				continue;
+			memcpy(&uc, CMSG_DATA(c), sizeof(uc));
+			*pid = uc.pid;
+		}
+	}
+	return n;
+}
+
 /* Receives one reply for seq, servicing the sandbox while waiting. */
-static int recv_reply(struct kg_session *s, uint64_t seq, struct kg_wire_reply *r, double timeout_s)
+static int recv_reply_from(struct kg_session *s, uint64_t seq, struct kg_wire_reply *r, double timeout_s,
+			   pid_t *pid)
 {
 	uint64_t deadline = kg_now_ns() + (uint64_t)(timeout_s * 1e9);
 	for (;;) {
@@ -37,7 +67,7 @@ static int recv_reply(struct kg_session *s, uint64_t seq, struct kg_wire_reply *
 			return ended(s);
 		if (w <= 0)
 			continue;
-		ssize_t n = recv(s->ctl, r, sizeof(*r), MSG_DONTWAIT);
+		ssize_t n = recv_record(s->ctl, r, pid);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
 		if (n <= 0)
@@ -61,6 +91,20 @@ static int recv_reply(struct kg_session *s, uint64_t seq, struct kg_wire_reply *
 		}
 		return KG_SESSION_OK;
 	}
+}
+
+static int recv_reply(struct kg_session *s, uint64_t seq, struct kg_wire_reply *r, double timeout_s)
+{
+	return recv_reply_from(s, seq, r, timeout_s, NULL);
+}
+
+/* The runner's CPU time so far; 0 when it cannot be read (no pid, or the process is gone). */
+static uint64_t runner_cpu_ns(const struct kg_session *s)
+{
+	struct timespec ts;
+	if (!s->has_cpu_clock || clock_gettime(s->cpu_clock, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t delay_ms, struct kg_wire_reply *r,
@@ -110,17 +154,22 @@ int kg_session_run_call(struct kg_session *s, const struct kg_call *c, struct kg
 {
 	struct kg_wire_reply rep = {0};
 	memset(r, 0, sizeof(*r));
+	uint64_t cpu0 = 0, cpu1 = 0;
 	r->step = "upload";
 	int rc = kg_session_call(s, KG_OP_UPLOAD, 0, NULL, NULL, e);
 	if (!rc && c->flush) {
 		r->step = "flush";
+		cpu0 = runner_cpu_ns(s);
 		rc = kg_session_call(s, KG_OP_FLUSH, 0, NULL, NULL, e);
+		cpu1 = runner_cpu_ns(s);
+		r->flush_cpu_ns = cpu1 > cpu0 && cpu0 ? cpu1 - cpu0 : 0;
 	}
 	if (!rc) {
 		double keep = s->call_timeout_s;
 		r->step = "run";
 		if (c->run_timeout_s > 0)
 			s->call_timeout_s = c->run_timeout_s;
+		cpu0 = runner_cpu_ns(s);
 		rc = kg_session_call(s, KG_OP_RUN, 0, &rep, &r->parent_ns, e);
 		s->call_timeout_s = keep;
 	}
@@ -131,6 +180,9 @@ int kg_session_run_call(struct kg_session *s, const struct kg_call *c, struct kg
 		r->step = "download";
 		rc = kg_session_call(s, KG_OP_DOWNLOAD, 0, NULL, &r->download_ns, e);
 		r->span_ns = r->parent_ns + r->download_ns;
+		cpu1 = rc ? 0 : runner_cpu_ns(s);
+		r->cpu_known = cpu0 && cpu1 >= cpu0;
+		r->cpu_ns = r->cpu_known ? cpu1 - cpu0 : 0;
 	}
 	if (!rc)
 		r->step = NULL;
@@ -141,6 +193,40 @@ static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
+}
+
+#define KG_CAL_N 9
+
+static uint64_t median_u64(uint64_t *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(v[0]), cmp_u64);
+	return v[n / 2];
+}
+
+/* The trusted clock's calibration: NOPs, calls that do nothing, flushes; before LOAD, so that no
+ * untrusted code can slow them down to widen the allowance it is later measured against. */
+static int calibrate(struct kg_session *s, kg_error *e)
+{
+	uint64_t nop[KG_CAL_N], run[KG_CAL_N], span[KG_CAL_N], cpu[KG_CAL_N], flush[KG_CAL_N];
+	int rc = 0;
+	for (int i = 0; i < KG_CAL_N && !rc; i++)
+		rc = kg_session_call(s, KG_OP_NOP, 0, NULL, &nop[i], e);
+	for (int i = 0; i < KG_CAL_N && !rc; i++) {
+		struct kg_call_result r;
+		rc = kg_session_run_call(s, &(struct kg_call){.flush = i < 3}, &r, e);
+		run[i] = r.parent_ns;
+		span[i] = r.span_ns;
+		cpu[i] = r.cpu_ns;
+		flush[i] = r.flush_cpu_ns;
+	}
+	if (rc)
+		return rc;
+	s->nop_ns = median_u64(nop, KG_CAL_N);
+	s->cal_run_ns = median_u64(run, KG_CAL_N);
+	s->cal_span_ns = median_u64(span, KG_CAL_N);
+	s->cal_cpu_ns = median_u64(cpu, KG_CAL_N);
+	s->cal_flush_cpu_ns = median_u64(flush, 3);
+	return 0;
 }
 
 int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, struct kg_arena *a, kg_error *e)
@@ -162,6 +248,9 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 			return kg_err(e, -E2BIG, "too many tool arguments");
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return kg_err(e, -errno, "socketpair: %s", strerror(errno));
+	/* HELLO comes with the runner's pid as the kernel knows it: the key to its CPU-time clock */
+	int one = 1;
+	setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 
 	const char *argv[40];
 	int ac = 0;
@@ -217,6 +306,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 		.sys_ro = o->be->sys_ro,
 		.syscalls = o->be->syscalls,
 		.readonly_opens = o->be->readonly_opens,
+		.sealed_opens = o->be->sealed_opens,
 	};
 	spec.limits.address_space_unbounded = o->be->address_space_unbounded;
 	rc = kg_sb_spawn(&spec, &s->sb, e);
@@ -229,14 +319,20 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	s->ctl = sv[0];
 
 	struct kg_wire_reply r;
-	rc = recv_reply(s, 0, &r, s->call_timeout_s);
+	rc = recv_reply_from(s, 0, &r, s->call_timeout_s, &s->runner_pid);
 	if (rc == KG_SESSION_OK && r.op != KG_OP_HELLO) {
 		snprintf(s->msg, sizeof(s->msg), "runner spoke before HELLO");
 		return KG_SESSION_FAILED;
 	}
 	if (rc)
 		return rc;
+	int zero = 0;
+	setsockopt(s->ctl, SOL_SOCKET, SO_PASSCRED, &zero, sizeof(zero));
 	s->ceiling_mbps = r.info;
+	s->has_cpu_clock = s->runner_pid > 0 && !clock_getcpuclockid(s->runner_pid, &s->cpu_clock);
+	/* nobody times a run under a tool */
+	if (!o->tool_argv && (rc = calibrate(s, e)))
+		return rc;
 
 	struct kg_wire_cmd load;
 	memset(&load, 0, sizeof(load));
@@ -249,14 +345,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	rc = recv_reply(s, load.seq, &r, s->call_timeout_s);
 	if (rc)
 		return rc;
-
-	/* Round-trip cost of the channel, for judging the runner's time claims later. */
-	uint64_t t[9];
-	for (int i = 0; i < 9; i++)
-		if ((rc = kg_session_call(s, KG_OP_NOP, 0, NULL, &t[i], e)))
-			return rc;
-	qsort(t, 9, sizeof(t[0]), cmp_u64);
-	s->nop_ns = t[4];
+	s->sealed = r.info == 1;
 	return KG_SESSION_OK;
 }
 

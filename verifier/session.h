@@ -5,6 +5,8 @@
 #define KG_SESSION_H
 
 #include <stdint.h>
+#include <time.h>
+#include <sys/types.h>
 
 #include "kg_common.h"
 #include "runner/wire.h"
@@ -35,7 +37,16 @@ struct kg_session {
 	int ended;
 	double call_timeout_s;
 	int linger_ms; /* how long the process may take to end after QUIT before it is killed */
-	uint64_t nop_ns; /* median round trip of a NOP, measured after LOAD */
+	uint64_t nop_ns; /* median round trip of a NOP, measured before LOAD */
+	/* The trusted clock's calibration, on calls that do nothing (RUN before LOAD), before any
+	 * untrusted code is in the runner: medians of the RUN round trip, of the span from sending
+	 * RUN to the DOWNLOAD reply, of the runner's CPU time over that span, and of one FLUSH's CPU
+	 * time. */
+	uint64_t cal_run_ns, cal_span_ns, cal_cpu_ns, cal_flush_cpu_ns;
+	pid_t runner_pid; /* from the kernel (SCM_CREDENTIALS on HELLO), 0 when unknown */
+	clockid_t cpu_clock; /* the runner process's CPU-time clock, when has_cpu_clock */
+	int has_cpu_clock;
+	int sealed; /* the runner sealed itself after LOAD: no opens, no new code */
 	uint64_t ceiling_mbps; /* the runner's measured bandwidth ceiling (HELLO), 0 when none */
 	unsigned forged; /* messages on the control channel that answered no pending command */
 	char msg[400]; /* the runner's message for the last failed command */
@@ -72,6 +83,10 @@ struct kg_call_result {
 	uint64_t download_ns; /* the parent's round trip of DOWNLOAD */
 	uint64_t span_ns; /* from sending RUN to the DOWNLOAD reply: the outputs are complete by then */
 	uint64_t tail_ns; /* how long the device stayed busy after the call's stream (runner's claim) */
+	/* The CPU time the kernel charged the runner's process over span_ns, and over the FLUSH
+	 * (trusted: the candidate cannot forge it); valid when cpu_known. */
+	uint64_t cpu_ns, flush_cpu_ns;
+	int cpu_known;
 };
 /* KG_SESSION_OK, KG_SESSION_ENDED (see outcome), KG_SESSION_FAILED (see msg), or a negative errno
  * for the channel itself (e says why). */

@@ -1,17 +1,22 @@
 /* The timing phase: warm-up and timed calls of the reference and the candidate, alternating, each
- * on inputs nobody has seen before with caches flushed; every timed output is checked again
- * (check.stale_result), and the runner's claims are held against the parent's clock. */
+ * on inputs nobody has seen before, of every class the base shape is checked on, in a keyed order,
+ * interleaved with checked calls at the variant shapes, caches flushed before every call (as in
+ * the correctness phase): no call tells the candidate it is timed. Every timed output is checked
+ * again (check.stale_result), and every claim is held against the trusted clock: the parent's
+ * own measures of the call, calibrated on calls that did nothing before the .so was loaded. */
 #include "verifier/timing.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "verifier/prng.h"
 #include "verifier/run.h"
 
 #define SEED_TIMING 0x74696d65000ull
-
+#define SEED_ORDER 0x6f72646572000ull
+#define SEED_DECOY 0x6465636f79000ull
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -33,20 +38,56 @@ void kg_timing_stats(double *ms, int n, struct kg_timing *t)
 	t->spread = t->median_ms > 0 ? (t->p90_ms - t->p10_ms) / t->median_ms : 0;
 }
 
-void kg_timing_tamper(const struct kg_timed_call *calls, int n, uint64_t overhead_ns, struct kg_tamper *t)
+uint64_t kg_timing_bound(const struct kg_timed_call *c, const struct kg_clock_cal *cal)
 {
-	t->impossible = -1;
-	t->min_hidden_share = n > 0 ? INFINITY : 0;
+	if (cal->cpu_clock) {
+		if (!c->cpu_known || c->cpu_ns <= cal->cpu_ns)
+			return 0;
+		return (c->cpu_ns - cal->cpu_ns) / (uint64_t)(cal->par > 1 ? cal->par : 1);
+	}
+	uint64_t idle = cal->run_ns + c->tail_ns;
+	return c->parent_ns > idle ? c->parent_ns - idle : 0;
+}
+
+uint64_t kg_timing_reported(const struct kg_timed_call *c, const struct kg_clock_cal *cal)
+{
+	uint64_t lb = kg_timing_bound(c, cal);
+	return c->child_ns > lb ? c->child_ns : lb;
+}
+
+static int is_lie(const struct kg_timed_call *c, const struct kg_clock_cal *cal)
+{
+	uint64_t lb = kg_timing_bound(c, cal);
+	if (cal->cpu_clock)
+		return (double)c->child_ns + KG_TAMPER_SLACK_NS < KG_TAMPER_SHARE * (double)lb;
+	uint64_t gap = lb > c->child_ns ? lb - c->child_ns : 0;
+	return gap >= KG_TAMPER_DEVICE_GAP_NS && 2 * gap >= c->span_ns;
+}
+
+void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_clock_cal *cal, struct kg_tamper *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->impossible = t->first_lie = -1;
 	for (int i = 0; i < n; i++) {
 		const struct kg_timed_call *c = &calls[i];
 		/* the runner's clock runs inside the parent's round trip: a longer claim is impossible */
 		if (c->child_ns > c->parent_ns + 20000 && t->impossible < 0)
 			t->impossible = i;
-		double g = (double)c->span_ns - (double)overhead_ns - (double)c->child_ns - (double)c->tail_ns;
-		double share = g < 1e6 || !c->span_ns ? 0 : g / (double)c->span_ns;
-		if (share < t->min_hidden_share)
-			t->min_hidden_share = share;
+		if (is_lie(c, cal)) {
+			if (t->first_lie < 0)
+				t->first_lie = i;
+			t->lies++;
+		}
+		/* a flush that cost a quarter of a calibrated one did not stream over its buffer */
+		if (cal->cpu_clock && cal->flush_cpu_ns >= 1000000 && c->cpu_known &&
+		    4 * c->flush_cpu_ns < cal->flush_cpu_ns)
+			t->flush_skipped++;
 	}
+	/* With threads the bound is CPU time over every CPU: it caps the reported time, and is too
+	 * loose to call a claim a lie. */
+	int judged = !cal->cpu_clock || cal->par <= 1;
+	int lies_forge = cal->cpu_clock ? 2 * t->lies > n : t->lies == n;
+	t->forged = n > 0 && (t->impossible >= 0 || 2 * t->flush_skipped > n || (judged && t->lies && lies_forge));
 }
 
 static double cpu_copy_gbps(void)
@@ -102,10 +143,10 @@ static void figures(struct kg_run *r)
 }
 
 /* The tamper verdict; 1 when the claims were forged. */
-static int judge(struct kg_run *r, const struct kg_timed_call *calls, int n, double parent_median_ms)
+static int judge(struct kg_run *r, const struct kg_timed_call *calls, int n, const struct kg_clock_cal *cal)
 {
 	struct kg_tamper t;
-	kg_timing_tamper(calls, n, r->cs.nop_ns + r->ref_download_ns, &t);
+	kg_timing_tamper(calls, n, cal, &t);
 	if (t.impossible >= 0) {
 		kg_verdict_add_reason(r->v, KG_R_TIMING_TAMPERED,
 				      "the candidate's runner claimed a call took longer than the parent's round trip "
@@ -116,16 +157,93 @@ static int judge(struct kg_run *r, const struct kg_timed_call *calls, int n, dou
 				      "%u message(s) on the runner's control channel answered no pending command: something "
 				      "in the candidate's process forged the result channel",
 				      r->cs.forged);
-	} else if (t.min_hidden_share > KG_TAMPER_HIDDEN_SHARE) {
+	} else if (2 * t.flush_skipped > n) {
 		kg_verdict_add_reason(r->v, KG_R_TIMING_TAMPERED,
-				      "the candidate's runner claimed %.3f ms per call while the parent measured %.3f ms "
-				      "round trips (channel overhead %.3f ms) in every call: work is hidden outside the "
-				      "timed region",
-				      r->v->cand.median_ms, parent_median_ms, (double)r->cs.nop_ns / 1e6);
+				      "%d of %d cache flushes before a timed call cost the runner under a quarter of the "
+				      "CPU time a flush took before the candidate was loaded (%.3f ms): the flush was skipped",
+				      t.flush_skipped, n, (double)cal->flush_cpu_ns / 1e6);
+	} else if (t.forged) {
+		const struct kg_timed_call *c = &calls[t.first_lie];
+		kg_verdict_add_reason(r->v, KG_R_TIMING_TAMPERED,
+				      "the candidate's runner claimed %.4f ms for a call whose trusted bound is %.4f ms (%s; "
+				      "%d of %d timed calls fall short of it): work is hidden from the runner's clock",
+				      (double)c->child_ns / 1e6, (double)kg_timing_bound(c, cal) / 1e6,
+				      cal->cpu_clock ? "the CPU time the kernel charged its process, less a call that does nothing"
+						     : "the parent's round trip, less a call that does nothing",
+				      t.lies, n);
 	} else {
 		return 0;
 	}
 	return 1;
+}
+
+/* The classes the base shape is checked on, each as often as the others, in a keyed order: the
+ * timed calls draw from the same distribution as the checked ones. */
+static int class_schedule(const struct kg_plan *p, enum kg_input_class *out, int n)
+{
+	enum kg_input_class k[KG_CLASS_COUNT_];
+	int nk = 0;
+	for (int c = 0; c < KG_CLASS_COUNT_; c++)
+		if (kg_plan_trials(p, 0, (enum kg_input_class)c) > 0)
+			k[nk++] = (enum kg_input_class)c;
+	if (!nk)
+		k[nk++] = KG_CLASS_NORMAL;
+	for (int i = 0; i < n; i++)
+		out[i] = k[i % nk];
+	for (int i = n - 1; i > 0; i--) {
+		int j = (int)(kg_seed_derive(p->master_seed, SEED_ORDER + (uint64_t)i) % (uint64_t)(i + 1));
+		enum kg_input_class x = out[i];
+		out[i] = out[j];
+		out[j] = x;
+	}
+	return nk;
+}
+
+/* One call of both sides on fresh inputs of class cls, flushed, and the checks over it; wrong is
+ * the code a wrong output earns. 0 when it passed. */
+static int checked_call(struct kg_run *r, enum kg_input_class cls, uint64_t seed, enum kg_reason_code wrong,
+			const char *when, uint64_t *ref_ns, struct kg_cand_call *c)
+{
+	struct kg_view v;
+	struct kg_findings f = {0};
+	kg_run_gen_inputs(r, cls, seed);
+	if (kg_run_reference(r, 1, ref_ns))
+		return -1;
+	kg_run_candidate(r, 1, cls, seed, c);
+	if (r->cand_dead)
+		return -1;
+	kg_run_view(r, &v);
+	kg_check_canaries(&v, &f);
+	kg_check_inputs(&v, &f);
+	kg_check_unwritten(&v, &f);
+	if (c->ok)
+		kg_check_outputs(&v, wrong, &f);
+	kg_check_tail(c->r.tail_ns, c->r.child_ns, &f);
+	kg_run_record(r, &f, cls, seed, when);
+	return f.n || !c->ok ? -1 : 0;
+}
+
+/* Now and then a checked call at a variant shape between timed ones (keyed): the base shape
+ * coming back after the variants marks nothing. */
+static int decoy(struct kg_run *r, int i)
+{
+	const struct kg_plan *p = r->plan;
+	if (p->n_shapes < 2)
+		return 0;
+	uint64_t d = kg_seed_derive(p->master_seed, SEED_DECOY + (uint64_t)i);
+	if (d % 3)
+		return 0;
+	int s = 1 + (int)((d >> 8) % (uint64_t)(p->n_shapes - 1));
+	enum kg_input_class cls = (enum kg_input_class)((d >> 24) % KG_CLASS_COUNT_);
+	if (!kg_plan_trials(p, 0, cls))
+		cls = KG_CLASS_NORMAL;
+	uint64_t ns;
+	struct kg_cand_call c;
+	if (kg_run_set_shape(r, s, "during timing"))
+		return -1;
+	if (checked_call(r, cls, kg_seed_derive(d, 1), KG_R_CHECK_MISMATCH, "during timing", &ns, &c))
+		return -1;
+	return kg_run_set_shape(r, 0, "during timing");
 }
 
 void kg_phase_timing(struct kg_run *r)
@@ -137,47 +255,51 @@ void kg_phase_timing(struct kg_run *r)
 		kg_verdict_add_check(r->v, "timing", KG_CHECK_SKIP, 0, "no timed iterations requested");
 		return;
 	}
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	const struct kg_clock_cal cal = {
+		.run_ns = r->cs.cal_run_ns,
+		.cpu_ns = r->cs.cal_cpu_ns,
+		.flush_cpu_ns = r->cs.cal_flush_cpu_ns,
+		.cpu_clock = p->be->cpu_clock && r->cs.has_cpu_clock,
+		.par = p->pol.threads ? (int)(ncpu > 1 ? ncpu : 1) : 1,
+	};
 	double *cms = calloc((size_t)n, sizeof(double)), *rms = calloc((size_t)n, sizeof(double));
 	double *pms = calloc((size_t)n, sizeof(double));
 	struct kg_timed_call *calls = calloc((size_t)n, sizeof(*calls));
-	if (!cms || !rms || !pms || !calls) {
+	enum kg_input_class *sched = calloc((size_t)(n + w), sizeof(*sched));
+	if (!cms || !rms || !pms || !calls || !sched) {
 		kg_run_internal(r, "out of memory for timing");
 		goto out;
 	}
 	/* timing is at the base shape, whatever shape the correctness trials ended on */
 	if (kg_run_set_shape(r, 0, "while setting up the timing"))
 		goto out;
+	class_schedule(p, sched, n + w);
 	for (int i = -w; i < n && !r->cand_dead && !r->v->internal_error[0]; i++) {
 		/* Every iteration, warm-up included, sees inputs nobody has seen before: a result cached by
 		 * pointer or by content cannot be served, and the re-check catches a stale one. */
 		uint64_t seed = kg_seed_derive(p->master_seed, SEED_TIMING + (uint64_t)(i + w));
+		enum kg_input_class cls = sched[i + w];
 		uint64_t ref_ns;
 		struct kg_cand_call c;
-		struct kg_view v;
-		struct kg_findings f = {0};
 		kg_run_progress(r, "timing %d/%d", i < 0 ? 0 : i + 1, n);
-		kg_run_gen_inputs(r, KG_CLASS_NORMAL, seed);
-		if (kg_run_reference(r, 1, &ref_ns))
-			break;
-		kg_run_candidate(r, 1, KG_CLASS_NORMAL, seed, &c);
-		if (r->cand_dead)
-			break;
-		kg_run_view(r, &v);
-		kg_check_canaries(&v, &f);
-		kg_check_inputs(&v, &f);
-		kg_check_unwritten(&v, &f);
-		if (c.ok)
-			kg_check_outputs(&v, KG_R_CHECK_STALE_RESULT, &f);
-		kg_check_tail(c.r.tail_ns, c.r.child_ns, &f);
-		kg_run_record(r, &f, KG_CLASS_NORMAL, seed, "during timing");
-		if (f.n || !c.ok)
+		if (decoy(r, i + w) || checked_call(r, cls, seed, KG_R_CHECK_STALE_RESULT, "during timing", &ref_ns, &c))
 			break;
 		if (i < 0)
 			continue;
+		calls[i] = (struct kg_timed_call){
+			.child_ns = c.r.child_ns,
+			.parent_ns = c.r.parent_ns,
+			.span_ns = c.r.span_ns,
+			.tail_ns = c.r.tail_ns,
+			.cpu_ns = c.r.cpu_ns,
+			.flush_cpu_ns = c.r.flush_cpu_ns,
+			.cpu_known = c.r.cpu_known,
+		};
 		rms[i] = (double)ref_ns / 1e6;
-		cms[i] = (double)c.r.child_ns / 1e6;
+		/* the reported time never undercuts what the parent itself measured of the call */
+		cms[i] = (double)kg_timing_reported(&calls[i], &cal) / 1e6;
 		pms[i] = (double)c.r.parent_ns / 1e6;
-		calls[i] = (struct kg_timed_call){c.r.child_ns, c.r.parent_ns, c.r.span_ns, c.r.tail_ns};
 	}
 	if (!kg_run_ok(r))
 		goto out;
@@ -186,10 +308,10 @@ void kg_phase_timing(struct kg_run *r)
 	struct kg_timing pt;
 	kg_timing_stats(pms, n, &pt);
 	r->v->cand.parent_median_ms = pt.median_ms;
-	if (judge(r, calls, n, pt.median_ms)) {
+	if (judge(r, calls, n, &cal)) {
 		/* a forged claim makes every derived figure meaningless: report the parent's view only */
 		kg_verdict_add_check(r->v, "timing", KG_CHECK_FAIL, kg_secs_since(t0),
-				     "the runner's time claims contradict the parent's clock (parent median %.4f ms)",
+				     "the runner's time claims contradict the parent's clocks (parent median %.4f ms)",
 				     pt.median_ms);
 		goto out;
 	}
@@ -204,4 +326,5 @@ out:
 	free(rms);
 	free(pms);
 	free(calls);
+	free(sched);
 }

@@ -1,6 +1,8 @@
-/* Timing: the statistics of a series of timed calls and the judgement of the runner's time claims
- * against the parent's own clock. The timing phase itself (timing.c) runs both sides side by side
- * on fresh inputs with flushed caches and checks every timed output. */
+/* Timing: the statistics of a series of timed calls, and the trusted clock: a lower bound on every
+ * timed call from what the parent itself observes, which the reported time may never undercut,
+ * and the judgement of the runner's claims against it. The timing phase itself (timing.c) runs
+ * both sides on fresh inputs of every class, interleaved with checked calls, and checks every
+ * output. */
 #ifndef KG_TIMING_H
 #define KG_TIMING_H
 
@@ -11,24 +13,48 @@
 /* Median, p10, p90, min, max and spread of n samples (sorts ms in place). */
 void kg_timing_stats(double *ms, int n, struct kg_timing *t);
 
-/* One timed call as both clocks saw it. */
+/* One timed call as both sides saw it. */
 struct kg_timed_call {
 	uint64_t child_ns; /* the runner's claim */
 	uint64_t parent_ns; /* the parent's round trip of RUN */
 	uint64_t span_ns; /* the parent's clock from sending RUN to the outputs being back */
 	uint64_t tail_ns; /* the device's claimed tail after the stream */
+	uint64_t cpu_ns; /* CPU time the kernel charged the runner over span_ns (when cpu_known) */
+	uint64_t flush_cpu_ns; /* CPU time the kernel charged the runner for the flush before it */
+	int cpu_known;
 };
+
+/* The session's calibration, on calls that did nothing, measured before the .so was loaded. */
+struct kg_clock_cal {
+	uint64_t run_ns; /* RUN round trip of a call that does nothing */
+	uint64_t cpu_ns; /* the runner's CPU time over such a call's span */
+	uint64_t flush_cpu_ns; /* the runner's CPU time for one flush; 0: not measured */
+	int cpu_clock; /* the work runs on the CPU: the runner's CPU time bounds it */
+	int par; /* threads the candidate may run at once (1 without threads) */
+};
+
+/* The trusted lower bound of one call's work, in ns. CPU backends: the CPU time the kernel charged
+ * the runner over the call's span, less a call that does nothing, over par (work hidden from the
+ * runner's clock still costs CPU time; contention adds wall time but no CPU time). Devices: the
+ * RUN round trip less a call that does nothing and the claimed tail. */
+uint64_t kg_timing_bound(const struct kg_timed_call *c, const struct kg_clock_cal *cal);
+/* The time a call is reported at: its claim, never below the trusted bound. */
+uint64_t kg_timing_reported(const struct kg_timed_call *c, const struct kg_clock_cal *cal);
 
 /* What the parent's clocks say of the runner's claims, over every timed call. */
 struct kg_tamper {
 	int impossible; /* first call whose claim exceeds the parent's round trip, -1 when none */
-	double min_hidden_share; /* smallest share of a span left unexplained (0 when under 1 ms) */
+	int lies; /* calls whose claim falls well short of the trusted bound */
+	int first_lie; /* -1 when none */
+	int flush_skipped; /* flushes that took far less CPU time than a calibrated one */
+	int forged; /* the verdict: the claims contradict the parent's clocks */
 };
-/* overhead_ns: the channel's round trip (NOP) plus what the trusted runner needed to copy the
- * outputs back; what is left of a span beyond the claim, the tail and the overhead is work hidden
- * from the claim. Work hidden from the claim shows in every call, scheduling noise in some. */
-void kg_timing_tamper(const struct kg_timed_call *calls, int n, uint64_t overhead_ns, struct kg_tamper *t);
-/* The bound: hidden work in every call, at least this share of its span. */
-#define KG_TAMPER_HIDDEN_SHARE 0.5
+void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_clock_cal *cal, struct kg_tamper *t);
+/* A claim below KG_TAMPER_SHARE of the CPU bound, less KG_TAMPER_SLACK_NS, is a lie; a majority of
+ * lies is forgery. A device bound (wall clock) is noisier: a lie there is a gap of at least 1 ms
+ * and half the span, and only a lie in every call is forgery (contention makes some). */
+#define KG_TAMPER_SHARE 0.75
+#define KG_TAMPER_SLACK_NS 50000u
+#define KG_TAMPER_DEVICE_GAP_NS 1000000u
 
 #endif

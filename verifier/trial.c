@@ -158,7 +158,13 @@ void kg_run_cand_ended(struct kg_run *r, const char *during, enum kg_input_class
 	const struct kg_sb_outcome *o = &r->cs.outcome;
 	char what[700];
 	kg_end_describe(o, what, sizeof(what));
-	struct kg_reason *x = trial_reason(r, kg_end_reason(o->end), cls, seed, "candidate %s: %s", during, what);
+	enum kg_reason_code code = kg_end_reason(o->end);
+	if (kg_end_sealed_call(o, r->cs.sealed)) {
+		code = KG_R_SANDBOX_DLOPEN;
+		snprintf(what, sizeof(what), "after it was loaded it opened a file or mapped executable memory (a "
+					     "run-time dlopen or new code), and the runner's seal ended it");
+	}
+	struct kg_reason *x = trial_reason(r, code, cls, seed, "candidate %s: %s", during, what);
 	if (!trial) {
 		x->has_seed = 0;
 		x->input_class[0] = '\0';
@@ -436,7 +442,8 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 		}
 	}
 	r->n_trials++;
-	kg_run_candidate(r, 0, cls, seed, &c);
+	/* flushed like a timed call, so that no call tells the candidate which phase it is in */
+	kg_run_candidate(r, 1, cls, seed, &c);
 	if (r->cand_dead)
 		return;
 	if (with_async && c.ok && (async_check(r, cls, seed) || r->cand_dead))

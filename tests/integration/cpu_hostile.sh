@@ -47,6 +47,14 @@ else
 fi
 hostile sandbox.output_limit softmax $H/print_flood.c $P
 hostile timing.tampered softmax $H/forge_timing.c $P
+# Runner tampering and run-time code, against the sealed runner and the trusted clock (each
+# accepted by kgate 0.1; the faults are writes to sealed pages):
+hostile sandbox.crash softmax $H/got_clock.c $P
+hostile sandbox.crash softmax $H/zero_flush.c $P
+hostile timing.tampered softmax $H/stack_clock.c $P
+hostile sandbox.dlopen softmax $H/dlopen_symtab.c $P
+hostile sandbox.dlopen softmax $H/jit_exec.c $P
+hostile check.stale_result softmax $H/phase_switch.c $P
 
-echo "false positives (honest rejected): $fp of 6; false negatives (hostile passed or misattributed): $fn of 20"
+echo "false positives (honest rejected): $fp of 6; false negatives (hostile passed or misattributed): $fn of 26"
 finish

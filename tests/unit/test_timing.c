@@ -1,4 +1,6 @@
-/* Timing statistics and the tamper bound: the runner's claims against the parent's clock. */
+/* Timing statistics and the trusted clock: the per-call bound from the parent's own measures, the
+ * reported time that never undercuts it, and the tamper judgement (forged claims rejected, honest
+ * ones under CPU contention accepted). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,41 +32,151 @@ static void test_stats(void **state)
 	assert_int_equal(t.n, 0);
 }
 
-static void test_tamper(void **state)
+static const struct kg_clock_cal cpu_cal = {.run_ns = 40000, .cpu_ns = 20000, .flush_cpu_ns = 5000000, .cpu_clock = 1, .par = 1};
+
+/* A CPU call: claim, parent round trip, and the CPU time the kernel charged the runner. */
+static struct kg_timed_call cpu_call(uint64_t claim, uint64_t parent, uint64_t cpu)
+{
+	return (struct kg_timed_call){.child_ns = claim, .parent_ns = parent, .span_ns = parent + 30000, .cpu_ns = cpu,
+				      .flush_cpu_ns = 5000000, .cpu_known = 1};
+}
+
+static void test_bound_cpu(void **state)
 {
 	(void)state;
+	struct kg_timed_call c = cpu_call(600000, 700000, 640000);
+	/* CPU time less a call that does nothing */
+	assert_int_equal(kg_timing_bound(&c, &cpu_cal), 620000);
+	/* an honest claim stands; a short one is raised to the bound */
+	assert_int_equal(kg_timing_reported(&c, &cpu_cal), 620000);
+	c.child_ns = 630000;
+	assert_int_equal(kg_timing_reported(&c, &cpu_cal), 630000);
+	c.child_ns = 1000;
+	assert_int_equal(kg_timing_reported(&c, &cpu_cal), 620000);
+	/* unknown CPU time: no bound from it */
+	c.cpu_known = 0;
+	assert_int_equal(kg_timing_bound(&c, &cpu_cal), 0);
+	/* with threads the CPU time spreads over every CPU */
+	struct kg_clock_cal thr = cpu_cal;
+	thr.par = 4;
+	c = cpu_call(1000, 700000, 4020000);
+	assert_int_equal(kg_timing_bound(&c, &thr), 1000000);
+}
+
+static void test_bound_device(void **state)
+{
+	(void)state;
+	const struct kg_clock_cal dev = {.run_ns = 50000};
+	struct kg_timed_call c = {.child_ns = 1000000, .parent_ns = 1080000, .span_ns = 1500000, .tail_ns = 10000};
+	assert_int_equal(kg_timing_bound(&c, &dev), 1020000);
+	assert_int_equal(kg_timing_reported(&c, &dev), 1020000);
+	c.parent_ns = 10000;
+	assert_int_equal(kg_timing_bound(&c, &dev), 0);
+}
+
+static void test_tamper_cpu(void **state)
+{
+	(void)state;
+	struct kg_timed_call c[5];
+	struct kg_tamper t;
+	/* honest under heavy contention: round trips seven times the claim, CPU time matches it
+	 * (the false rejection of online.c during a parallel build) */
+	for (int i = 0; i < 5; i++)
+		c[i] = cpu_call(610000, 4373000, 640000);
+	kg_timing_tamper(c, 5, &cpu_cal, &t);
+	assert_int_equal(t.impossible, -1);
+	assert_int_equal(t.lies, 0);
+	assert_false(t.forged);
+	/* a claim longer than the parent's round trip cannot be */
+	c[1].child_ns = 5000000;
+	kg_timing_tamper(c, 5, &cpu_cal, &t);
+	assert_int_equal(t.impossible, 1);
+	assert_true(t.forged);
+	/* a skewed clock: 1% claimed of work the CPU time shows, in every call (even short ones) */
+	for (int i = 0; i < 5; i++)
+		c[i] = cpu_call(6000, 700000, 620000);
+	kg_timing_tamper(c, 5, &cpu_cal, &t);
+	assert_int_equal(t.lies, 5);
+	assert_int_equal(t.first_lie, 0);
+	assert_true(t.forged);
+	/* one odd call in five is noise, not forgery */
+	for (int i = 0; i < 5; i++)
+		c[i] = cpu_call(600000, 700000, 620000);
+	c[3].cpu_ns = 3000000;
+	kg_timing_tamper(c, 5, &cpu_cal, &t);
+	assert_int_equal(t.lies, 1);
+	assert_false(t.forged);
+	/* a very short kernel: the slack keeps CPU noise of tens of microseconds quiet */
+	for (int i = 0; i < 5; i++)
+		c[i] = cpu_call(5000, 90000, 80000);
+	kg_timing_tamper(c, 5, &cpu_cal, &t);
+	assert_false(t.forged);
+	/* with threads, lies are not judged (the bound only caps the reported time) */
+	struct kg_clock_cal thr = cpu_cal;
+	thr.par = 8;
+	for (int i = 0; i < 5; i++)
+		c[i] = cpu_call(6000, 700000, 8000000);
+	kg_timing_tamper(c, 5, &thr, &t);
+	assert_false(t.forged);
+}
+
+static void test_tamper_flush(void **state)
+{
+	(void)state;
+	struct kg_timed_call c[4];
+	struct kg_tamper t;
+	for (int i = 0; i < 4; i++)
+		c[i] = cpu_call(600000, 700000, 620000);
+	kg_timing_tamper(c, 4, &cpu_cal, &t);
+	assert_int_equal(t.flush_skipped, 0);
+	/* a zeroed flush size: flushes that cost nothing */
+	for (int i = 0; i < 4; i++)
+		c[i].flush_cpu_ns = 3000;
+	kg_timing_tamper(c, 4, &cpu_cal, &t);
+	assert_int_equal(t.flush_skipped, 4);
+	assert_true(t.forged);
+	/* an uncalibrated flush (too cheap to judge) is never called skipped */
+	struct kg_clock_cal cheap = cpu_cal;
+	cheap.flush_cpu_ns = 200000;
+	kg_timing_tamper(c, 4, &cheap, &t);
+	assert_int_equal(t.flush_skipped, 0);
+}
+
+static void test_tamper_device(void **state)
+{
+	(void)state;
+	const struct kg_clock_cal dev = {.run_ns = 50000};
 	struct kg_timed_call c[3];
 	struct kg_tamper t;
-	/* honest: the claim explains the span up to the overhead */
 	for (int i = 0; i < 3; i++)
 		c[i] = (struct kg_timed_call){.child_ns = 10000000, .parent_ns = 10100000, .span_ns = 10300000};
-	kg_timing_tamper(c, 3, 200000, &t);
-	assert_int_equal(t.impossible, -1);
-	assert_true(t.min_hidden_share < KG_TAMPER_HIDDEN_SHARE);
-	/* a claim longer than the parent's round trip cannot be */
-	c[1].child_ns = 20000000;
-	kg_timing_tamper(c, 3, 200000, &t);
-	assert_int_equal(t.impossible, 1);
-	/* work hidden after the claimed stop in every call */
+	kg_timing_tamper(c, 3, &dev, &t);
+	assert_false(t.forged);
+	/* work hidden after the runner's stop event in every call */
 	for (int i = 0; i < 3; i++)
 		c[i] = (struct kg_timed_call){.child_ns = 100000, .parent_ns = 50000000, .span_ns = 50200000};
-	kg_timing_tamper(c, 3, 200000, &t);
-	assert_true(t.min_hidden_share > KG_TAMPER_HIDDEN_SHARE);
-	/* ...but one call without the gap (scheduling noise elsewhere) keeps the bound quiet */
+	kg_timing_tamper(c, 3, &dev, &t);
+	assert_true(t.forged);
+	/* one call without the gap (contention made the others): reported at the bound, not judged */
 	c[2] = (struct kg_timed_call){.child_ns = 49000000, .parent_ns = 49100000, .span_ns = 49300000};
-	kg_timing_tamper(c, 3, 200000, &t);
-	assert_true(t.min_hidden_share < KG_TAMPER_HIDDEN_SHARE);
-	/* under a millisecond of gap is never called hidden work */
+	kg_timing_tamper(c, 3, &dev, &t);
+	assert_false(t.forged);
+	assert_int_equal(kg_timing_reported(&c[0], &dev), 50000000 - 50000);
+	/* under a millisecond of gap is never a lie */
 	c[0] = (struct kg_timed_call){.child_ns = 10000, .parent_ns = 900000, .span_ns = 900000};
-	kg_timing_tamper(c, 1, 0, &t);
-	assert_float_equal(t.min_hidden_share, 0, 0);
+	kg_timing_tamper(c, 1, &dev, &t);
+	assert_false(t.forged);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stats),
-		cmocka_unit_test(test_tamper),
+		cmocka_unit_test(test_bound_cpu),
+		cmocka_unit_test(test_bound_device),
+		cmocka_unit_test(test_tamper_cpu),
+		cmocka_unit_test(test_tamper_flush),
+		cmocka_unit_test(test_tamper_device),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
