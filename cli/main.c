@@ -41,7 +41,7 @@ static void verify_usage(FILE *f)
 		"  --reference B       run the task's reference on backend B (cpu: the C reference, also for a\n"
 		"                      CUDA candidate; used to check the CUDA references themselves)\n"
 		"  --flag F            pass a compiler flag (must be allowed by the policy); repeatable\n"
-		"  --seed S            reuse a master seed from an earlier report (reproduction)\n"
+		"  --seed S            reuse the seed of an earlier report (reproduction)\n"
 		"  --trials N          seeds per input class (overrides the policy)\n"
 		"  --iterations N      timed iterations (0 skips timing)\n"
 		"  --no-layer L        do not attempt a sandbox layer (e.g. userns on hosts that forbid it)\n"
@@ -103,12 +103,18 @@ static int cmd_verify(int argc, char **argv)
 			flags[n_flags++] = optarg;
 			break;
 		case 'x':
-			errno = 0;
-			o.seed = strtoull(optarg, &end, 0);
-			if (errno || !*optarg || *end) {
-				fprintf(stderr, "kgate: --seed: not a number: %s\n", optarg);
-				return KG_EXIT_USAGE;
+			/* a report's seed (64 hex digits, the run's key; checked in the plan) or a number a
+			 * key is derived from */
+			if (strlen(optarg) != 64) {
+				errno = 0;
+				o.seed = strtoull(optarg, &end, 0);
+				if (errno || !*optarg || *end) {
+					fprintf(stderr, "kgate: --seed: not a report's 64-hex-digit seed nor a number: %s\n",
+						optarg);
+					return KG_EXIT_USAGE;
+				}
 			}
+			o.seed_text = optarg;
 			o.has_seed = 1;
 			break;
 		case 't':

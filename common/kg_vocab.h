@@ -143,7 +143,10 @@ const char *kg_reason_full(enum kg_reason_code c);
 	XX(NEGATIVE, "negative", "negative values only")                                               \
 	XX(SPECIAL, "special", "NaN and Inf sprinkled in; only where the task defines them")           \
 	XX(IDENTITY, "identity", "identity matrices for square 2-D activations, normal elsewhere")     \
-	XX(SORTED, "sorted", "ascending along the last dimension")
+	XX(SORTED, "sorted", "ascending along the last dimension")                                     \
+	XX(LARGE_MEAN, "large_mean", "unit spread around a mean far from zero (one-pass variance breaks)") \
+	XX(CONSTANT_ROWS, "constant_rows", "every row (last dimension) one value, a different one per row") \
+	XX(NEAR_DUPLICATE, "near_duplicate", "rows equal to one base row but for a few moved elements")
 
 enum kg_input_class {
 #define KG_XX(e, name, desc) KG_CLASS_##e,

@@ -16,6 +16,7 @@
 
 #include <kgate/kernel.h>
 
+#include "runner/arena.h"
 #include "runner/backend.h"
 #include "runner/wire.h"
 #include "sandbox/sandbox.h"
@@ -133,6 +134,8 @@ static int setup_ok(const struct kg_wire_cmd *c, size_t arena_size)
 	return 1;
 }
 
+static struct kg_rarena rarena; /* the parent's arena as mapped here (runner/arena.h) */
+
 static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
 {
 	struct call call = {0};
@@ -184,7 +187,10 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
 			call.n_in = (int)cmd.n_in;
 			call.n_out = (int)cmd.n_out;
 			in_use = cmd.arena_size;
-			if (b->setup && b->setup(b, cmd.t, call.n_in + call.n_out, r.msg, sizeof(r.msg)))
+			/* paged arena: this layout's tensor pages mapped, every other page left unmapped */
+			if (kg_rarena_guard(&rarena, cmd.t, call.n_in + call.n_out, r.msg, sizeof(r.msg)))
+				r.status = KG_WS_ERROR;
+			else if (b->setup && b->setup(b, cmd.t, call.n_in + call.n_out, r.msg, sizeof(r.msg)))
 				r.status = KG_WS_CUDA;
 			break;
 		case KG_OP_UPLOAD:
@@ -280,26 +286,18 @@ int main(int argc, char **argv)
 	struct kg_rbackend *b = find_backend(backend);
 	struct kg_wire_reply hello = {.op = KG_OP_HELLO};
 	int ctl = KG_WIRE_CTL_FD;
-	struct stat st;
-	void *arena = MAP_FAILED;
 	if (!b) {
 		hello.status = KG_WS_ERROR;
 		snprintf(hello.msg, sizeof(hello.msg), "backend '%s' is not available in this build", backend);
 		goto fail;
 	}
 	b->exact = exact;
-	if (fstat(KG_WIRE_ARENA_FD, &st) || st.st_size <= 0) {
+	if (kg_rarena_map(&rarena, hello.msg, sizeof(hello.msg))) {
 		hello.status = KG_WS_ERROR;
-		snprintf(hello.msg, sizeof(hello.msg), "no arena on fd %d", KG_WIRE_ARENA_FD);
 		goto fail;
 	}
-	arena = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, KG_WIRE_ARENA_FD, 0);
-	if (arena == MAP_FAILED) {
-		hello.status = KG_WS_ERROR;
-		snprintf(hello.msg, sizeof(hello.msg), "mmap arena: %s", strerror(errno));
-		goto fail;
-	}
-	if (b->init(b, arena, (size_t)st.st_size, hello.msg, sizeof(hello.msg))) {
+	kg_rarena_fault_names(&rarena);
+	if (b->init(b, rarena.base, rarena.size, hello.msg, sizeof(hello.msg))) {
 		hello.status = b->device ? KG_WS_CUDA : KG_WS_ERROR;
 		goto fail;
 	}
@@ -350,7 +348,7 @@ int main(int argc, char **argv)
 		snprintf(hello.msg, sizeof(hello.msg), "sealing the runner's calls: %s", se.msg);
 		goto fail;
 	}
-	return serve(ctl, b, (size_t)st.st_size, seal);
+	return serve(ctl, b, rarena.size, seal);
 fail:
 	send_reply(ctl, &hello);
 	return 1;

@@ -14,7 +14,8 @@
 
 /* fds the runner finds at start: */
 #define KG_WIRE_CTL_FD 3 /* SOCK_SEQPACKET to the parent */
-#define KG_WIRE_ARENA_FD 4 /* memfd holding the arena */
+#define KG_WIRE_ARENA_FD 4 /* memfd holding the arena (a paged arena: its outputs) */
+#define KG_WIRE_INPUT_FD 5 /* a paged arena's inputs: sealed, mapped read-only before the outputs */
 
 enum kg_wire_op {
 	KG_OP_HELLO = 1, /* runner -> parent once it is initialised and filtered */

@@ -1,5 +1,6 @@
-/* Arena layout, canaries and poison. Guard bands are everything between buffers, so an overrun
- * of a single byte in either direction lands in a band. */
+/* Arena layouts (flat and paged), canaries and poison. Guard bands are everything between buffers,
+ * so an overrun of a single byte in either direction lands in a band (paged: in an unmapped page
+ * of the candidate's process); their words and the poison are keyed ChaCha20 output. */
 #include "verifier/arena.h"
 
 #include <errno.h>
@@ -9,7 +10,10 @@
 #include <unistd.h>
 
 #include "verifier/dtype.h"
-#include "verifier/prng.h"
+
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010 /* Linux >= 5.1 */
+#endif
 
 static uint64_t align_up(uint64_t v, uint64_t a)
 {
@@ -24,29 +28,62 @@ size_t kg_arena_size_for(const uint64_t *bytes, int n)
 	return (size_t)align_up(cur + KG_ARENA_GUARD, 4096);
 }
 
-int kg_arena_create(struct kg_arena *a, size_t capacity, kg_error *e)
+void kg_arena_paged_size_for(const uint64_t *bytes, int n_in, int n_out, size_t *in_bytes, size_t *out_bytes)
+{
+	/* inputs: [guard][tensor]...[guard]; outputs: [tensor][guard]... (the input file's last guard
+	 * page is the first output's front guard) */
+	uint64_t cur = KG_ARENA_PAGE;
+	for (int i = 0; i < n_in; i++)
+		cur += align_up(bytes[i] ? bytes[i] : 1, KG_ARENA_PAGE) + KG_ARENA_PAGE;
+	*in_bytes = (size_t)cur;
+	cur = 0;
+	for (int i = n_in; i < n_in + n_out; i++)
+		cur += align_up(bytes[i] ? bytes[i] : 1, KG_ARENA_PAGE) + KG_ARENA_PAGE;
+	*out_bytes = (size_t)(cur ? cur : KG_ARENA_PAGE);
+}
+
+static void arena_init(struct kg_arena *a)
 {
 	memset(a, 0, sizeof(*a));
-	a->fd = -1;
+	a->fd = a->fd_in = -1;
 	a->base = MAP_FAILED;
-	capacity = (size_t)align_up(capacity, 4096);
-	int fd = memfd_create("kgate-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+}
+
+static int memfd_sized(const char *name, size_t bytes, kg_error *e)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return kg_err(e, -errno, "memfd_create: %s", strerror(errno));
-	if (ftruncate(fd, (off_t)capacity)) {
-		int rc = kg_err(e, -errno, "arena of %zu bytes: %s", capacity, strerror(errno));
+	if (ftruncate(fd, (off_t)bytes)) {
+		int rc = kg_err(e, -errno, "arena of %zu bytes: %s", bytes, strerror(errno));
 		close(fd);
 		return rc;
 	}
+	return fd;
+}
+
+static int seal(int fd, int seals, const char *what, kg_error *e)
+{
+	if (fcntl(fd, F_ADD_SEALS, seals))
+		return kg_err(e, -errno, "sealing the %s: %s", what, strerror(errno));
+	return 0;
+}
+
+int kg_arena_create(struct kg_arena *a, size_t capacity, kg_error *e)
+{
+	arena_init(a);
+	capacity = (size_t)align_up(capacity, 4096);
+	int rc, fd = memfd_sized("kgate-arena", capacity, e);
+	if (fd < 0)
+		return fd;
 	/* A runner that shrank the file would make our next access SIGBUS: seal the size. */
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
-		int rc = kg_err(e, -errno, "sealing the arena: %s", strerror(errno));
+	if ((rc = seal(fd, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL, "arena", e))) {
 		close(fd);
 		return rc;
 	}
 	void *p = mmap(NULL, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
-		int rc = kg_err(e, -errno, "mapping the arena: %s", strerror(errno));
+		rc = kg_err(e, -errno, "mapping the arena: %s", strerror(errno));
 		close(fd);
 		return rc;
 	}
@@ -56,48 +93,126 @@ int kg_arena_create(struct kg_arena *a, size_t capacity, kg_error *e)
 	return 0;
 }
 
+int kg_arena_create_paged(struct kg_arena *a, size_t in_bytes, size_t out_bytes, kg_error *e)
+{
+	int rc;
+	arena_init(a);
+	if (sysconf(_SC_PAGESIZE) != KG_ARENA_PAGE)
+		return kg_err(e, -ENOTSUP, "paged arena: the host's page is %ld bytes, kgate lays out %d",
+			      sysconf(_SC_PAGESIZE), KG_ARENA_PAGE);
+	in_bytes = (size_t)align_up(in_bytes, KG_ARENA_PAGE);
+	out_bytes = (size_t)align_up(out_bytes, KG_ARENA_PAGE);
+	a->paged = 1;
+	a->in_cap = in_bytes;
+	a->capacity = in_bytes + out_bytes;
+	if ((a->fd_in = memfd_sized("kgate-inputs", in_bytes, e)) < 0 ||
+	    (a->fd = memfd_sized("kgate-outputs", out_bytes, e)) < 0) {
+		rc = a->fd_in < 0 ? a->fd_in : a->fd;
+		goto fail;
+	}
+	/* One range, both files: slot offsets work the same in either layout. */
+	void *p = mmap(NULL, a->capacity, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		rc = kg_err(e, -errno, "reserving the arena: %s", strerror(errno));
+		goto fail;
+	}
+	a->base = p;
+	if (mmap(a->base, in_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, a->fd_in, 0) == MAP_FAILED ||
+	    mmap(a->base + in_bytes, out_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, a->fd, 0) ==
+		    MAP_FAILED) {
+		rc = kg_err(e, -errno, "mapping the arena: %s", strerror(errno));
+		goto fail;
+	}
+	/* Our writable mapping of the inputs exists now; from here on no process can write the file
+	 * or map it writable (the runner's mprotect to PROT_WRITE fails: the mapping may not write),
+	 * nor punch holes in it. Only our mapping refreshes the inputs. */
+	if ((rc = seal(a->fd_in, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL, "inputs", e)) ||
+	    (rc = seal(a->fd, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL, "outputs", e)))
+		goto fail;
+	return 0;
+fail:
+	kg_arena_destroy(a);
+	return rc;
+}
+
 void kg_arena_destroy(struct kg_arena *a)
 {
 	if (a->base && a->base != MAP_FAILED)
 		munmap(a->base, a->capacity);
 	if (a->fd >= 0)
 		close(a->fd);
+	if (a->fd_in >= 0)
+		close(a->fd_in);
 	a->base = MAP_FAILED;
-	a->fd = -1;
+	a->fd = a->fd_in = -1;
 }
 
-static unsigned char canary_byte(uint64_t key, uint64_t off)
+void kg_arena_set_keys(struct kg_arena *a, const kg_key *canary, const kg_key *poison)
 {
-	uint64_t w = kg_seed_derive(key, off >> 3);
-	return (unsigned char)(w >> ((off & 7) * 8));
+	a->canary_key = *canary;
+	a->poison_key = *poison;
+}
+
+/* The canary words: word k of the arena (bytes 8k..8k+7) is word k of the keystream of
+ * (canary key, id). Bands are walked in order, so one block serves eight words. */
+struct words {
+	kg_prng r;
+	uint32_t blk_no;
+	int have;
+};
+
+static uint64_t canary_word(struct words *w, uint64_t k)
+{
+	uint32_t blk = (uint32_t)(k >> 3);
+	if (!w->have || blk != w->blk_no) {
+		kg_chacha20_block(w->r.key, blk, w->r.nonce, w->r.buf);
+		w->blk_no = blk;
+		w->have = 1;
+	}
+	int i = (int)(k & 7) * 2;
+	return (uint64_t)w->r.buf[i] | (uint64_t)w->r.buf[i + 1] << 32;
+}
+
+static void words_init(const struct kg_arena *a, struct words *w)
+{
+	kg_prng_init(&w->r, &a->canary_key, 0, a->canary_id);
+	w->have = 0;
+}
+
+static unsigned char canary_byte(struct words *w, uint64_t off)
+{
+	return (unsigned char)(canary_word(w, off >> 3) >> ((off & 7) * 8));
 }
 
 static void fill_range(struct kg_arena *a, uint64_t lo, uint64_t hi)
 {
-	/* Word at a time where aligned; the keyed words make each band's content unique. */
+	struct words w;
+	words_init(a, &w);
 	uint64_t o = lo;
 	for (; o < hi && (o & 7); o++)
-		a->base[o] = canary_byte(a->canary_key, o);
+		a->base[o] = canary_byte(&w, o);
 	for (; o + 8 <= hi; o += 8) {
-		uint64_t w = kg_seed_derive(a->canary_key, o >> 3);
-		memcpy(a->base + o, &w, 8);
+		uint64_t v = canary_word(&w, o >> 3);
+		memcpy(a->base + o, &v, 8);
 	}
 	for (; o < hi; o++)
-		a->base[o] = canary_byte(a->canary_key, o);
+		a->base[o] = canary_byte(&w, o);
 }
 
 static int check_range(const struct kg_arena *a, uint64_t lo, uint64_t hi, uint64_t *bad)
 {
+	struct words w;
+	words_init(a, &w);
 	for (uint64_t o = lo; o < hi; o++) {
 		if (!(o & 7) && o + 8 <= hi) {
-			uint64_t w = kg_seed_derive(a->canary_key, o >> 3), got;
+			uint64_t v = canary_word(&w, o >> 3), got;
 			memcpy(&got, a->base + o, 8);
-			if (w == got) {
+			if (v == got) {
 				o += 7;
 				continue;
 			}
 		}
-		if (a->base[o] != canary_byte(a->canary_key, o)) {
+		if (a->base[o] != canary_byte(&w, o)) {
 			*bad = o;
 			return 1;
 		}
@@ -105,9 +220,9 @@ static int check_range(const struct kg_arena *a, uint64_t lo, uint64_t hi, uint6
 	return 0;
 }
 
-void kg_arena_canary_fill(struct kg_arena *a, uint64_t key)
+void kg_arena_canary_fill(struct kg_arena *a, uint64_t id)
 {
-	a->canary_key = key;
+	a->canary_id = id;
 	uint64_t cur = 0;
 	int n = a->n_in + a->n_out;
 	for (int i = 0; i < n; i++) {
@@ -150,7 +265,7 @@ int kg_arena_layout(struct kg_arena *a, int n_in, int n_out, const kg_dtype *dt,
 	int n = n_in + n_out;
 	if (n > KG_ARENA_MAX_SLOTS)
 		return kg_err(e, -E2BIG, "more than %d tensors", KG_ARENA_MAX_SLOTS);
-	uint64_t cur = 0;
+	uint64_t cur = a->paged ? KG_ARENA_PAGE : 0;
 	for (int i = 0; i < n; i++) {
 		struct kg_arena_slot *s = &a->slot[i];
 		memset(s, 0, sizeof(*s));
@@ -161,17 +276,29 @@ int kg_arena_layout(struct kg_arena *a, int n_in, int n_out, const kg_dtype *dt,
 		for (int d = 0; d < ndim[i]; d++)
 			s->numel *= shape[i][d];
 		s->bytes = (uint64_t)s->numel * kg_dtype_size(dt[i]);
-		s->off = align_up(cur + KG_ARENA_GUARD, KG_ARENA_ALIGN);
-		cur = s->off + s->bytes;
+		if (!a->paged) {
+			s->off = align_up(cur + KG_ARENA_GUARD, KG_ARENA_ALIGN);
+			cur = s->off + s->bytes;
+			continue;
+		}
+		/* the tensor's last byte is its last page's: an overrun of one byte is in the guard page;
+		 * its start is then aligned to its size's alignment (its element size at least) */
+		if (i == n_in)
+			cur = a->in_cap;
+		uint64_t end = cur + align_up(s->bytes ? s->bytes : 1, KG_ARENA_PAGE);
+		s->off = end - s->bytes;
+		cur = end + KG_ARENA_PAGE;
+		if (i < n_in && cur > a->in_cap)
+			return kg_err(e, -ENOSPC, "inputs need more than the arena's %zu bytes", a->in_cap);
 	}
-	uint64_t used = align_up(cur + KG_ARENA_GUARD, 4096);
+	uint64_t used = a->paged ? (n_out ? cur : a->in_cap) : align_up(cur + KG_ARENA_GUARD, 4096);
 	if (used > a->capacity)
 		return kg_err(e, -ENOSPC, "layout needs %llu bytes, the arena has %zu", (unsigned long long)used,
 			      a->capacity);
 	a->n_in = n_in;
 	a->n_out = n_out;
 	a->used = (size_t)used;
-	kg_arena_canary_fill(a, a->canary_key);
+	kg_arena_canary_fill(a, a->canary_id);
 	return 0;
 }
 
@@ -189,12 +316,12 @@ static uint64_t poison_pattern(kg_dtype dt, uint64_t r)
 	}
 }
 
-void kg_arena_poison(struct kg_arena *a, uint64_t seed)
+void kg_arena_poison(struct kg_arena *a, uint64_t id)
 {
 	for (int i = a->n_in; i < a->n_in + a->n_out; i++) {
 		struct kg_arena_slot *s = &a->slot[i];
 		size_t es = kg_dtype_size(s->dtype);
-		s->poison = poison_pattern(s->dtype, kg_seed_derive(seed, (uint64_t)i));
+		s->poison = poison_pattern(s->dtype, kg_key_u64(&a->poison_key, (uint32_t)i, id));
 		unsigned char pat[8];
 		memcpy(pat, &s->poison, 8); /* little-endian: the element's bytes are the low bytes */
 		unsigned char *p = a->base + s->off;
@@ -222,4 +349,33 @@ int64_t kg_arena_unwritten(const struct kg_arena *a, int slot, const void *exp)
 			return i;
 	}
 	return -1;
+}
+
+int kg_arena_where(const struct kg_arena *a, uint64_t off, int *slot, int *side, uint64_t *pos)
+{
+	int n = a->n_in + a->n_out;
+	uint64_t prev_end = 0;
+	if (off >= a->used)
+		return KG_ARENA_AT_NONE;
+	for (int i = 0; i <= n; i++) {
+		uint64_t start = i < n ? a->slot[i].off : a->used;
+		if (off < start) {
+			/* in the band before slot i: name the nearer edge */
+			uint64_t after_prev = i > 0 ? off - prev_end : UINT64_MAX;
+			uint64_t before_next = i < n ? start - 1 - off : UINT64_MAX;
+			*slot = after_prev <= before_next ? i - 1 : i;
+			*side = after_prev <= before_next ? 1 : -1;
+			*pos = after_prev <= before_next ? after_prev : before_next;
+			return KG_ARENA_AT_BAND;
+		}
+		if (i < n && off < start + a->slot[i].bytes) {
+			*slot = i;
+			*side = 0;
+			*pos = off - start;
+			return KG_ARENA_AT_TENSOR;
+		}
+		if (i < n)
+			prev_end = start + a->slot[i].bytes;
+	}
+	return KG_ARENA_AT_NONE;
 }

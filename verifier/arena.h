@@ -1,5 +1,11 @@
-/* The shared memory arena through which tensors reach the runner: one sealed memfd holding every
- * input and output, each surrounded by canary guard bands. The parent owns it; the runner maps it. */
+/* The shared memory through which tensors reach the runner. Two layouts:
+ * - paged (host-resident backends): inputs in their own memfd, sealed against writes once the
+ *   parent has mapped it (F_SEAL_FUTURE_WRITE), so the candidate's process can only map it
+ *   read-only; every tensor ends exactly at a page boundary with a page after it that the runner
+ *   leaves unmapped, and keyed canary words fill the bytes in front of it;
+ * - flat (device backends, which mirror it byte for byte): one memfd, every buffer 256-byte
+ *   aligned and surrounded by 4 KiB canary bands.
+ * The parent sees both memfds as one contiguous range: offsets below in_cap are the input file. */
 #ifndef KG_ARENA_H
 #define KG_ARENA_H
 
@@ -9,9 +15,11 @@
 #include <kgate/kernel.h>
 
 #include "kg_common.h"
+#include "verifier/prng.h"
 
-#define KG_ARENA_GUARD 4096 /* bytes of canary before and after every buffer */
-#define KG_ARENA_ALIGN 256 /* buffer start alignment (what cudaMalloc gives) */
+#define KG_ARENA_GUARD 4096 /* flat: bytes of canary before and after every buffer */
+#define KG_ARENA_ALIGN 256 /* flat: buffer start alignment (what cudaMalloc gives) */
+#define KG_ARENA_PAGE 4096 /* paged: the protection unit, checked against the host's at create */
 #define KG_ARENA_MAX_SLOTS 16
 
 struct kg_arena_slot {
@@ -25,20 +33,30 @@ struct kg_arena_slot {
 };
 
 struct kg_arena {
-	int fd;
+	int fd; /* flat: everything; paged: outputs */
+	int fd_in; /* paged: the inputs' sealed memfd; -1 when flat */
+	int paged;
 	unsigned char *base;
-	size_t capacity;
+	size_t capacity; /* bytes mapped at base (in_cap + the output file) */
+	size_t in_cap; /* paged: size of the input file, where outputs' offsets start */
 	size_t used; /* end of the last guard band of the current layout */
 	int n_in, n_out; /* slots: inputs first, then outputs */
 	struct kg_arena_slot slot[KG_ARENA_MAX_SLOTS];
-	uint64_t canary_key;
+	kg_key canary_key, poison_key; /* kg_arena_set_keys; zero until then */
+	uint64_t canary_id; /* the id of the current canary words */
 };
 
-/* Bytes needed for buffers of the given sizes. */
+/* Flat layout: bytes needed for buffers of the given sizes. */
 size_t kg_arena_size_for(const uint64_t *bytes, int n);
-/* Creates the memfd (sealed against resizing, so the runner cannot truncate it under us). */
+/* Flat arena: one memfd, sealed against resizing so the runner cannot truncate it under us. */
 int kg_arena_create(struct kg_arena *a, size_t capacity, kg_error *e);
+/* Paged layout: the input file's and the output file's sizes for buffers of the given sizes
+ * (inputs first). */
+void kg_arena_paged_size_for(const uint64_t *bytes, int n_in, int n_out, size_t *in_bytes, size_t *out_bytes);
+int kg_arena_create_paged(struct kg_arena *a, size_t in_bytes, size_t out_bytes, kg_error *e);
 void kg_arena_destroy(struct kg_arena *a);
+/* The secret keys of canary words and poison patterns (independent of the inputs' key). */
+void kg_arena_set_keys(struct kg_arena *a, const kg_key *canary, const kg_key *poison);
 /* Lays out n_in inputs and n_out outputs (dtype and shape each) and writes fresh canaries. */
 int kg_arena_layout(struct kg_arena *a, int n_in, int n_out, const kg_dtype *dt, const int *ndim,
 		    const int64_t (*shape)[KG_MAX_DIMS], kg_error *e);
@@ -46,15 +64,21 @@ static inline void *kg_arena_ptr(const struct kg_arena *a, int slot)
 {
 	return a->base + a->slot[slot].off;
 }
-/* Rewrites every guard band with the keyed pattern. */
-void kg_arena_canary_fill(struct kg_arena *a, uint64_t key);
+/* Rewrites every guard band with the keystream of (canary key, id). */
+void kg_arena_canary_fill(struct kg_arena *a, uint64_t id);
 /* 0 when intact; otherwise 1 with the slot whose band was hit, whether before (-1) or after (+1)
  * it, and the byte distance from the buffer's edge (0 = the first byte outside). */
 int kg_arena_canary_check(const struct kg_arena *a, int *slot, int *side, uint64_t *distance);
-/* Fills every output with a per-run NaN pattern (a random payload; random bytes for integers). */
-void kg_arena_poison(struct kg_arena *a, uint64_t seed);
+/* Fills every output with a NaN pattern keyed by (poison key, id) (random bytes for integers). */
+void kg_arena_poison(struct kg_arena *a, uint64_t id);
 /* Index of the first element of output slot that still holds its poison, and whose expected value
  * (exp, same dtype) is not that very pattern; -1 when all were written. */
 int64_t kg_arena_unwritten(const struct kg_arena *a, int slot, const void *exp);
+
+/* Where an arena offset lies in the current layout: KG_ARENA_AT_TENSOR (inside slot, pos bytes
+ * from its start), KG_ARENA_AT_BAND (between buffers: slot is the nearer one, side -1 before it
+ * or +1 after it, pos bytes from its edge), or KG_ARENA_AT_NONE (outside the layout). */
+enum { KG_ARENA_AT_NONE = 0, KG_ARENA_AT_TENSOR, KG_ARENA_AT_BAND };
+int kg_arena_where(const struct kg_arena *a, uint64_t off, int *slot, int *side, uint64_t *pos);
 
 #endif

@@ -1,5 +1,6 @@
 /* Input classes and their generators. Every tensor of every trial is filled from its own
- * sub-stream of a secret seed; weights and biases are randomised like data. */
+ * ChaCha20 streams under the trial's input key (derived from the run's secret); weights and
+ * biases are randomised like data. */
 #ifndef KG_INPUTS_H
 #define KG_INPUTS_H
 
@@ -13,10 +14,16 @@
 #include "verifier/task.h"
 
 
-/* Fills n elements of dtype at dst for tensor `spec` under class c. Weights and biases under the
- * degenerate classes (zeros, ones, identity) still get random values: the class tests the data,
- * and a default-init identity weight is exactly the shortcut we must not allow. */
+/* Fills n elements of dtype at dst for input number `tensor` (0..15) under class c, from the
+ * streams of trial_key. Weights and biases under the classes that shape the data (zeros, ones,
+ * identity, sorted, large_mean, constant_rows, near_duplicate...) still get normal values: the
+ * class tests the data, and a default-init identity weight is exactly the shortcut we must not
+ * allow. */
 void kg_inputs_fill(void *dst, kg_dtype dt, size_t n, const int64_t *shape, int ndim, enum kg_role role,
-		    enum kg_input_class c, uint64_t seed);
+		    enum kg_input_class c, const kg_key *trial_key, int tensor);
+/* The large_mean class gives a tensor of dtype dt a mean of magnitude in [lo, 2 lo), far above its
+ * unit spread, so that E[x^2]-E[x]^2 cancels; lo is small enough that honest fp32 sums stay within
+ * the tasks' tolerances. */
+double kg_inputs_large_mean_lo(kg_dtype dt);
 
 #endif

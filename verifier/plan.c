@@ -2,6 +2,7 @@
  * inputs can be wrong is caught here and returned as a usage error (exit 2). */
 #include "verifier/plan.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,78 @@
 
 #include "verifier/prng.h"
 #include "verifier/resolve.h"
+
+/* The run's key: fresh, or from --seed (a report's 64 hex digits are the key itself; a number is
+ * hashed into one, the same for "42" and "0x2a"), and the keys derived from it. */
+static int plan_key(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e)
+{
+	int rc;
+	if (o->has_seed && o->seed_text && strlen(o->seed_text) == KG_KEY_HEX_LEN) {
+		for (const char *c = o->seed_text; *c; c++)
+			if (!isxdigit((unsigned char)*c))
+				return kg_err(e, -EINVAL, "--seed: 64 characters but not hex digits: %s", o->seed_text);
+		kg_key_parse(o->seed_text, &p->key);
+	} else if (o->has_seed) {
+		char num[24];
+		snprintf(num, sizeof(num), "%llu", (unsigned long long)o->seed);
+		kg_key_parse(num, &p->key);
+	} else if ((rc = kg_key_fresh(&p->key))) {
+		return kg_err(e, rc, "getrandom: %s", strerror(-rc));
+	}
+	kg_key_derive(&p->key, KG_DOM_INPUTS, 0, &p->k_inputs);
+	kg_key_derive(&p->key, KG_DOM_CANARY, 0, &p->k_canary);
+	kg_key_derive(&p->key, KG_DOM_POISON, 0, &p->k_poison);
+	kg_key_derive(&p->key, KG_DOM_SHAPES, 0, &p->k_shapes);
+	p->master_seed = kg_key_u64(&p->key, KG_DOM_IDS, 0);
+	return 0;
+}
+
+/* A value in [lo, hi] with v % 4 == want (the range spans 32 sizes or more: 8 such values at
+ * least), uniform among them. */
+static int64_t draw_residue(kg_prng *r, int64_t lo, int64_t hi, int64_t want)
+{
+	int64_t first = lo + ((want - lo % 4) % 4 + 4) % 4;
+	return first + 4 * (int64_t)kg_prng_below(r, (uint64_t)((hi - first) / 4 + 1));
+}
+
+/* The task's random shapes, from the run's secret. Per ranged dimension the residues mod 4 of the
+ * first four shapes are a random permutation of 0..3, so a kernel wrong at one residue is caught in
+ * every run; the rest of each value is uniform (so every residue mod 8 and 32 is reachable). A
+ * draw whose tensors do not evaluate (a filter larger than the image) is drawn again. */
+static int draw_shapes(struct kg_plan *p, const kg_dims *base, kg_error *e)
+{
+	const struct kg_task *t = &p->task;
+	kg_prng r;
+	int perm[KG_MAX_SYMS][4];
+	kg_prng_init(&r, &p->k_shapes, 0, 0);
+	for (int d = 0; d < t->n_ranges; d++) {
+		for (int i = 0; i < 4; i++)
+			perm[d][i] = i;
+		for (int i = 3; i > 0; i--) {
+			int j = (int)kg_prng_below(&r, (uint64_t)i + 1), x = perm[d][i];
+			perm[d][i] = perm[d][j];
+			perm[d][j] = x;
+		}
+	}
+	for (int k = 0; k < t->n_random; k++) {
+		kg_dims d;
+		kg_error ignored = {0};
+		int tries = 0;
+		do {
+			d = *base;
+			for (int i = 0; i < t->n_ranges; i++) {
+				int64_t want = k < 4 && tries < 16 ? perm[i][k] : (int64_t)kg_prng_below(&r, 4);
+				kg_dims_set(&d, t->range_dim[i], draw_residue(&r, t->range_lo[i], t->range_hi[i], want));
+			}
+		} while (kg_task_check_dims(t, &d, "a random shape", &ignored) && ++tries < 64);
+		if (tries >= 64)
+			return kg_err(e, -EINVAL, "task '%s': no valid shape in 64 draws from its random_shapes ranges",
+				      t->name);
+		p->shapes[p->n_shapes++] = d;
+		p->n_random++;
+	}
+	return 0;
+}
 
 int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e)
 {
@@ -49,10 +122,15 @@ int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e
 	if (!ss)
 		return kg_err(e, -EINVAL, "task '%s' has no shape set '%s'", p->task.name, set);
 	snprintf(p->shape_set, sizeof(p->shape_set), "%s", set);
+	if ((rc = plan_key(o, p, e)))
+		return rc;
 	p->shapes[p->n_shapes++] = ss->dims;
-	if (p->pol.shapes == KG_SHAPES_VARIANTS)
+	if (p->pol.shapes == KG_SHAPES_VARIANTS) {
 		for (int i = 0; i < p->task.n_variants; i++)
 			kg_task_variant_dims(&p->task, &ss->dims, i, &p->shapes[p->n_shapes++]);
+		if ((rc = draw_shapes(p, &ss->dims, e)))
+			return rc;
+	}
 	for (int s = 0; s < p->n_shapes; s++)
 		kg_dims_str(&p->shapes[s], p->shape_str[s], sizeof(p->shape_str[s]));
 
@@ -73,10 +151,6 @@ int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e
 	p->disabled_layers = o->disabled_layers;
 	p->progress = o->progress;
 	p->keep_workdir = o->keep_workdir;
-	if (o->has_seed)
-		p->master_seed = o->seed;
-	else if ((rc = kg_seed_fresh(&p->master_seed)))
-		return kg_err(e, rc, "getrandom: %s", strerror(-rc));
 	return 0;
 }
 
@@ -90,9 +164,7 @@ int kg_plan_trials(const struct kg_plan *p, int shape, enum kg_input_class k)
 {
 	if (!(p->classes >> k & 1))
 		return 0;
-	if (shape == 0)
-		return p->pol.trials;
-	return k == KG_CLASS_NORMAL || k == KG_CLASS_UNIFORM;
+	return shape == 0 ? p->pol.trials : 1;
 }
 
 int kg_plan_trial_count(const struct kg_plan *p)

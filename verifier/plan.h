@@ -1,6 +1,7 @@
 /* The plan of one verification: task, policy (with the command line's overrides), backends,
- * shapes, classes, tolerance, limits and the master seed, resolved and validated once before any
- * work, then read-only for every phase. A usage error is found here, never halfway through. */
+ * shapes (fixed variants and secret random ones), classes, tolerance, limits and the run's secret
+ * key with the keys derived from it, resolved and validated once before any work, then read-only
+ * for every phase. A usage error is found here, never halfway through. */
 #ifndef KG_PLAN_H
 #define KG_PLAN_H
 
@@ -13,10 +14,11 @@
 #include "policy/policy.h"
 #include "sandbox/sandbox.h"
 #include "verifier/backend.h"
+#include "verifier/prng.h"
 #include "verifier/task.h"
 #include "verifier/verify.h"
 
-#define KG_PLAN_MAX_SHAPES (1 + KG_MAX_VARIANTS)
+#define KG_PLAN_MAX_SHAPES (1 + KG_MAX_VARIANTS + KG_MAX_RANDOM_SHAPES)
 
 struct kg_plan {
 	struct kg_task task;
@@ -29,7 +31,8 @@ struct kg_plan {
 	int n_flags;
 	char shape_set[32];
 	int n_shapes;
-	kg_dims shapes[KG_PLAN_MAX_SHAPES]; /* [0] is the base shape, then the variants over it */
+	kg_dims shapes[KG_PLAN_MAX_SHAPES]; /* [0] is the base shape, the variants, the random shapes */
+	int n_random; /* the last n_random shapes were drawn from the task's ranges */
 	char shape_str[KG_PLAN_MAX_SHAPES][128];
 	unsigned classes; /* the policy's minus the task's exclusions; special only where defined */
 	double atol, rtol, rms_tol; /* the task's, widened by the policy's precision */
@@ -37,7 +40,14 @@ struct kg_plan {
 	int warmup, iterations;
 	struct kg_sb_limits limits; /* the run sandboxes' */
 	unsigned required_layers, disabled_layers;
-	uint64_t master_seed; /* --seed, else fresh from getrandom */
+	/* The run's secret: 256 bits from getrandom (or from --seed), printed in the report after the
+	 * run as its seed. Every key below is derived from it; the candidate sees none of them. */
+	kg_key key;
+	kg_key k_inputs; /* per trial: kg_key_derive(k_inputs, KG_DOM_INPUTS, trial id) */
+	kg_key k_canary, k_poison; /* guard-band words and poison patterns, independent of inputs */
+	kg_key k_shapes; /* the random shapes' draws */
+	/* The base of trial ids (a PRF output, not a secret): ids only tell trials apart. */
+	uint64_t master_seed;
 	int progress, keep_workdir;
 };
 
@@ -47,7 +57,7 @@ struct kg_plan {
 int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e);
 void kg_plan_free(struct kg_plan *p);
 /* How many seeds the correctness phase runs of class k at shape s: the policy's trials at the base
- * shape; variant shapes test coverage, one trial each of the normal and uniform classes. */
+ * shape; one at every variant and random shape (every class on every shape). */
 int kg_plan_trials(const struct kg_plan *p, int shape, enum kg_input_class k);
 /* Every correctness trial of the plan. */
 int kg_plan_trial_count(const struct kg_plan *p);

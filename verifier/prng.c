@@ -1,45 +1,72 @@
-/* xoshiro256** (Blackman and Vigna) with splitmix64 seeding, plus the distributions the input
- * generator needs. Chosen for speed over gigabyte inputs and exact reproducibility. */
+/* ChaCha20 (RFC 8439) as the keyed PRF of every secret value, plus the distributions the input
+ * generator needs. Plain C so it is the same everywhere; tests/unit/test_prng.c checks it against
+ * the RFC's vectors. */
 #include "verifier/prng.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/random.h>
 
-static uint64_t splitmix64(uint64_t *x)
+#define ROTL32(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
+#define QR(a, b, c, d)                                   \
+	do {                                             \
+		a += b, d ^= a, d = ROTL32(d, 16);       \
+		c += d, b ^= c, b = ROTL32(b, 12);       \
+		a += b, d ^= a, d = ROTL32(d, 8);        \
+		c += d, b ^= c, b = ROTL32(b, 7);        \
+	} while (0)
+
+void kg_chacha20_block(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3], uint32_t out[16])
 {
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	const uint32_t in[16] = {0x61707865, 0x3320646e, 0x79622d32, 0x6b206574, key[0], key[1], key[2], key[3],
+				 key[4],     key[5],     key[6],     key[7],     counter, nonce[0], nonce[1], nonce[2]};
+	uint32_t x[16];
+	memcpy(x, in, sizeof(x));
+	for (int i = 0; i < 10; i++) {
+		QR(x[0], x[4], x[8], x[12]);
+		QR(x[1], x[5], x[9], x[13]);
+		QR(x[2], x[6], x[10], x[14]);
+		QR(x[3], x[7], x[11], x[15]);
+		QR(x[0], x[5], x[10], x[15]);
+		QR(x[1], x[6], x[11], x[12]);
+		QR(x[2], x[7], x[8], x[13]);
+		QR(x[3], x[4], x[9], x[14]);
+	}
+	for (int i = 0; i < 16; i++)
+		out[i] = x[i] + in[i];
 }
 
-void kg_prng_seed(kg_prng *r, uint64_t seed)
+void kg_chacha20_bytes(const uint32_t words[16], uint8_t out[64])
 {
-	uint64_t x = seed;
-	for (int i = 0; i < 4; i++)
-		r->s[i] = splitmix64(&x);
+	for (int i = 0; i < 16; i++)
+		for (int b = 0; b < 4; b++)
+			out[4 * i + b] = (uint8_t)(words[i] >> (8 * b));
+}
+
+void kg_prng_init(kg_prng *r, const kg_key *k, uint32_t n0, uint64_t id)
+{
+	memcpy(r->key, k->w, sizeof(r->key));
+	r->nonce[0] = n0;
+	r->nonce[1] = (uint32_t)id;
+	r->nonce[2] = (uint32_t)(id >> 32);
+	r->counter = 0;
+	r->pos = 16;
 	r->have_spare = 0;
 	r->spare = 0;
 }
 
-static uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
 uint64_t kg_prng_next(kg_prng *r)
 {
-	uint64_t *s = r->s;
-	uint64_t result = rotl(s[1] * 5, 7) * 9;
-	uint64_t t = s[1] << 17;
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return result;
+	if (r->pos >= 16) {
+		/* 2^32 blocks of 64 bytes per stream: far beyond any tensor's chunk */
+		kg_chacha20_block(r->key, r->counter++, r->nonce, r->buf);
+		r->pos = 0;
+	}
+	uint64_t v = (uint64_t)r->buf[r->pos] | (uint64_t)r->buf[r->pos + 1] << 32;
+	r->pos += 2;
+	return v;
 }
 
 double kg_prng_uniform(kg_prng *r)
@@ -73,6 +100,104 @@ uint64_t kg_prng_below(kg_prng *r, uint64_t n)
 		x = kg_prng_next(r);
 	while (x >= limit);
 	return x % n;
+}
+
+void kg_key_derive(const kg_key *parent, uint32_t domain, uint64_t id, kg_key *child)
+{
+	/* The nonce's top bit marks a derivation; streams (kg_prng_init) keep it clear, so a child
+	 * key is never also a word of some stream of the same parent. */
+	const uint32_t nonce[3] = {domain | 0x80000000u, (uint32_t)id, (uint32_t)(id >> 32)};
+	uint32_t blk[16];
+	kg_chacha20_block(parent->w, 0, nonce, blk);
+	memcpy(child->w, blk, sizeof(child->w));
+	memset(blk, 0, sizeof(blk));
+}
+
+uint64_t kg_key_u64(const kg_key *k, uint32_t domain, uint64_t id)
+{
+	kg_prng r;
+	kg_prng_init(&r, k, domain, id);
+	uint64_t v = kg_prng_next(&r);
+	memset(&r, 0, sizeof(r));
+	return v;
+}
+
+int kg_key_fresh(kg_key *out)
+{
+	unsigned char b[32];
+	size_t got = 0;
+	while (got < sizeof(b)) {
+		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		got += (size_t)n;
+	}
+	for (int i = 0; i < 8; i++)
+		out->w[i] = (uint32_t)b[4 * i] | (uint32_t)b[4 * i + 1] << 8 | (uint32_t)b[4 * i + 2] << 16 |
+			    (uint32_t)b[4 * i + 3] << 24;
+	memset(b, 0, sizeof(b));
+	return 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int kg_key_parse(const char *s, kg_key *out)
+{
+	size_t len = strlen(s);
+	if (!len)
+		return -EINVAL;
+	int hex = len == KG_KEY_HEX_LEN;
+	for (size_t i = 0; hex && i < len; i++)
+		hex = hexval(s[i]) >= 0;
+	if (hex) {
+		/* word i is hex digits 8i..8i+7, most significant first, as kg_key_hex prints it */
+		for (int i = 0; i < 8; i++) {
+			uint32_t w = 0;
+			for (int d = 0; d < 8; d++)
+				w = w << 4 | (uint32_t)hexval(s[8 * i + d]);
+			out->w[i] = w;
+		}
+		return 0;
+	}
+	/* Any other string: absorbed 32 bytes at a time into a chained key, its length in the nonce,
+	 * so "42" and "042" differ and a short seed still gives a full-width key. */
+	kg_key k = {{0}};
+	for (size_t off = 0, blkno = 0; off < len; off += 32, blkno++) {
+		uint32_t m[8] = {0};
+		for (size_t i = 0; i < 32 && off + i < len; i++)
+			m[i / 4] |= (uint32_t)(unsigned char)s[off + i] << (8 * (i % 4));
+		kg_key x;
+		for (int i = 0; i < 8; i++)
+			x.w[i] = k.w[i] ^ m[i];
+		kg_key_derive(&x, KG_DOM_SEED, (uint64_t)len << 32 | blkno, &k);
+	}
+	*out = k;
+	return 0;
+}
+
+void kg_key_hex(const kg_key *k, char out[KG_KEY_HEX_LEN + 1])
+{
+	for (int i = 0; i < 8; i++)
+		snprintf(out + 8 * i, 9, "%08x", k->w[i]);
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
 }
 
 uint64_t kg_seed_derive(uint64_t seed, uint64_t k)

@@ -78,8 +78,11 @@ static json_t *reason_obj(const struct kg_reason *r)
 
 static json_t *verdict_json(const struct kg_verdict *v)
 {
-	char seed[32];
-	snprintf(seed, sizeof(seed), "0x%016llx", (unsigned long long)v->master_seed);
+	char seed[72];
+	if (v->seed_key[0])
+		snprintf(seed, sizeof(seed), "%s", v->seed_key);
+	else
+		snprintf(seed, sizeof(seed), "0x%016llx", (unsigned long long)v->master_seed);
 	json_t *root = json_object();
 	json_object_set_new(root, "kgate_report", json_integer(1));
 	json_object_set_new(root, "kgate_version", json_string(KG_VERSION));
@@ -411,8 +414,12 @@ int kg_report_text(const struct kg_verdict *v, const char *path, kg_error *e)
 	if (v->layers_active[0])
 		fprintf(f, "sandbox: %s%s%s\n", v->layers_active, v->layers_failed[0] ? "; not available: " : "",
 			v->layers_failed);
-	fprintf(f, "seed 0x%016llx (reproduce with --seed 0x%016llx); %.2f s in all\n",
-		(unsigned long long)v->master_seed, (unsigned long long)v->master_seed, v->t_total_s);
+	if (v->seed_key[0])
+		fprintf(f, "seed %s (reproduce with --seed %s); %.2f s in all\n", v->seed_key, v->seed_key,
+			v->t_total_s);
+	else
+		fprintf(f, "seed 0x%016llx (reproduce with --seed 0x%016llx); %.2f s in all\n",
+			(unsigned long long)v->master_seed, (unsigned long long)v->master_seed, v->t_total_s);
 	if (v->compile_log[0] && kg_verdict_has_reason(v, KG_R_COMPILE_ERROR))
 		fprintf(f, "compile log:\n%s\n", v->compile_log);
 	return close_out(f, path, e);

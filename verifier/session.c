@@ -266,7 +266,8 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	argv[ac] = NULL;
 	static const char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp",
 					   "OMP_NUM_THREADS=1", NULL};
-	int fds[2] = {sv[1], a->fd};
+	/* fd 5: a paged arena's inputs, a memfd sealed so that the runner can only map it read-only */
+	int fds[3] = {sv[1], a->fd, a->fd_in};
 	/* An installed runner lives under /usr, which every profile already shows read-only; a build
 	 * tree's runner has to be bound in (at the same path, so argv[0] stays valid). */
 	int n_paths = 1;
@@ -292,7 +293,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 		.envp = envp,
 		.cwd = "/tmp",
 		.fds = fds,
-		.n_fds = 2,
+		.n_fds = a->fd_in >= 0 ? 3 : 2,
 		.paths = paths,
 		.n_paths = n_paths,
 		.limits = o->limits,

@@ -148,6 +148,72 @@ static int check_shapes(const struct kg_task *t, const kg_dims *d, const char *w
 	return 0;
 }
 
+int kg_task_check_dims(const struct kg_task *t, const kg_dims *d, const char *what, kg_error *e)
+{
+	return check_shapes(t, d, what, e);
+}
+
+static int dims_equal(const kg_dims *a, const kg_dims *b)
+{
+	if (a->n != b->n)
+		return 0;
+	for (int i = 0; i < a->n; i++) {
+		int64_t v;
+		if (kg_dims_get(b, a->name[i], &v) || v != a->val[i])
+			return 0;
+	}
+	return 1;
+}
+
+/* `random_shapes: {count: N, ranges: {DIM: [lo, hi], ...}}`. Each range must span at least
+ * KG_RANDOM_MIN_SPAN sizes, so that the secret draws reach every residue mod 4, 8 and 32. */
+static int parse_random(kg_yaml *y, yaml_node_t *n, struct kg_task *t, kg_error *e)
+{
+	static const char *const keys[] = {"count", "ranges", NULL};
+	int64_t count;
+	int rc = kg_yaml_check_keys(y, n, keys, "random_shapes", e);
+	if (rc || (rc = kg_yaml_int(y, kg_yaml_get(y, n, "count"), "random_shapes.count", 1, KG_MAX_RANDOM_SHAPES,
+				    &count, e)))
+		return rc;
+	t->n_random = (int)count;
+	yaml_node_t *r = kg_yaml_get(y, n, "ranges");
+	if ((rc = kg_yaml_expect(y, r, YAML_MAPPING_NODE, "random_shapes.ranges", e)))
+		return rc;
+	if (kg_yaml_map_len(r) < 1 || kg_yaml_map_len(r) > t->n_dims)
+		return kg_err(e, -EINVAL, "%s:%d: field 'random_shapes.ranges': between 1 and %d dimensions", y->path,
+			      kg_yaml_line(r), t->n_dims);
+	for (int i = 0; i < kg_yaml_map_len(r); i++) {
+		yaml_node_t *k = kg_yaml_map_key(y, r, i), *v = kg_yaml_map_val(y, r, i);
+		const char *name = kg_yaml_scalar(k);
+		int known = 0;
+		for (int j = 0; name && j < t->n_dims; j++)
+			known |= !strcmp(t->dims[j], name);
+		for (int j = 0; name && j < t->n_ranges; j++)
+			known &= !!strcmp(t->range_dim[j], name);
+		if (!known)
+			return kg_err(e, -EINVAL, "%s:%d: field 'random_shapes.ranges': '%s' is not a declared dimension "
+				      "(or is named twice)", y->path, kg_yaml_line(k), name ? name : "?");
+		char sub[96];
+		snprintf(sub, sizeof(sub), "random_shapes.ranges.%s", name);
+		if ((rc = kg_yaml_expect(y, v, YAML_SEQUENCE_NODE, sub, e)))
+			return rc;
+		if (kg_yaml_seq_len(v) != 2)
+			return kg_err(e, -EINVAL, "%s:%d: field '%s': [lo, hi]", y->path, kg_yaml_line(v), sub);
+		int64_t lo, hi;
+		if ((rc = kg_yaml_int(y, kg_yaml_seq_item(y, v, 0), sub, 1, 1ll << 32, &lo, e)) ||
+		    (rc = kg_yaml_int(y, kg_yaml_seq_item(y, v, 1), sub, 1, 1ll << 32, &hi, e)))
+			return rc;
+		if (hi - lo + 1 < KG_RANDOM_MIN_SPAN)
+			return kg_err(e, -EINVAL, "%s:%d: field '%s': [%lld, %lld] spans fewer than %d sizes (every "
+				      "residue mod 32 must be reachable)", y->path, kg_yaml_line(v), sub, (long long)lo,
+				      (long long)hi, KG_RANDOM_MIN_SPAN);
+		snprintf(t->range_dim[t->n_ranges], KG_SYM_LEN, "%s", name);
+		t->range_lo[t->n_ranges] = lo;
+		t->range_hi[t->n_ranges++] = hi;
+	}
+	return 0;
+}
+
 static int resolve_ref(kg_yaml *y, yaml_node_t *n, const struct kg_task *t, const char *field, char *out,
 		       size_t outsz, kg_error *e)
 {
@@ -216,8 +282,8 @@ static int parse_references(kg_yaml *y, yaml_node_t *ref, struct kg_task *t, kg_
 static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 {
 	static const char *const keys[] = {"kgate_task", "name", "description", "dims", "shapes", "variants",
-					   "inputs", "outputs", "tolerance", "cost", "reference", "nonfinite",
-					   "exclude_classes", NULL};
+					   "random_shapes", "inputs", "outputs", "tolerance", "cost", "reference",
+					   "nonfinite", "exclude_classes", NULL};
 	yaml_node_t *root = kg_yaml_root(y);
 	int rc = kg_yaml_check_keys(y, root, keys, "task", e);
 	if (rc)
@@ -286,6 +352,9 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 				return rc;
 		}
 	}
+	yaml_node_t *rnd = kg_yaml_get(y, root, "random_shapes");
+	if (rnd && (rc = parse_random(y, rnd, t, e)))
+		return rc;
 
 	if ((rc = parse_tensors(y, root, "inputs", t->inputs, &t->n_inputs, e)) ||
 	    (rc = parse_tensors(y, root, "outputs", t->outputs, &t->n_outputs, e)))
@@ -350,6 +419,20 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 			kg_dims d;
 			kg_task_variant_dims(t, &t->shapesets[i].dims, v, &d);
 			snprintf(what, sizeof(what), "variant %d over '%s'", v, t->shapesets[i].name);
+			if ((rc = check_shapes(t, &d, what, e)))
+				return rc;
+			/* a variant that changes nothing tests nothing, and looks like coverage */
+			if (dims_equal(&d, &t->shapesets[i].dims))
+				return kg_err(e, -EINVAL, "%s: field 'variants[%d]': equals shape set '%s' (a variant "
+					      "must change the base shape)", t->path, v, t->shapesets[i].name);
+		}
+		/* the corners of the random ranges: all low, all high */
+		for (int c = 0; c < 2 && t->n_random; c++) {
+			kg_dims d = t->shapesets[i].dims;
+			for (int k = 0; k < t->n_ranges; k++)
+				kg_dims_set(&d, t->range_dim[k], c ? t->range_hi[k] : t->range_lo[k]);
+			snprintf(what, sizeof(what), "random_shapes (%s ends) over '%s'", c ? "high" : "low",
+				 t->shapesets[i].name);
 			if ((rc = check_shapes(t, &d, what, e)))
 				return rc;
 		}

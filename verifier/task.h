@@ -15,6 +15,8 @@
 #define KG_MAX_TENSORS 8
 #define KG_MAX_SHAPESETS 8
 #define KG_MAX_VARIANTS 12
+#define KG_MAX_RANDOM_SHAPES 8
+#define KG_RANDOM_MIN_SPAN 32 /* a range holds every residue mod 32 (hence 4, 8 and odd sizes) */
 #define KG_NAME_LEN 32
 #define KG_EXPR_LEN 128
 
@@ -51,6 +53,12 @@ struct kg_task {
 	struct kg_shapeset shapesets[KG_MAX_SHAPESETS]; /* [0] is always "nominal" */
 	int n_variants;
 	kg_dims variants[KG_MAX_VARIANTS]; /* partial: dims not named keep the base shape's value */
+	/* `random_shapes`: n_random shapes per run, each dim named in ranges drawn in [lo, hi] from the
+	 * run's secret (verifier/plan.c), the others the base shape's */
+	int n_random;
+	int n_ranges;
+	char range_dim[KG_MAX_SYMS][KG_SYM_LEN];
+	int64_t range_lo[KG_MAX_SYMS], range_hi[KG_MAX_SYMS];
 	int n_inputs;
 	struct kg_tensor_spec inputs[KG_MAX_TENSORS];
 	int n_outputs;
@@ -76,6 +84,8 @@ const struct kg_shapeset *kg_task_shapeset(const struct kg_task *t, const char *
 /* Dims of variant i applied over base. */
 void kg_task_variant_dims(const struct kg_task *t, const kg_dims *base, int i, kg_dims *out);
 
+/* 0 when every tensor's shape evaluates under d, within bounds; what names d in the error. */
+int kg_task_check_dims(const struct kg_task *t, const kg_dims *d, const char *what, kg_error *e);
 /* An output's reduction length under dims (1 when it declares none). */
 int kg_task_reduction(const struct kg_tensor_spec *s, const kg_dims *d, int64_t *n, kg_error *e);
 /* Concrete tensor shape under dims. */

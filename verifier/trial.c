@@ -11,15 +11,14 @@
 #include "verifier/compare.h"
 #include "verifier/dtype.h"
 #include "verifier/ends.h"
+#include "verifier/fault.h"
 #include "verifier/inputs.h"
 #include "verifier/prng.h"
 #include "verifier/run.h"
 
-/* Seed streams, as offsets under the master seed and a trial's seed; reports give the master seed
- * and each trial's, so any run can be reproduced. */
+/* Trial ids (public: each names a trial, whose data comes from the run's secret key); the
+ * reference's poison ids start here. The report gives the key and each trial's id. */
 #define SEED_REF_POISON 0x7265660000ull
-#define SEED_CANARY 0x63616e61ull
-#define SEED_POISON 0x706f6973ull
 
 static const char *shape_str(const struct kg_run *r)
 {
@@ -31,6 +30,7 @@ int kg_run_alloc(struct kg_run *r, kg_error *e)
 	const struct kg_plan *p = r->plan;
 	const struct kg_task *t = &p->task;
 	uint64_t maxb[2 * KG_RUN_MAX_T] = {0}, layout_max = 0;
+	size_t paged_max[2] = {0, 0};
 	for (int i = 0; i < t->n_inputs + t->n_outputs; i++)
 		r->names[i] = i < t->n_inputs ? t->inputs[i].name : t->outputs[i - t->n_inputs].name;
 	for (int s = 0; s < p->n_shapes; s++) {
@@ -46,8 +46,12 @@ int kg_run_alloc(struct kg_run *r, kg_error *e)
 				maxb[i] = b[i];
 		}
 		uint64_t need = kg_arena_size_for(b, t->n_inputs + t->n_outputs);
+		size_t pin, pout;
+		kg_arena_paged_size_for(b, t->n_inputs, t->n_outputs, &pin, &pout);
 		if (need > layout_max)
 			layout_max = need;
+		paged_max[0] = pin > paged_max[0] ? pin : paged_max[0];
+		paged_max[1] = pout > paged_max[1] ? pout : paged_max[1];
 	}
 	for (int i = 0; i < t->n_inputs; i++)
 		if (!(r->shadow[i] = malloc(maxb[i] ? maxb[i] : 1)))
@@ -57,9 +61,17 @@ int kg_run_alloc(struct kg_run *r, kg_error *e)
 		if (!(r->refout[j] = malloc(b)) || !(r->snap[j] = malloc(b)))
 			return kg_err(e, -ENOMEM, "out of memory for outputs (%llu bytes)", (unsigned long long)b);
 	}
-	int rc = kg_arena_create(&r->ra, layout_max, e);
+	/* host-resident runners get the paged arena (read-only inputs, guard pages); a device runner
+	 * mirrors the flat one on the device */
+	int rc = p->ref_be->needs_gpu ? kg_arena_create(&r->ra, layout_max, e)
+				      : kg_arena_create_paged(&r->ra, paged_max[0], paged_max[1], e);
 	if (!rc)
-		rc = kg_arena_create(&r->ca, layout_max, e);
+		rc = p->be->needs_gpu ? kg_arena_create(&r->ca, layout_max, e)
+				      : kg_arena_create_paged(&r->ca, paged_max[0], paged_max[1], e);
+	if (!rc) {
+		kg_arena_set_keys(&r->ra, &p->k_canary, &p->k_poison);
+		kg_arena_set_keys(&r->ca, &p->k_canary, &p->k_poison);
+	}
 	return rc;
 }
 
@@ -158,6 +170,20 @@ void kg_run_cand_ended(struct kg_run *r, const char *during, enum kg_input_class
 	const struct kg_sb_outcome *o = &r->cs.outcome;
 	char what[700];
 	kg_end_describe(o, what, sizeof(what));
+	/* a fault on a page the layout protects (a read-only input, a guard page) is named as what
+	 * it is; the signal is the sandbox's word, the address only picks the tensor */
+	struct kg_fault ft;
+	if (kg_end_reason(o->end) == KG_R_SANDBOX_CRASH && kg_fault_name(&r->ca, o, &ft)) {
+		struct kg_reason *x = trial_reason(r, ft.code, cls, seed, "candidate %s: '%s': %s", during,
+						   r->names[ft.slot], ft.msg);
+		const struct kg_arena_slot *sl = &r->ca.slot[ft.slot];
+		snprintf(x->tensor, sizeof(x->tensor), "%s", r->names[ft.slot]);
+		x->index = ft.index;
+		if (ft.index >= 0)
+			kg_index_str(ft.index, sl->shape, sl->ndim, x->index_str, sizeof(x->index_str));
+		r->cand_dead = 1;
+		return;
+	}
 	enum kg_reason_code code = kg_end_reason(o->end);
 	if (kg_end_sealed_call(o, r->cs.sealed)) {
 		code = KG_R_SANDBOX_DLOPEN;
@@ -259,11 +285,15 @@ fail:
 
 void kg_run_gen_inputs(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 {
+	/* the trial's own key: its inputs say nothing of any other trial's, nor of the run's key */
+	kg_key tk;
+	kg_key_derive(&r->plan->k_inputs, KG_DOM_INPUTS, seed, &tk);
 	for (int i = 0; i < r->plan->task.n_inputs; i++) {
 		const struct kg_arena_slot *s = &r->ca.slot[i];
 		kg_inputs_fill(r->shadow[i], s->dtype, (size_t)s->numel, s->shape, s->ndim, r->plan->task.inputs[i].role,
-			       cls, kg_seed_derive(seed, (uint64_t)i));
+			       cls, &tk, i);
 	}
+	memset(&tk, 0, sizeof(tk));
 }
 
 static void load_inputs(struct kg_run *r, struct kg_arena *a)
@@ -275,8 +305,9 @@ static void load_inputs(struct kg_run *r, struct kg_arena *a)
 void kg_run_cand_arena(struct kg_run *r, uint64_t seed)
 {
 	load_inputs(r, &r->ca);
-	kg_arena_canary_fill(&r->ca, kg_seed_derive(seed, SEED_CANARY));
-	kg_arena_poison(&r->ca, kg_seed_derive(seed, SEED_POISON));
+	/* under their own keys (plan.c): a canary or poison word tells nothing of the inputs */
+	kg_arena_canary_fill(&r->ca, seed);
+	kg_arena_poison(&r->ca, seed);
 }
 
 int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns)
@@ -286,7 +317,7 @@ int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns)
 	struct kg_call_result res;
 	kg_error e = {0};
 	load_inputs(r, a);
-	kg_arena_poison(a, kg_seed_derive(p->master_seed, SEED_REF_POISON + r->ref_poison_seq++));
+	kg_arena_poison(a, SEED_REF_POISON + r->ref_poison_seq++);
 	int rc = kg_session_run_call(&r->rs, &(struct kg_call){.flush = flush}, &res, &e);
 	if (rc) {
 		char what[700];

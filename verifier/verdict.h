@@ -63,7 +63,8 @@ struct kg_verdict {
 	char policy[4096];
 	char shape_set[32];
 	char dims[128];
-	uint64_t master_seed;
+	uint64_t master_seed; /* the base of the trials' ids */
+	char seed_key[68]; /* the run's secret key, 64 hex digits: what --seed takes ("" in old tests) */
 	char layers_active[256], layers_failed[256];
 	char compile_log[4096];
 	int n_reasons, cap_reasons;

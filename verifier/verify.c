@@ -51,6 +51,7 @@ static void describe_plan(const struct kg_plan *p, struct kg_verdict *v)
 	snprintf(v->shape_set, sizeof(v->shape_set), "%s", p->shape_set);
 	snprintf(v->dims, sizeof(v->dims), "%s", p->shape_str[0]);
 	v->master_seed = p->master_seed;
+	kg_key_hex(&p->key, v->seed_key); /* read only after the run, when the candidate is gone */
 }
 
 /* The device a GPU backend needs, and the tools the policy asks of it; 0 to go on. */

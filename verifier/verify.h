@@ -19,7 +19,8 @@ struct kg_verify_opts {
 	const char *shapes_mode; /* "nominal" | "variants": overrides the policy's */
 	const char *const *flags; /* compiler flags asked for; each must be allowed by the policy */
 	int n_flags;
-	uint64_t seed; /* master seed; only with has_seed (reproducing a report) */
+	uint64_t seed; /* with has_seed and no seed_text: a number the run's key is derived from */
+	const char *seed_text; /* with has_seed: a report's 64 hex digits (the key), or a number */
 	int has_seed;
 	int trials; /* > 0 overrides the policy */
 	int iterations; /* >= 0 overrides the policy (0: no timing) */

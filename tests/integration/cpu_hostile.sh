@@ -10,9 +10,9 @@ U=examples/unusual
 P="--policy policy/ci.yaml --iterations 5"
 T="--policy tests/data/threads.yaml"
 fails_before=0
-honest() { fails_before=$failures; expect 0 - "$@"; fp=$((fp + failures - fails_before)); }
-hostile() { fails_before=$failures; expect 1 "$@"; fn=$((fn + failures - fails_before)); }
-fp=0 fn=0
+honest() { n_honest=$((n_honest + 1)); fails_before=$failures; expect 0 - "$@"; fp=$((fp + failures - fails_before)); }
+hostile() { n_hostile=$((n_hostile + 1)); fails_before=$failures; expect 1 "$@"; fn=$((fn + failures - fails_before)); }
+fp=0 fn=0 n_honest=0 n_hostile=0
 
 honest softmax $U/softmax_double.c $P
 honest softmax $U/softmax_threads.c $T
@@ -32,6 +32,14 @@ hostile check.stale_result softmax $H/cache_late.c $P --trials 1
 hostile check.async_escape softmax $H/async_thread.c $T
 hostile static.forbidden_symbol softmax $H/async_thread.c $P
 hostile check.canary softmax $H/oob_write.c $P
+# Keyed secrets, coverage and hardware-enforced host buffers (each accepted by kgate 0.1):
+hostile check.mismatch softmax $H/canary_secret.c --policy tests/data/normal_only.yaml
+hostile check.canary softmax $H/guard_scratch.c $P
+hostile check.input_modified softmax $H/input_scratch.c $P
+hostile check.canary softmax $H/overread.c $P
+hostile check.shape_variant softmax $H/mod4_tail.c $P
+hostile check.mismatch softmax $H/row_cache.c $P
+hostile check.mismatch layernorm $H/onepass_var.c $P
 hostile static.forbidden_symbol softmax $H/call_reference.c $P
 hostile static.forbidden_symbol softmax $H/patch_timer.c $P
 hostile static.forbidden_symbol softmax $H/persist_file.c $P
@@ -56,5 +64,5 @@ hostile sandbox.dlopen softmax $H/dlopen_symtab.c $P
 hostile sandbox.dlopen softmax $H/jit_exec.c $P
 hostile check.stale_result softmax $H/phase_switch.c $P
 
-echo "false positives (honest rejected): $fp of 6; false negatives (hostile passed or misattributed): $fn of 26"
+echo "false positives (honest rejected): $fp of $n_honest; false negatives (hostile passed or misattributed): $fn of $n_hostile"
 finish

@@ -104,6 +104,15 @@ static void test_good(void **state)
 	assert_string_equal(t->outputs[0].reduction, "2*C");
 	assert_int_equal(kg_task_reduction(&t->outputs[0], &t->shapesets[0].dims, &red, &e), 0);
 	assert_int_equal(red, 10);
+	/* random shape ranges */
+	char text[4096];
+	const char *at = strstr(good, "inputs:");
+	snprintf(text, sizeof(text), "%.*srandom_shapes: {count: 3, ranges: {C: [5, 40]}}\n%s", (int)(at - good), good, at);
+	assert_int_equal(load_text(text, t, &e), 0);
+	assert_int_equal(t->n_random, 3);
+	assert_int_equal(t->n_ranges, 1);
+	assert_string_equal(t->range_dim[0], "C");
+	assert_true(t->range_lo[0] == 5 && t->range_hi[0] == 40);
 	free(t);
 }
 
@@ -134,6 +143,16 @@ static void test_malformed(void **state)
 		{"shape: [R, (C+1)/2]}", "shape: [R, C], reduction: C-5}", {"output 'y'", "reduction", "outside [1, 2^40]"}},
 		{"shape: [R, (C+1)/2]}", "shape: [R, C], reduction: K}", {"output 'y'", "unknown dimension 'K'", NULL}},
 		{"shape: [R, C]}", "shape: [R, C], reduction: C}", {":10:", "inputs[0].reduction", "only outputs"}},
+		/* a variant that changes nothing over some shape set (here ci) is no coverage */
+		{"{C: 1}", "{R: 2, C: 3}", {"variants[0]", "equals shape set 'ci'", NULL}},
+		{"  - {C: 1}\n", "  - {C: 1}\nrandom_shapes: {count: 2, ranges: {C: [1, 31]}}\n",
+		 {"random_shapes.ranges.C", "fewer than 32", NULL}},
+		{"  - {C: 1}\n", "  - {C: 1}\nrandom_shapes: {count: 2, ranges: {Z: [1, 64]}}\n",
+		 {"random_shapes.ranges", "'Z' is not a declared dimension", NULL}},
+		{"  - {C: 1}\n", "  - {C: 1}\nrandom_shapes: {count: 9, ranges: {C: [1, 64]}}\n",
+		 {"random_shapes.count", NULL, NULL}},
+		{"  - {C: 1}\n", "  - {C: 1}\nrandom_shapes: {count: 2, ranges: {C: [1, 40], C: [1, 50]}}\n",
+		 {"random_shapes.ranges", NULL, NULL}},
 	};
 	struct kg_task *t = malloc(sizeof(*t));
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -245,7 +245,7 @@ static void test_docs_list_every_class_and_tool(void **state)
 	(void)state;
 	char *schema = doc("policy/SCHEMA.md"), *man = doc("packaging/man/kgate-policy.5");
 	struct words s_classes = {0}, s_tools = {0}, m_list = {0}, m_section = {0}, m_tools = {0};
-	line_words(schema, "| `classes` |", "`([a-z]+)`", &s_classes);
+	line_words(schema, "| `classes` |", "`([a-z_]+)`", &s_classes);
 	/* the row's own key and the `normal` it requires are in the list already */
 	struct words only = {0};
 	for (int i = 0; i < s_classes.n; i++)
@@ -255,9 +255,9 @@ static void test_docs_list_every_class_and_tool(void **state)
 	line_words(schema, "| `gpu.compute_sanitizer` |", "`([a-z]+check)`", &s_tools);
 	expect_same("policy/SCHEMA.md (gpu.compute_sanitizer)", &s_tools, tool_at, KG_SAN_COUNT_);
 	/* the key's list (".BR name ," lines), the section's entries (".TP" then ".B name") */
-	man_words(man, ".BR classes ", "\n.TP", "\n\\.BR ([a-z]+) [,;]", &m_list);
+	man_words(man, ".BR classes ", "\n.TP", "\n\\.BR ([a-z_]+) [,;]", &m_list);
 	expect_same("kgate-policy(5) classes", &m_list, class_at, KG_CLASS_COUNT_);
-	man_words(man, ".SH INPUT CLASSES", "\n.PP", "\\.TP\n\\.B ([a-z]+)", &m_section);
+	man_words(man, ".SH INPUT CLASSES", "\n.PP", "\\.TP\n\\.B ([a-z_]+)", &m_section);
 	expect_same("kgate-policy(5) INPUT CLASSES", &m_section, class_at, KG_CLASS_COUNT_);
 	man_words(man, ".BR gpu.compute_sanitizer ", "\n.SH", "\n\\.BR? ([a-z]+check)", &m_tools);
 	expect_same("kgate-policy(5) gpu.compute_sanitizer", &m_tools, tool_at, KG_SAN_COUNT_);
