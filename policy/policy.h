@@ -59,9 +59,8 @@ const char *kg_precision_name(enum kg_precision p);
 /* Widens a task tolerance to what the policy's precision accepts. */
 void kg_policy_tolerance(const struct kg_policy *p, double task_atol, double task_rtol, double task_rms, double *atol,
 			 double *rtol, double *rms);
-/* The largest reduction-length term the precision allows: half the unit roundoff of the next
- * coarser format (fp32: fp16's 2^-11, so 2^-12), so that a result rounded to a precision the
- * policy refuses cannot pass on a long reduction's allowance. */
+/* The largest reduction-length term the precision allows (fp32: 2^-10, a quarter of bf16's unit
+ * roundoff), so that a result rounded to bf16 never passes on a long reduction's allowance. */
 double kg_policy_growth_cap(const struct kg_policy *p);
 /* 1 when sym matches the policy's allowlist (a backend's own runtime imports are the backend
  * table's: verifier/backend.h). */

@@ -12,8 +12,8 @@
  *   rtol = rtol_task + g
  *   atol = atol_task + (rms_task + g) * RMS(exp) (the RMS over the finite reference elements)
  * rtol_task, atol_task and rms_task are the task's, widened by the policy's precision. The cap
- * (kg_policy_growth_cap) stays below the rounding of the next precision the policy refuses, so a
- * result rounded to it never passes however long the reduction. */
+ * (kg_policy_growth_cap, 2^-10 for fp32) stays well below bf16's rounding, so a result rounded to
+ * bf16 never passes however long the reduction. */
 #ifndef KG_COMPARE_H
 #define KG_COMPARE_H
 

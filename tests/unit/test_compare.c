@@ -76,10 +76,10 @@ static void test_half_precision(void **state)
 	assert_int_equal(kg_compare(got, exp, KG_F16, 2, &(struct kg_tol){.rtol = 1e-4}, &r), 1);
 }
 
-/* The shipped default policy's model for an fp32 output: lambda 16, capped at 2^-12. */
+/* The shipped default policy's model for an fp32 output: lambda 16, capped at 2^-10. */
 static struct kg_tol_model fp32_model(double atol, double rtol, double rms)
 {
-	return (struct kg_tol_model){.atol = atol, .rtol = rtol, .rms = rms, .lambda = 16, .cap = 1.0 / 4096};
+	return (struct kg_tol_model){.atol = atol, .rtol = rtol, .rms = rms, .lambda = 16, .cap = 1.0 / 1024};
 }
 
 static void test_growth_term(void **state)
@@ -91,9 +91,10 @@ static void test_growth_term(void **state)
 	assert_true(kg_tol_growth(&m, KG_I32, 1 << 20) == 0);
 	/* lambda*u*sqrt(n): 16 * 2^-24 * 64 = 2^-14 for a 4096-term dot product */
 	assert_true(kg_tol_growth(&m, KG_F32, 4096) == 1.0 / 16384);
-	/* 65536 terms reach the cap exactly; a longer reduction gets no more */
+	/* 65536 terms: 2^-12; 2^20 terms reach the cap exactly; a longer reduction gets no more */
 	assert_true(kg_tol_growth(&m, KG_F32, 65536) == 1.0 / 4096);
-	assert_true(kg_tol_growth(&m, KG_F32, 64 * 256 * 256) == 1.0 / 4096);
+	assert_true(kg_tol_growth(&m, KG_F32, 1 << 20) == 1.0 / 1024);
+	assert_true(kg_tol_growth(&m, KG_F32, 64 * 256 * 256) == 1.0 / 1024);
 	/* growth 0 is the old fixed tolerance */
 	struct kg_tol_model off = m;
 	off.lambda = 0;

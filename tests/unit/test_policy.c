@@ -126,7 +126,7 @@ static void test_queries(void **state)
 	assert_true(a == 0.5 && r == 1e-5);
 	/* the reduction-length term: lambda 16 by default, its cap from the precision */
 	assert_true(p->growth == 16);
-	assert_true(kg_policy_growth_cap(p) == 1.0 / 4096);
+	assert_true(kg_policy_growth_cap(p) == 1.0 / 1024);
 	assert_int_equal(load_text("kgate_policy: 1\ntolerance: {precision: bf16, growth: 4}\n", p, &e), 0);
 	assert_true(p->growth == 4 && kg_policy_growth_cap(p) == 1.0 / 32);
 	assert_true(load_text("kgate_policy: 1\ntolerance: {growth: -1}\n", p, &e) < 0);
