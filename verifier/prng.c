@@ -38,6 +38,45 @@ void kg_chacha20_block(const uint32_t key[8], uint32_t counter, const uint32_t n
 		out[i] = x[i] + in[i];
 }
 
+typedef uint32_t v4u __attribute__((vector_size(16)));
+#define QR4(a, b, c, d)                                                  \
+	do {                                                             \
+		a += b, d ^= a, d = (d << 16) | (d >> 16);               \
+		c += d, b ^= c, b = (b << 12) | (b >> 20);               \
+		a += b, d ^= a, d = (d << 8) | (d >> 24);                \
+		c += d, b ^= c, b = (b << 7) | (b >> 25);                \
+	} while (0)
+
+void kg_chacha20_block4(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3], uint32_t out[4][16])
+{
+	/* word i of the state holds word i of the four blocks, one per lane */
+	v4u in[16], x[16];
+	static const uint32_t sigma[4] = {0x61707865, 0x3320646e, 0x79622d32, 0x6b206574};
+	for (int i = 0; i < 4; i++)
+		in[i] = (v4u){sigma[i], sigma[i], sigma[i], sigma[i]};
+	for (int i = 0; i < 8; i++)
+		in[4 + i] = (v4u){key[i], key[i], key[i], key[i]};
+	in[12] = (v4u){counter, counter + 1, counter + 2, counter + 3};
+	for (int i = 0; i < 3; i++)
+		in[13 + i] = (v4u){nonce[i], nonce[i], nonce[i], nonce[i]};
+	memcpy(x, in, sizeof(x));
+	for (int i = 0; i < 10; i++) {
+		QR4(x[0], x[4], x[8], x[12]);
+		QR4(x[1], x[5], x[9], x[13]);
+		QR4(x[2], x[6], x[10], x[14]);
+		QR4(x[3], x[7], x[11], x[15]);
+		QR4(x[0], x[5], x[10], x[15]);
+		QR4(x[1], x[6], x[11], x[12]);
+		QR4(x[2], x[7], x[8], x[13]);
+		QR4(x[3], x[4], x[9], x[14]);
+	}
+	for (int i = 0; i < 16; i++) {
+		v4u w = x[i] + in[i];
+		for (int b = 0; b < 4; b++)
+			out[b][i] = w[b];
+	}
+}
+
 void kg_chacha20_bytes(const uint32_t words[16], uint8_t out[64])
 {
 	for (int i = 0; i < 16; i++)
@@ -52,18 +91,30 @@ void kg_prng_init(kg_prng *r, const kg_key *k, uint32_t n0, uint64_t id)
 	r->nonce[1] = (uint32_t)id;
 	r->nonce[2] = (uint32_t)(id >> 32);
 	r->counter = 0;
-	r->pos = 16;
+	r->pos = 64;
 	r->have_spare = 0;
 	r->spare = 0;
 }
 
+static void refill(kg_prng *r)
+{
+	/* 2^32 blocks of 64 bytes per stream: far beyond any tensor's chunk */
+	kg_chacha20_block4(r->key, r->counter, r->nonce, (uint32_t(*)[16])r->buf);
+	r->counter += 4;
+	r->pos = 0;
+}
+
+uint32_t kg_prng_next32(kg_prng *r)
+{
+	if (r->pos >= 64)
+		refill(r);
+	return r->buf[r->pos++];
+}
+
 uint64_t kg_prng_next(kg_prng *r)
 {
-	if (r->pos >= 16) {
-		/* 2^32 blocks of 64 bytes per stream: far beyond any tensor's chunk */
-		kg_chacha20_block(r->key, r->counter++, r->nonce, r->buf);
-		r->pos = 0;
-	}
+	if (r->pos >= 63)
+		refill(r);
 	uint64_t v = (uint64_t)r->buf[r->pos] | (uint64_t)r->buf[r->pos + 1] << 32;
 	r->pos += 2;
 	return v;
@@ -82,8 +133,8 @@ double kg_prng_normal(kg_prng *r)
 	}
 	double u, v, s;
 	do {
-		u = 2.0 * kg_prng_uniform(r) - 1.0;
-		v = 2.0 * kg_prng_uniform(r) - 1.0;
+		u = ((double)kg_prng_next32(r) - 0x1.0p31) * 0x1.0p-31;
+		v = ((double)kg_prng_next32(r) - 0x1.0p31) * 0x1.0p-31;
 		s = u * u + v * v;
 	} while (s >= 1.0 || s == 0.0);
 	double m = sqrt(-2.0 * log(s) / s);

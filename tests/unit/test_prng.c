@@ -78,6 +78,17 @@ static void test_chacha20_rfc8439(void **state)
 					   0x41, 0xba, 0x07, 0x28, 0xdd, 0x0d, 0x69, 0x81};
 	for (int i = 0; i < 16; i++)
 		assert_int_equal(out[i] ^ (uint8_t)text[i], cipher[i]);
+
+	/* four lanes at once: the same words as four single blocks, across a counter wrap too */
+	uint32_t kw[8] = {1, 2, 3, 4, 5, 6, 7, 8}, nw[3] = {9, 10, 11}, four[4][16], one[16];
+	const uint32_t counters[2] = {7, 0xfffffffeu};
+	for (int c = 0; c < 2; c++) {
+		kg_chacha20_block4(kw, counters[c], nw, four);
+		for (int b = 0; b < 4; b++) {
+			kg_chacha20_block(kw, counters[c] + (uint32_t)b, nw, one);
+			assert_memory_equal(four[b], one, sizeof(one));
+		}
+	}
 }
 
 static void test_streams(void **state)
