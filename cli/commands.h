@@ -7,7 +7,12 @@ struct kg_command {
 	const char *name;
 	const char *help;
 	int (*run)(int argc, char **argv);
+	int supervised; /* long-running: under kg_supervise (signals and crashes leave nothing) */
 };
+
+/* cli/tasks.c: `kgate tasks [--json]` and `kgate validate FILE...`. */
+int kg_cmd_tasks(int argc, char **argv);
+int kg_cmd_validate(int argc, char **argv);
 
 /* Terminated by an entry with name == NULL. */
 extern const struct kg_command kg_extra_commands[];

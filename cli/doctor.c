@@ -2,6 +2,7 @@
  * sandboxed /bin/true in the compile sandbox and in each backend's run sandbox), where the runner,
  * headers and each backend's compiler are, and the GPU. Operators run it after installing;
  * `kgate doctor --gpu` exits 0 only when a GPU is usable. */
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,9 +74,31 @@ static void compiler_line(const struct kg_backend *be)
 	free(cmd);
 }
 
+static void doctor_usage(FILE *f)
+{
+	fprintf(f, "usage: kgate doctor [--gpu]\n"
+		   "  what this host gives kgate: runner, headers, compilers, GPU, sandbox layers\n"
+		   "  --gpu   only the GPU: exit 0 when one is usable, 1 when not\n");
+}
+
 int kg_cmd_doctor(int argc, char **argv)
 {
-	int gpu_only = argc > 1 && !strcmp(argv[1], "--gpu");
+	static const struct option opts[] = {{"gpu", no_argument, 0, 'g'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	int gpu_only = 0, ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (ch == 'g') {
+			gpu_only = 1;
+			continue;
+		}
+		doctor_usage(ch == 'h' ? stdout : stderr);
+		return ch == 'h' ? 0 : 2;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "kgate doctor: unexpected argument '%s'\n", argv[optind]);
+		doctor_usage(stderr);
+		return 2;
+	}
 	struct kg_gpu_info g;
 	kg_gpu_probe(&g);
 	if (gpu_only) {

@@ -6,8 +6,9 @@
 #include "cli/commands.h"
 
 const struct kg_command kg_extra_commands[] = {
-	{"search", "search for a fast correct kernel with an agent (kgate search --help)", kg_cmd_search},
-	/* Internal: started by `kgate search` itself to isolate an agent plugin (fd 3 protocol). */
-	{"agent-host", "(internal) host an agent plugin for kgate search", kg_cmd_agent_host},
-	{NULL, NULL, NULL},
+	{"search", "search for a fast correct kernel with an agent (kgate search --help)", kg_cmd_search, 1},
+	/* Internal: started by `kgate search` itself to isolate an agent plugin (fd 3 protocol); it
+	 * dies with its parent, which the supervisor of the search reaps. */
+	{"agent-host", "(internal) host an agent plugin for kgate search", kg_cmd_agent_host, 0},
+	{NULL, NULL, NULL, 0},
 };

@@ -1,6 +1,7 @@
-/* The kgate command line: `kgate verify`, `kgate tasks`, `kgate version`, and the commands other
- * rooms register in cli/commands.h. Parses arguments, calls the library, maps results to the exit
- * codes of the brief (0 accepted, 1 rejected, 2 usage/configuration, 3 internal). */
+/* The kgate command line: `kgate verify`, the dispatch to `tasks`, `validate`, `doctor`, `version`
+ * and the commands other rooms register in cli/commands.h. Everything a command line can get wrong
+ * is exit 2 before any work; the long commands run under the supervisor (cli/supervise.c); results
+ * map to the exit codes of the brief (0 accepted, 1 rejected, 2 usage/configuration, 3 internal). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -10,6 +11,8 @@
 
 #include "cli/commands.h"
 #include "cli/doctor.h"
+#include "cli/supervise.h"
+#include "kg_heartbeat.h"
 #include "kg_vocab.h"
 #include "sandbox/sandbox.h"
 #include "verifier/resolve.h"
@@ -32,9 +35,12 @@ static void verify_usage(FILE *f)
 	fprintf(f, ")\n");
 	fprintf(f,
 		"options:\n"
-		"  --policy P          policy name (default, strict) or YAML path\n"
-		"  --report FMT:PATH   write a report: json, sarif, junit or text; PATH '-' is stdout;\n"
-		"                      may be given several times\n"
+		"  --policy P          policy name (default, strict, ci) or YAML path (default: $KGATE_POLICY,\n"
+		"                      else default)\n"
+		"  --report FMT:PATH   write a report: json, sarif, junit or text; PATH '-' is stdout (the\n"
+		"                      summary then goes to stderr); may be given several times\n"
+		"  --source-root DIR   SARIF locations relative to DIR (the repository's root; default: the\n"
+		"                      current directory), under uriBaseId %%SRCROOT%%\n"
 		"  --shape-set NAME    base shapes from the task (nominal, ci, ...); default: the policy's\n"
 		"  --shapes MODE       nominal (base shape only) or variants (also the task's variants)\n"
 		"  --backend B         one of: %s (default: from the file extension)\n"
@@ -45,14 +51,40 @@ static void verify_usage(FILE *f)
 		"  --trials N          seeds per input class (overrides the policy)\n"
 		"  --iterations N      timed iterations (0 skips timing)\n"
 		"  --no-layer L        do not attempt a sandbox layer (e.g. userns on hosts that forbid it)\n"
-		"  --keep              keep the work directory\n"
-		"  --quiet             no summary on stdout\n"
+		"  --keep              keep the work directory and print its path\n"
+		"  -q, --quiet         no summary and no heartbeat (errors are still printed on stderr)\n"
 		"  --progress          progress line on stderr (default when stderr is a terminal)\n"
-		"exit: 0 accepted, 1 rejected, 2 usage or configuration error, 3 internal or infrastructure error\n",
+		"  --heartbeat S       when stderr is not a terminal, a line with the phase and an estimate\n"
+		"                      every S seconds (default 10; 0: none)\n"
+		"exit: 0 accepted, 1 rejected, 2 usage or configuration error, 3 not verified (internal or\n"
+		"infrastructure error, e.g. no GPU for a .cu); 130/143/129 after SIGINT/SIGTERM/SIGHUP\n",
 		kg_backend_names());
 }
 
-static int cmd_verify(int argc, char **argv)
+/* A strict unsigned number: strtoull alone would take "-1" (as 2^64-1) and leading blanks. */
+static int parse_seed(const char *s, uint64_t *out)
+{
+	char *end = NULL;
+	if (!*s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+struct verify_args {
+	struct kg_verify_opts o;
+	const char *reports[16];
+	const char *flags[32];
+	const char *source_root;
+	int n_reports, n_flags, quiet, heartbeat_s, to_stdout;
+};
+
+/* Everything checked before any work: a bad option, report or path is exit 2 at once. */
+static int verify_parse(int argc, char **argv, struct verify_args *a)
 {
 	static const struct option opts[] = {
 		{"policy", required_argument, 0, 'p'},	  {"report", required_argument, 0, 'r'},
@@ -61,73 +93,77 @@ static int cmd_verify(int argc, char **argv)
 		{"seed", required_argument, 0, 'x'},	  {"trials", required_argument, 0, 't'},
 		{"iterations", required_argument, 0, 'i'}, {"no-layer", required_argument, 0, 'L'},
 		{"keep", no_argument, 0, 'k'},		  {"quiet", no_argument, 0, 'q'},
-		{"reference", required_argument, 0, 'R'},
+		{"reference", required_argument, 0, 'R'}, {"heartbeat", required_argument, 0, 'H'},
+		{"source-root", required_argument, 0, 'T'},
 		{"progress", no_argument, 0, 'P'},	  {"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
-	struct kg_verify_opts o = {.iterations = -1, .progress = isatty(2)};
-	const char *reports[16];
-	const char *flags[32];
-	int n_reports = 0, n_flags = 0, quiet = 0, ch;
+	struct kg_verify_opts *o = &a->o;
+	int ch, progress = -1;
+	a->heartbeat_s = 10;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
 		char *end = NULL;
 		switch (ch) {
 		case 'p':
-			o.policy = optarg;
+			o->policy = optarg;
 			break;
 		case 'r':
-			if (n_reports >= 16) {
+			if (a->n_reports >= 16) {
 				fprintf(stderr, "kgate: at most 16 --report options\n");
 				return KG_EXIT_USAGE;
 			}
-			reports[n_reports++] = optarg;
+			a->reports[a->n_reports++] = optarg;
 			break;
 		case 's':
-			o.shape_set = optarg;
+			o->shape_set = optarg;
 			break;
 		case 'S':
-			o.shapes_mode = optarg;
+			o->shapes_mode = optarg;
 			break;
 		case 'b':
-			o.backend = optarg;
+			o->backend = optarg;
 			break;
 		case 'R':
-			o.reference_backend = optarg;
+			o->reference_backend = optarg;
+			break;
+		case 'T':
+			a->source_root = optarg;
 			break;
 		case 'f':
-			if (n_flags >= 32) {
+			if (a->n_flags >= 32) {
 				fprintf(stderr, "kgate: at most 32 --flag options\n");
 				return KG_EXIT_USAGE;
 			}
-			flags[n_flags++] = optarg;
+			a->flags[a->n_flags++] = optarg;
 			break;
 		case 'x':
 			/* a report's seed (64 hex digits, the run's key; checked in the plan) or a number a
 			 * key is derived from */
-			if (strlen(optarg) != 64) {
-				errno = 0;
-				o.seed = strtoull(optarg, &end, 0);
-				if (errno || !*optarg || *end) {
-					fprintf(stderr, "kgate: --seed: not a report's 64-hex-digit seed nor a number: %s\n",
-						optarg);
-					return KG_EXIT_USAGE;
-				}
+			if (strlen(optarg) != 64 && parse_seed(optarg, &o->seed)) {
+				fprintf(stderr, "kgate: --seed: expected a report's 64-hex-digit seed or an unsigned "
+						"number (decimal or 0x...), got '%s'\n",
+					optarg);
+				return KG_EXIT_USAGE;
 			}
-			o.seed_text = optarg;
-			o.has_seed = 1;
+			o->seed_text = optarg;
+			o->has_seed = 1;
 			break;
 		case 't':
-		case 'i': {
+		case 'i':
+		case 'H': {
 			long v = strtol(optarg, &end, 10);
-			if (!*optarg || *end || v < 0 || v > 100000 || (ch == 't' && v == 0)) {
-				fprintf(stderr, "kgate: --%s: bad value %s\n", ch == 't' ? "trials" : "iterations", optarg);
+			if (!*optarg || *optarg == ' ' || *end || v < 0 || v > 100000 || (ch == 't' && v == 0)) {
+				fprintf(stderr, "kgate: --%s: bad value '%s'\n",
+					ch == 't' ? "trials" : ch == 'i' ? "iterations" : "heartbeat", optarg);
 				return KG_EXIT_USAGE;
 			}
 			if (ch == 't')
-				o.trials = (int)v;
+				o->trials = (int)v;
+			else if (ch == 'i')
+				o->iterations = (int)v;
 			else
-				o.iterations = (int)v;
+				a->heartbeat_s = (int)v;
 			break;
 		}
 		case 'L': {
@@ -136,127 +172,120 @@ static int cmd_verify(int argc, char **argv)
 				fprintf(stderr, "kgate: --no-layer: unknown layer %s\n", optarg);
 				return KG_EXIT_USAGE;
 			}
-			o.disabled_layers |= bit;
+			o->disabled_layers |= bit;
 			break;
 		}
 		case 'k':
-			o.keep_workdir = 1;
+			o->keep_workdir = 1;
 			break;
 		case 'q':
-			quiet = 1;
+			a->quiet = 1;
 			break;
 		case 'P':
-			o.progress = 1;
+			progress = KG_PROGRESS_LINE;
 			break;
 		case 'h':
 			verify_usage(stdout);
-			return 0;
+			return -1;
 		default:
 			verify_usage(stderr);
 			return KG_EXIT_USAGE;
 		}
 	}
 	if (argc - optind != 2) {
+		if (argc - optind > 2)
+			fprintf(stderr, "kgate verify: unexpected argument '%s'\n", argv[optind + 2]);
 		verify_usage(stderr);
 		return KG_EXIT_USAGE;
 	}
-	o.task = argv[optind];
-	o.candidate = argv[optind + 1];
-	o.flags = flags;
-	o.n_flags = n_flags;
-	/* Report specs are validated before the (possibly long) verification starts. */
-	for (int i = 0; i < n_reports; i++) {
-		const char *c = strchr(reports[i], ':');
-		if (!c || c == reports[i] || !c[1]) {
-			fprintf(stderr, "kgate: --report expects FORMAT:PATH, got '%s'\n", reports[i]);
+	o->task = argv[optind];
+	o->candidate = argv[optind + 1];
+	o->flags = a->flags;
+	o->n_flags = a->n_flags;
+	for (int i = 0; i < a->n_reports; i++) {
+		kg_error e = {0};
+		if (kg_report_check(a->reports[i], &e)) {
+			fprintf(stderr, "kgate: %s\n", e.msg);
+			return KG_EXIT_USAGE;
+		}
+		const char *path = strchr(a->reports[i], ':') + 1;
+		if (!strcmp(path, "-") && a->to_stdout++) {
+			fprintf(stderr, "kgate: at most one --report may go to stdout ('-')\n");
 			return KG_EXIT_USAGE;
 		}
 	}
+	/* a terminal gets the one updating line; a log (CI) gets plain heartbeat lines */
+	if (progress < 0)
+		progress = isatty(2) ? KG_PROGRESS_LINE : a->heartbeat_s ? KG_PROGRESS_HEARTBEAT : KG_PROGRESS_NONE;
+	o->progress = a->quiet ? KG_PROGRESS_NONE : progress;
+	return 0;
+}
+
+static int run_verify(int argc, char **argv)
+{
+	struct verify_args *a = calloc(1, sizeof(*a));
+	if (!a) {
+		fprintf(stderr, "kgate: out of memory\n");
+		return KG_EXIT_INTERNAL;
+	}
+	a->o.iterations = -1;
+	int rc = verify_parse(argc, argv, a);
+	if (rc) {
+		free(a);
+		return rc < 0 ? 0 : rc;
+	}
 	struct kg_verdict v;
 	kg_error e = {0};
-	int rc = kg_verify(&o, &v, &e);
+	if (a->o.progress == KG_PROGRESS_HEARTBEAT)
+		kg_heartbeat_start(a->o.task, a->heartbeat_s);
+	rc = kg_verify(&a->o, &v, &e);
+	kg_heartbeat_stop();
 	if (rc) {
 		fprintf(stderr, "kgate: %s\n", e.msg);
 		kg_verdict_free(&v);
+		free(a);
 		return KG_EXIT_USAGE;
 	}
 	int exit_code = v.exit_code;
-	if (!quiet)
-		kg_report_text(&v, "-", NULL);
-	for (int i = 0; i < n_reports; i++) {
+	if (a->source_root)
+		snprintf(v.source_root, sizeof(v.source_root), "%s", a->source_root);
+	/* stdout is the report's when one goes there: the summary moves to stderr */
+	int text_on_stdout = 0;
+	for (int i = 0; i < a->n_reports; i++)
+		text_on_stdout |= !strcmp(a->reports[i], "text:-");
+	if (!a->quiet && !text_on_stdout)
+		kg_report_text_file(&v, a->to_stdout ? stderr : stdout);
+	/* -q hides the summary, never an error: exit 3 always says why */
+	if (exit_code == KG_EXIT_INTERNAL && (a->quiet || a->to_stdout))
+		fprintf(stderr, "kgate: not verified: %s\n",
+			v.internal_error[0] ? v.internal_error : "an infrastructure reason (see the report)");
+	for (int i = 0; i < a->n_reports; i++) {
 		kg_error re = {0};
-		if (kg_report_write(&v, reports[i], &re)) {
-			fprintf(stderr, "kgate: report %s: %s\n", reports[i], re.msg);
+		if (kg_report_write(&v, a->reports[i], &re)) {
+			fprintf(stderr, "kgate: report %s: %s\n", a->reports[i], re.msg);
 			if (exit_code == KG_EXIT_ACCEPTED)
 				exit_code = KG_EXIT_INTERNAL;
 		}
 	}
 	kg_verdict_free(&v);
+	free(a);
 	return exit_code;
 }
 
-static void tasks_usage(FILE *f)
+static int cmd_verify(int argc, char **argv)
 {
-	fprintf(f, "usage: kgate tasks\n"
-		   "  lists the tasks that kgate verify and kgate search find by name: NAME/task.yaml in the\n"
-		   "  first of $KGATE_TASKS, $KGATE_HOME/tasks, %s/tasks, ./tasks\n",
-		KG_DATADIR);
-}
-
-/* One line per task; an unreadable manifest is listed as such rather than hidden. The name shown
- * is the directory's, the one kg_resolve_task looks up. */
-static int print_task(const char *name, const char *path, void *ctx)
-{
-	int *valid = ctx;
-	struct kg_task t;
-	kg_error e = {0};
-	if (kg_task_load(path, &t, &e)) {
-		printf("%-16s (invalid: %s)\n", name, e.msg);
-		return 0;
-	}
-	char dims[128];
-	kg_dims_str(&t.shapesets[0].dims, dims, sizeof(dims));
-	printf("%-16s %s [nominal %s]\n", name, t.description, dims);
-	(*valid)++;
-	return 0;
-}
-
-static int cmd_tasks(int argc, char **argv)
-{
-	static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-	int ch, valid = 0;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (ch == 'h') {
-			tasks_usage(stdout);
-			return 0;
-		}
-		tasks_usage(stderr);
-		return KG_EXIT_USAGE;
-	}
-	if (optind < argc) {
-		fprintf(stderr, "kgate tasks: unexpected argument '%s'\n", argv[optind]);
-		tasks_usage(stderr);
-		return KG_EXIT_USAGE;
-	}
-	/* The resolver's own walk: what is listed is exactly what a name resolves to. */
-	int rc = kg_tasks_each(print_task, &valid);
-	if (rc < 0) {
-		fprintf(stderr, "kgate tasks: %s\n", strerror(-rc));
-		return KG_EXIT_INTERNAL;
-	}
-	if (!valid) {
-		fprintf(stderr, "kgate: no tasks found\n");
-		return KG_EXIT_USAGE;
-	}
-	return 0;
+	int keep = 0;
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		keep |= !strcmp(argv[i], "--keep");
+	return kg_supervise("verify", keep, run_verify, argc, argv);
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: kgate COMMAND [options]\ncommands:\n"
 		   "  verify TASK CANDIDATE   verify one candidate kernel (kgate verify --help)\n"
-		   "  tasks                   list the tasks kgate finds by name\n"
+		   "  validate FILE...        check task manifests and policies without running anything\n"
+		   "  tasks [--json]          list the tasks kgate finds by name\n"
 		   "  doctor [--gpu]          what this host offers: sandbox layers, toolchains, GPU\n");
 	for (const struct kg_command *c = kg_extra_commands; c && c->name; c++)
 		fprintf(f, "  %-23s %s\n", c->name, c->help);
@@ -273,20 +302,30 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "verify"))
 		return cmd_verify(argc - 1, argv + 1);
 	if (!strcmp(cmd, "tasks"))
-		return cmd_tasks(argc - 1, argv + 1);
+		return kg_cmd_tasks(argc - 1, argv + 1);
+	if (!strcmp(cmd, "validate"))
+		return kg_cmd_validate(argc - 1, argv + 1);
 	if (!strcmp(cmd, "doctor"))
 		return kg_cmd_doctor(argc - 1, argv + 1);
-	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+	int is_version = !strcmp(cmd, "version") || !strcmp(cmd, "--version");
+	int is_help = !strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h");
+	if ((is_version || is_help) && argc > 2) {
+		fprintf(stderr, "kgate %s: unexpected argument '%s'\n", cmd, argv[2]);
+		usage(stderr);
+		return KG_EXIT_USAGE;
+	}
+	if (is_version) {
 		printf("kgate %s (candidate ABI %d)\n", KG_VERSION, KG_ABI_VERSION);
 		return 0;
 	}
-	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+	if (is_help) {
 		usage(stdout);
 		return 0;
 	}
 	for (const struct kg_command *c = kg_extra_commands; c && c->name; c++)
 		if (!strcmp(cmd, c->name))
-			return c->run(argc - 1, argv + 1);
+			return c->supervised ? kg_supervise(c->name, 0, c->run, argc - 1, argv + 1)
+					     : c->run(argc - 1, argv + 1);
 	fprintf(stderr, "kgate: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return KG_EXIT_USAGE;

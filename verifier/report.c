@@ -5,26 +5,43 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "kg_text.h"
+#include "verifier/report_int.h"
 #include "verifier/verdict.h"
 
 #ifndef KG_VERSION
 #define KG_VERSION "0.1.0"
 #endif
 
-static const char *verdict_word(const struct kg_verdict *v)
+const char *kg_report_verdict_word(const struct kg_verdict *v)
 {
 	return v->exit_code == KG_EXIT_ACCEPTED ? "accepted" : v->exit_code == KG_EXIT_REJECTED ? "rejected" : "error";
 }
 
-static json_t *str_list(const char *csv)
+json_t *kg_report_jstr(struct kg_rctx *rc, const char *s)
+{
+	int esc = 0;
+	char *t = kg_text_safe_dup(s, KG_TEXT_MULTILINE, &esc);
+	json_t *j = t ? json_string(t) : NULL;
+	free(t);
+	rc->escaped += esc;
+	/* kg_text leaves only valid UTF-8: NULL here is out of memory, and a placeholder keeps the
+	 * field (and the reason holding it) in the report */
+	return j ? j : json_string("(out of memory)");
+}
+
+static json_t *str_list(struct kg_rctx *rc, const char *csv)
 {
 	json_t *a = json_array();
 	char buf[512];
 	snprintf(buf, sizeof(buf), "%s", csv);
 	char *save = NULL;
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
-		json_array_append_new(a, json_string(t));
+		json_array_append_new(a, kg_report_jstr(rc, t));
 	return a;
 }
 
@@ -47,24 +64,26 @@ static json_t *timing_obj(const struct kg_timing *t)
 			 json_real(t->max_ms), "spread", json_real(t->spread));
 }
 
-static json_t *reason_obj(const struct kg_reason *r)
+json_t *kg_report_reason_obj(struct kg_rctx *rc, const struct kg_reason *r)
 {
-	json_t *o = json_pack("{s:s,s:s}", "code", kg_reason_name(r->code), "message", r->message);
+	json_t *o = json_object();
+	json_object_set_new(o, "code", json_string(kg_reason_name(r->code)));
+	json_object_set_new(o, "message", kg_report_jstr(rc, r->message));
 	if (r->input_class[0])
-		json_object_set_new(o, "input_class", json_string(r->input_class));
+		json_object_set_new(o, "input_class", kg_report_jstr(rc, r->input_class));
 	if (r->has_seed) {
 		char seed[32];
 		snprintf(seed, sizeof(seed), "0x%016llx", (unsigned long long)r->seed);
 		json_object_set_new(o, "seed", json_string(seed));
 	}
 	if (r->shape[0])
-		json_object_set_new(o, "shape", json_string(r->shape));
+		json_object_set_new(o, "shape", kg_report_jstr(rc, r->shape));
 	if (r->tensor[0])
-		json_object_set_new(o, "tensor", json_string(r->tensor));
+		json_object_set_new(o, "tensor", kg_report_jstr(rc, r->tensor));
 	if (r->index >= 0)
 		json_object_set_new(o, "index", json_integer(r->index));
 	if (r->index_str[0])
-		json_object_set_new(o, "element", json_string(r->index_str));
+		json_object_set_new(o, "element", kg_report_jstr(rc, r->index_str));
 	if (r->has_values) {
 		json_object_set_new(o, "expected", num_or_null(r->expected));
 		json_object_set_new(o, "got", num_or_null(r->got));
@@ -72,12 +91,13 @@ static json_t *reason_obj(const struct kg_reason *r)
 	if (r->occurrences > 1)
 		json_object_set_new(o, "occurrences", json_integer(r->occurrences));
 	if (r->also_classes[0])
-		json_object_set_new(o, "also_classes", str_list(r->also_classes));
+		json_object_set_new(o, "also_classes", str_list(rc, r->also_classes));
 	return o;
 }
 
 static json_t *verdict_json(const struct kg_verdict *v)
 {
+	struct kg_rctx rc = {0};
 	char seed[72];
 	if (v->seed_key[0])
 		snprintf(seed, sizeof(seed), "%s", v->seed_key);
@@ -86,40 +106,41 @@ static json_t *verdict_json(const struct kg_verdict *v)
 	json_t *root = json_object();
 	json_object_set_new(root, "kgate_report", json_integer(1));
 	json_object_set_new(root, "kgate_version", json_string(KG_VERSION));
-	json_object_set_new(root, "verdict", json_string(verdict_word(v)));
+	json_object_set_new(root, "verdict", json_string(kg_report_verdict_word(v)));
 	json_object_set_new(root, "exit_code", json_integer(v->exit_code));
-	json_object_set_new(root, "task", json_string(v->task));
-	json_object_set_new(root, "candidate", json_string(v->candidate));
-	json_object_set_new(root, "backend", json_string(v->backend));
-	json_object_set_new(root, "device", json_string(v->device));
-	json_object_set_new(root, "policy", json_string(v->policy));
-	json_object_set_new(root, "shape_set", json_string(v->shape_set));
-	json_object_set_new(root, "dims", json_string(v->dims));
+	json_object_set_new(root, "task", kg_report_jstr(&rc, v->task));
+	json_object_set_new(root, "candidate", kg_report_jstr(&rc, v->candidate));
+	json_object_set_new(root, "backend", kg_report_jstr(&rc, v->backend));
+	json_object_set_new(root, "device", kg_report_jstr(&rc, v->device));
+	json_object_set_new(root, "policy", kg_report_jstr(&rc, v->policy));
+	json_object_set_new(root, "shape_set", kg_report_jstr(&rc, v->shape_set));
+	json_object_set_new(root, "dims", kg_report_jstr(&rc, v->dims));
 	json_object_set_new(root, "seed", json_string(seed));
-	json_object_set_new(root, "sandbox", json_pack("{s:o,s:o}", "layers_active", str_list(v->layers_active),
-							"layers_failed", str_list(v->layers_failed)));
+	json_object_set_new(root, "sandbox", json_pack("{s:o,s:o}", "layers_active", str_list(&rc, v->layers_active),
+							"layers_failed", str_list(&rc, v->layers_failed)));
 	json_t *reasons = json_array();
 	for (int i = 0; i < v->n_reasons; i++)
-		json_array_append_new(reasons, reason_obj(&v->reasons[i]));
+		json_array_append_new(reasons, kg_report_reason_obj(&rc, &v->reasons[i]));
 	json_object_set_new(root, "reasons", reasons);
 	json_t *checks = json_array();
 	static const char *const st[] = {"pass", "fail", "skip"};
 	for (int i = 0; i < v->n_checks; i++)
-		json_array_append_new(checks, json_pack("{s:s,s:s,s:s,s:o}", "name", v->checks[i].name, "status",
-							 st[v->checks[i].status], "detail", v->checks[i].detail, "seconds",
+		json_array_append_new(checks, json_pack("{s:o,s:s,s:o,s:o}", "name", kg_report_jstr(&rc, v->checks[i].name),
+							 "status", st[v->checks[i].status], "detail",
+							 kg_report_jstr(&rc, v->checks[i].detail), "seconds",
 							 json_real(v->checks[i].seconds)));
 	json_object_set_new(root, "checks", checks);
 	json_object_set_new(root, "trials", json_integer(v->trials_run));
-	json_object_set_new(root, "degenerate_classes", str_list(v->degenerate_classes));
+	json_object_set_new(root, "degenerate_classes", str_list(&rc, v->degenerate_classes));
 	if (v->acc.n) /* the worst agreement over the trials, norm-wise beside element-wise (docs/report.md) */
 		json_object_set_new(
 			root, "accuracy",
-			json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:s,s:s}", "comparisons", v->acc.n, "max_abs_error",
+			json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "comparisons", v->acc.n, "max_abs_error",
 				  num_or_null(v->acc.max_abs_err), "max_rel_error", num_or_null(v->acc.max_rel_err),
 				  "normwise_error", num_or_null(v->acc.normwise_err), "tolerance_used",
 				  num_or_null(v->acc.tol_used), "atol", json_real(v->acc.atol), "rtol", json_real(v->acc.rtol),
-				  "growth", json_real(v->acc.growth), "input_class", v->acc.input_class, "shape",
-				  v->acc.shape, "tensor", v->acc.tensor));
+				  "growth", json_real(v->acc.growth), "input_class", kg_report_jstr(&rc, v->acc.input_class),
+				  "shape", kg_report_jstr(&rc, v->acc.shape), "tensor", kg_report_jstr(&rc, v->acc.tensor)));
 	if (v->timed) {
 		json_t *t = json_object();
 		json_object_set_new(t, "candidate", timing_obj(&v->cand));
@@ -139,9 +160,11 @@ static json_t *verdict_json(const struct kg_verdict *v)
 				      json_real(v->t_reference_s), "checks_s", json_real(v->t_checks_s), "timing_s",
 				      json_real(v->t_timing_s), "total_s", json_real(v->t_total_s)));
 	if (v->compile_log[0])
-		json_object_set_new(root, "compile_log", json_string(v->compile_log));
+		json_object_set_new(root, "compile_log", kg_report_jstr(&rc, v->compile_log));
 	if (v->internal_error[0])
-		json_object_set_new(root, "error", json_string(v->internal_error));
+		json_object_set_new(root, "error", kg_report_jstr(&rc, v->internal_error));
+	if (rc.escaped)
+		json_object_set_new(root, "notes", json_pack("[s]", KG_REPORT_ESCAPE_NOTE));
 	return root;
 }
 
@@ -153,7 +176,7 @@ char *kg_report_json_string(const struct kg_verdict *v)
 	return s;
 }
 
-static FILE *open_out(const char *path, kg_error *e)
+FILE *kg_report_open(const char *path, kg_error *e)
 {
 	if (!strcmp(path, "-"))
 		return stdout;
@@ -163,18 +186,20 @@ static FILE *open_out(const char *path, kg_error *e)
 	return f;
 }
 
-static int close_out(FILE *f, const char *path, kg_error *e)
+int kg_report_close(FILE *f, const char *path, kg_error *e)
 {
-	if (f == stdout)
-		return fflush(f) ? kg_err(e, -EIO, "stdout: write failed") : 0;
+	if (f == stdout || f == stderr)
+		return fflush(f) ? kg_err(e, -EIO, "%s: write failed", f == stdout ? "stdout" : "stderr") : 0;
 	if (fclose(f))
 		return kg_err(e, -errno, "%s: %s", path, strerror(errno));
 	return 0;
 }
 
-static int dump_json(json_t *root, const char *path, kg_error *e)
+int kg_report_dump(json_t *root, const char *path, kg_error *e)
 {
-	FILE *f = open_out(path, e);
+	if (!root)
+		return kg_err(e, -ENOMEM, "%s: building the report failed", path);
+	FILE *f = kg_report_open(path, e);
 	if (!f) {
 		json_decref(root);
 		return e ? e->code : -EIO;
@@ -182,70 +207,22 @@ static int dump_json(json_t *root, const char *path, kg_error *e)
 	int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_ENSURE_ASCII) ? -EIO : 0;
 	fputc('\n', f);
 	json_decref(root);
-	int rc2 = close_out(f, path, e);
+	int rc2 = kg_report_close(f, path, e);
 	return rc ? kg_err(e, rc, "%s: write failed", path) : rc2;
 }
 
 int kg_report_json(const struct kg_verdict *v, const char *path, kg_error *e)
 {
-	return dump_json(verdict_json(v), path, e);
+	return kg_report_dump(verdict_json(v), path, e);
 }
 
-int kg_report_sarif(const struct kg_verdict *v, const char *path, kg_error *e)
+/* s as XML character data or an attribute value: made safe first (kg_text: no control bytes, no
+ * invalid UTF-8, both of which XML 1.0 forbids even as references), then the five entities. */
+static void xml_escape(FILE *f, const char *s, int mode)
 {
-	json_t *rules = json_array(), *results = json_array();
-	for (int i = 0; i < v->n_reasons; i++) {
-		const struct kg_reason *r = &v->reasons[i];
-		int seen = 0;
-		for (int j = 0; j < i; j++)
-			seen |= v->reasons[j].code == r->code;
-		if (!seen)
-			json_array_append_new(rules, json_pack("{s:s,s:{s:s},s:{s:s},s:{s:s}}", "id", kg_reason_name(r->code),
-							       "shortDescription", "text", kg_reason_short(r->code),
-							       "fullDescription", "text", kg_reason_full(r->code), "help",
-							       "text", kg_reason_full(r->code)));
-		char text[1200];
-		int n = snprintf(text, sizeof(text), "%s", r->message);
-		if (r->input_class[0] && n < (int)sizeof(text))
-			n += snprintf(text + n, sizeof(text) - (size_t)n, " [class %s, seed 0x%016llx, shape %s]",
-				      r->input_class, (unsigned long long)r->seed, r->shape);
-		if (r->index_str[0] && n < (int)sizeof(text))
-			n += snprintf(text + n, sizeof(text) - (size_t)n, " at %s%s", r->tensor, r->index_str);
-		if (r->has_values && n < (int)sizeof(text))
-			snprintf(text + n, sizeof(text) - (size_t)n, ": expected %.9g, got %.9g", r->expected, r->got);
-		json_t *res = json_pack("{s:s,s:s,s:{s:s},s:[{s:{s:{s:s},s:{s:i}}}]}", "ruleId", kg_reason_name(r->code),
-					"level", "error",
-					"message", "text", text, "locations", "physicalLocation", "artifactLocation", "uri",
-					v->candidate, "region", "startLine", 1);
-		json_t *props = reason_obj(r);
-		json_object_set_new(res, "properties", props);
-		json_array_append_new(results, res);
-	}
-	if (v->internal_error[0]) {
-		json_array_append_new(rules, json_pack("{s:s,s:{s:s}}", "id", "kgate.internal", "shortDescription", "text",
-						       "kgate could not complete the verification."));
-		json_array_append_new(results,
-				      json_pack("{s:s,s:s,s:{s:s},s:[{s:{s:{s:s}}}]}", "ruleId", "kgate.internal", "level",
-						"error", "message", "text", v->internal_error, "locations",
-						"physicalLocation", "artifactLocation", "uri", v->candidate));
-	}
-	json_t *root = json_pack(
-		"{s:s,s:s,s:[{s:{s:{s:s,s:s,s:s,s:o}},s:o,s:[{s:b,s:i}],s:{s:s,s:s,s:s}}]}", "$schema",
-		"https://json.schemastore.org/sarif-2.1.0.json", "version", "2.1.0", "runs", "tool", "driver", "name", "kgate",
-		"version", KG_VERSION, "informationUri", "https://github.com/kgate/kgate", "rules", rules, "results", results,
-		"invocations", "executionSuccessful", v->exit_code != KG_EXIT_INTERNAL, "exitCode", v->exit_code,
-		"properties", "task", v->task, "verdict", verdict_word(v), "backend", v->backend);
-	if (!root) {
-		return kg_err(e, -ENOMEM, "building SARIF failed");
-	}
-	return dump_json(root, path, e);
-}
-
-static void xml_escape(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		switch (ch) {
+	char *t = kg_text_safe_dup(s, mode, NULL);
+	for (const char *p = t ? t : "(out of memory)"; *p; p++) {
+		switch (*p) {
 		case '<':
 			fputs("&lt;", f);
 			break;
@@ -262,18 +239,67 @@ static void xml_escape(FILE *f, const char *s)
 			fputs("&apos;", f);
 			break;
 		default:
-			/* XML 1.0 forbids most control characters even escaped. */
-			if (ch < 0x20 && ch != '\n' && ch != '\t' && ch != '\r')
-				fputc('?', f);
-			else
-				fputc(ch, f);
+			fputc(*p, f);
 		}
 	}
+	free(t);
 }
 
+static void xml_attr(FILE *f, const char *name, const char *value)
+{
+	fprintf(f, " %s=\"", name);
+	xml_escape(f, value, KG_TEXT_ONELINE);
+	fputc('"', f);
+}
+
+static int reason_in_checks(const struct kg_verdict *v, const struct kg_reason *r)
+{
+	for (int j = 0; j < v->n_checks; j++)
+		if (!strcmp(v->checks[j].name, kg_reason_check(r->code)))
+			return 1;
+	return 0;
+}
+
+/* The reasons of one check (or, with check NULL, those of no check) as a failure's text; type is
+ * the first one's code. */
+static void junit_failure(FILE *f, const struct kg_verdict *v, const char *check, const char *message)
+{
+	const char *type = "kgate.rejected";
+	for (int r = 0; r < v->n_reasons; r++)
+		if (check ? !strcmp(kg_reason_check(v->reasons[r].code), check) : !reason_in_checks(v, &v->reasons[r])) {
+			type = kg_reason_name(v->reasons[r].code);
+			break;
+		}
+	fprintf(f, "      <failure");
+	xml_attr(f, "message", message);
+	xml_attr(f, "type", type);
+	fputc('>', f);
+	for (int r = 0; r < v->n_reasons; r++) {
+		const struct kg_reason *x = &v->reasons[r];
+		if (check ? strcmp(kg_reason_check(x->code), check) : reason_in_checks(v, x))
+			continue;
+		xml_escape(f, kg_reason_name(x->code), KG_TEXT_ONELINE);
+		fputs(": ", f);
+		xml_escape(f, x->message, KG_TEXT_ONELINE);
+		if (x->input_class[0]) {
+			fputs(" [class ", f);
+			xml_escape(f, x->input_class, KG_TEXT_ONELINE);
+			fputs(", shape ", f);
+			xml_escape(f, x->shape, KG_TEXT_ONELINE);
+			fputc(']', f);
+		}
+		fputc('\n', f);
+	}
+	fprintf(f, "</failure>\n");
+}
+
+/* JUnit XML valid against the common JUnit.xsd (Ant's, as CI test views read it): the suite's
+ * package, id, timestamp (UTC, no zone), hostname and properties; one testcase per check with at
+ * most one of skipped, failure (type = reason code) or error; the compile log and the passing
+ * checks' details in the suite's system-out. */
 int kg_report_junit(const struct kg_verdict *v, const char *path, kg_error *e)
 {
-	FILE *f = open_out(path, e);
+	FILE *f = kg_report_open(path, e);
 	if (!f)
 		return e ? e->code : -EIO;
 	int failures = 0, skipped = 0, orphans = 0;
@@ -281,121 +307,154 @@ int kg_report_junit(const struct kg_verdict *v, const char *path, kg_error *e)
 		failures += v->checks[i].status == KG_CHECK_FAIL;
 		skipped += v->checks[i].status == KG_CHECK_SKIP;
 	}
-	for (int i = 0; i < v->n_reasons; i++) {
-		int found = 0;
-		for (int j = 0; j < v->n_checks; j++)
-			found |= !strcmp(v->checks[j].name, kg_reason_check(v->reasons[i].code));
-		orphans += !found;
+	for (int i = 0; i < v->n_reasons; i++)
+		orphans += !reason_in_checks(v, &v->reasons[i]);
+	int internal = v->internal_error[0] != '\0';
+	char stamp[32], host[256], suite[96], num[64];
+	time_t t0 = v->started ? v->started : time(NULL);
+	struct tm tm;
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", gmtime_r(&t0, &tm));
+	if (gethostname(host, sizeof(host)) || !host[0])
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(suite, sizeof(suite), "kgate.%s", v->task[0] ? v->task : "unknown");
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite");
+	xml_attr(f, "name", suite);
+	xml_attr(f, "package", "kgate");
+	fprintf(f, " id=\"0\"");
+	xml_attr(f, "timestamp", stamp);
+	xml_attr(f, "hostname", host);
+	fprintf(f, " tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.3f\">\n",
+		v->n_checks + (orphans > 0) + internal, failures + (orphans > 0), internal, skipped, v->t_total_s);
+	fprintf(f, "    <properties>\n");
+	snprintf(num, sizeof(num), "%d", v->exit_code);
+	const char *props[][2] = {
+		{"candidate", v->candidate}, {"verdict", kg_report_verdict_word(v)}, {"exit_code", num},
+		{"backend", v->backend},     {"device", v->device},		    {"policy", v->policy},
+		{"shape_set", v->shape_set}, {"dims", v->dims},			    {"seed", v->seed_key},
+	};
+	for (size_t i = 0; i < KG_ARRAY_LEN(props); i++) {
+		fprintf(f, "      <property");
+		xml_attr(f, "name", props[i][0]);
+		xml_attr(f, "value", props[i][1]);
+		fprintf(f, "/>\n");
 	}
-	int extra = orphans > 0 || v->internal_error[0];
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"kgate.");
-	xml_escape(f, v->task);
-	fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.3f\">\n", v->n_checks + extra,
-		failures + (orphans > 0), v->internal_error[0] ? 1 : 0, skipped, v->t_total_s);
+	fprintf(f, "    </properties>\n");
 	for (int i = 0; i < v->n_checks; i++) {
 		const struct kg_check *c = &v->checks[i];
-		fprintf(f, "    <testcase classname=\"kgate.");
-		xml_escape(f, v->task);
-		fprintf(f, "\" name=\"");
-		xml_escape(f, c->name);
-		fprintf(f, "\" time=\"%.3f\">\n", c->seconds);
+		fprintf(f, "    <testcase");
+		xml_attr(f, "classname", suite);
+		xml_attr(f, "name", c->name);
+		fprintf(f, " time=\"%.3f\"", c->seconds);
+		if (c->status == KG_CHECK_PASS) {
+			fprintf(f, "/>\n");
+			continue;
+		}
+		fprintf(f, ">\n");
 		if (c->status == KG_CHECK_SKIP) {
-			fprintf(f, "      <skipped message=\"");
-			xml_escape(f, c->detail);
-			fprintf(f, "\"/>\n");
-		} else if (c->status == KG_CHECK_FAIL) {
-			fprintf(f, "      <failure message=\"");
-			xml_escape(f, c->detail);
-			fprintf(f, "\">");
-			for (int r = 0; r < v->n_reasons; r++) {
-				if (strcmp(kg_reason_check(v->reasons[r].code), c->name))
-					continue;
-				xml_escape(f, kg_reason_name(v->reasons[r].code));
-				fputs(": ", f);
-				xml_escape(f, v->reasons[r].message);
-				fputc('\n', f);
-			}
-			fprintf(f, "</failure>\n");
+			fprintf(f, "      <skipped");
+			xml_attr(f, "message", c->detail);
+			fprintf(f, "/>\n");
 		} else {
-			fprintf(f, "      <system-out>");
-			xml_escape(f, c->detail);
-			fprintf(f, "</system-out>\n");
+			junit_failure(f, v, c->name, c->detail);
 		}
 		fprintf(f, "    </testcase>\n");
 	}
-	if (extra) {
-		fprintf(f, "    <testcase classname=\"kgate.");
-		xml_escape(f, v->task);
-		fprintf(f, "\" name=\"verdict\" time=\"0\">\n");
-		if (v->internal_error[0]) {
-			fprintf(f, "      <error message=\"");
-			xml_escape(f, v->internal_error);
-			fprintf(f, "\"/>\n");
-		}
-		if (orphans) {
-			fprintf(f, "      <failure message=\"rejected\">");
-			for (int r = 0; r < v->n_reasons; r++) {
-				int found = 0;
-				for (int j = 0; j < v->n_checks; j++)
-					found |= !strcmp(v->checks[j].name, kg_reason_check(v->reasons[r].code));
-				if (found)
-					continue;
-				xml_escape(f, kg_reason_name(v->reasons[r].code));
-				fputs(": ", f);
-				xml_escape(f, v->reasons[r].message);
-				fputc('\n', f);
-			}
-			fprintf(f, "</failure>\n");
-		}
+	if (orphans) { /* reasons of no check that ran (the candidate died while loading, say) */
+		fprintf(f, "    <testcase");
+		xml_attr(f, "classname", suite);
+		fprintf(f, " name=\"verdict\" time=\"0\">\n");
+		junit_failure(f, v, NULL, "rejected");
 		fprintf(f, "    </testcase>\n");
 	}
-	fprintf(f, "  </testsuite>\n</testsuites>\n");
-	return close_out(f, path, e);
+	if (internal) {
+		fprintf(f, "    <testcase");
+		xml_attr(f, "classname", suite);
+		fprintf(f, " name=\"not-verified\" time=\"0\">\n      <error");
+		xml_attr(f, "message", v->internal_error);
+		xml_attr(f, "type", "kgate.not_verified");
+		fprintf(f, ">");
+		xml_escape(f, v->internal_error, KG_TEXT_MULTILINE);
+		fprintf(f, "</error>\n    </testcase>\n");
+	}
+	fprintf(f, "    <system-out>");
+	for (int i = 0; i < v->n_checks; i++) {
+		xml_escape(f, v->checks[i].name, KG_TEXT_ONELINE);
+		fputs(": ", f);
+		xml_escape(f, v->checks[i].detail, KG_TEXT_ONELINE);
+		fputc('\n', f);
+	}
+	if (v->compile_log[0]) {
+		fputs("compile log:\n", f);
+		xml_escape(f, v->compile_log, KG_TEXT_MULTILINE);
+	}
+	fprintf(f, "</system-out>\n    <system-err/>\n  </testsuite>\n</testsuites>\n");
+	return kg_report_close(f, path, e);
 }
 
-int kg_report_text(const struct kg_verdict *v, const char *path, kg_error *e)
+/* Candidate-controlled fields on one line each, made safe; freed together at the end. */
+struct tpool {
+	char *s[96];
+	int n;
+};
+
+static const char *ts(struct tpool *tp, const char *s)
 {
-	FILE *f = open_out(path, e);
-	if (!f)
-		return e ? e->code : -EIO;
+	if (tp->n >= (int)KG_ARRAY_LEN(tp->s))
+		return "(...)";
+	char *t = kg_text_safe_dup(s, KG_TEXT_ONELINE, NULL);
+	tp->s[tp->n++] = t;
+	return t ? t : "(out of memory)";
+}
+
+/* Frees what was made since mark (a loop's body), so that any number of reasons fit. */
+static void tp_trim(struct tpool *tp, int mark)
+{
+	while (tp->n > mark)
+		free(tp->s[--tp->n]);
+}
+
+int kg_report_text_file(const struct kg_verdict *v, FILE *f)
+{
+	struct tpool tp = {.n = 0};
 	static const char *const st[] = {"PASS", "FAIL", "SKIP"};
-	fprintf(f, "kgate %s: task %s, candidate %s\n", KG_VERSION, v->task, v->candidate);
-	fprintf(f, "  backend %s (%s), shape set %s: %s, policy %s\n", v->backend, v->device, v->shape_set, v->dims,
-		v->policy);
+	fprintf(f, "kgate %s: task %s, candidate %s\n", KG_VERSION, ts(&tp, v->task), ts(&tp, v->candidate));
+	fprintf(f, "  backend %s (%s), shape set %s: %s, policy %s\n", ts(&tp, v->backend), ts(&tp, v->device), ts(&tp, v->shape_set), ts(&tp, v->dims),
+		ts(&tp, v->policy));
 	fprintf(f, "verdict: %s (exit %d)\n", v->exit_code == KG_EXIT_ACCEPTED ? "ACCEPTED"
 					      : v->exit_code == KG_EXIT_REJECTED ? "REJECTED"
 										 : "NOT VERIFIED",
 		v->exit_code);
 	if (v->internal_error[0])
-		fprintf(f, "  error: %s\n", v->internal_error);
-	for (int i = 0; i < v->n_reasons; i++) {
+		fprintf(f, "  error: %s\n", ts(&tp, v->internal_error));
+	for (int i = 0, mark = tp.n; i < v->n_reasons; tp_trim(&tp, mark), i++) {
 		const struct kg_reason *r = &v->reasons[i];
-		fprintf(f, "  x %-24s %s\n", kg_reason_name(r->code), r->message);
+		fprintf(f, "  x %-24s %s\n", kg_reason_name(r->code), ts(&tp, r->message));
 		if (r->input_class[0])
-			fprintf(f, "    %-24s class %s, seed 0x%016llx, shape %s\n", "", r->input_class,
-				(unsigned long long)r->seed, r->shape);
+			fprintf(f, "    %-24s class %s, seed 0x%016llx, shape %s\n", "", ts(&tp, r->input_class),
+				(unsigned long long)r->seed, ts(&tp, r->shape));
 		if (r->occurrences > 1)
 			fprintf(f, "    %-24s %d trials in all%s%s\n", "", r->occurrences,
-				r->also_classes[0] ? ", also classes " : "", r->also_classes);
+				r->also_classes[0] ? ", also classes " : "", ts(&tp, r->also_classes));
 		if (r->index_str[0] || r->has_values) {
-			fprintf(f, "    %-24s %s%s", "", r->tensor, r->index_str);
+			fprintf(f, "    %-24s %s%s", "", ts(&tp, r->tensor), ts(&tp, r->index_str));
 			if (r->has_values)
 				fprintf(f, ": expected %.9g, got %.9g", r->expected, r->got);
 			fputc('\n', f);
 		}
 	}
 	fprintf(f, "checks:\n");
-	for (int i = 0; i < v->n_checks; i++)
-		fprintf(f, "  %s %-16s %7.2fs  %s\n", st[v->checks[i].status], v->checks[i].name, v->checks[i].seconds,
-			v->checks[i].detail);
+	for (int i = 0, mark = tp.n; i < v->n_checks; tp_trim(&tp, mark), i++)
+		fprintf(f, "  %s %-16s %7.2fs  %s\n", st[v->checks[i].status], ts(&tp, v->checks[i].name),
+			v->checks[i].seconds, ts(&tp, v->checks[i].detail));
 	if (v->degenerate_classes[0])
-		fprintf(f, "note: near-constant reference outputs (no evidence) under: %s\n", v->degenerate_classes);
+		fprintf(f, "note: near-constant reference outputs (no evidence) under: %s\n", ts(&tp, v->degenerate_classes));
 	if (v->acc.n)
 		fprintf(f,
 			"accuracy: worst max abs error %.3g, max rel error %.3g, norm-wise error %.3g; the worst element "
 			"reached %.3g%% of its tolerance (atol %.3g, rtol %.3g; class %s, %s, output %s)\n",
 			v->acc.max_abs_err, v->acc.max_rel_err, v->acc.normwise_err, 100 * v->acc.tol_used, v->acc.atol,
-			v->acc.rtol, v->acc.input_class, v->acc.shape, v->acc.tensor);
+			v->acc.rtol, ts(&tp, v->acc.input_class), ts(&tp, v->acc.shape), ts(&tp, v->acc.tensor));
 	if (v->timed) {
 		fprintf(f, "timing (median of %d, fresh inputs and flushed caches each call):\n", v->cand.n);
 		fprintf(f, "  candidate %10.4f ms  [p10 %.4f, p90 %.4f, spread %.1f%%]\n", v->cand.median_ms,
@@ -412,17 +471,67 @@ int kg_report_text(const struct kg_verdict *v, const char *path, kg_error *e)
 		fputc('\n', f);
 	}
 	if (v->layers_active[0])
-		fprintf(f, "sandbox: %s%s%s\n", v->layers_active, v->layers_failed[0] ? "; not available: " : "",
-			v->layers_failed);
+		fprintf(f, "sandbox: %s%s%s\n", ts(&tp, v->layers_active), v->layers_failed[0] ? "; not available: " : "",
+			ts(&tp, v->layers_failed));
 	if (v->seed_key[0])
 		fprintf(f, "seed %s (reproduce with --seed %s); %.2f s in all\n", v->seed_key, v->seed_key,
 			v->t_total_s);
 	else
 		fprintf(f, "seed 0x%016llx (reproduce with --seed 0x%016llx); %.2f s in all\n",
 			(unsigned long long)v->master_seed, (unsigned long long)v->master_seed, v->t_total_s);
-	if (v->compile_log[0] && kg_verdict_has_reason(v, KG_R_COMPILE_ERROR))
-		fprintf(f, "compile log:\n%s\n", v->compile_log);
-	return close_out(f, path, e);
+	if (v->compile_log[0] && kg_verdict_has_reason(v, KG_R_COMPILE_ERROR)) {
+		/* the compiler's words, each line marked as quoted: it quotes the candidate, which must
+		 * not be able to print a line that looks like kgate's own */
+		char *log = kg_text_safe_dup(v->compile_log, KG_TEXT_MULTILINE, NULL);
+		fprintf(f, "compile log:\n");
+		for (char *line = log, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+			nl = strchr(line, '\n');
+			fprintf(f, "  | %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
+		}
+		free(log);
+	}
+	tp_trim(&tp, 0);
+	return ferror(f) ? -EIO : 0;
+}
+
+int kg_report_text(const struct kg_verdict *v, const char *path, kg_error *e)
+{
+	FILE *f = kg_report_open(path, e);
+	if (!f)
+		return e ? e->code : -EIO;
+	int rc = kg_report_text_file(v, f);
+	int rc2 = kg_report_close(f, path, e);
+	return rc ? kg_err(e, rc, "%s: write failed", path) : rc2;
+}
+
+static const char *const report_formats[] = {"json", "sarif", "junit", "text", NULL};
+
+int kg_report_check(const char *spec, kg_error *e)
+{
+	const char *colon = strchr(spec, ':');
+	if (!colon || colon == spec || !colon[1])
+		return kg_err(e, -EINVAL, "--report expects FORMAT:PATH (json, sarif, junit, text), got '%s'", spec);
+	int known = 0;
+	for (const char *const *f = report_formats; *f; f++)
+		known |= strlen(*f) == (size_t)(colon - spec) && !strncmp(*f, spec, (size_t)(colon - spec));
+	if (!known)
+		return kg_err(e, -EINVAL, "--report %s: unknown format '%.*s' (json, sarif, junit, text)", spec,
+			      (int)(colon - spec), spec);
+	const char *path = colon + 1;
+	if (!strcmp(path, "-"))
+		return 0;
+	char dir[4096];
+	struct stat st;
+	kg_dirname(path, dir, sizeof(dir));
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		return kg_err(e, -ENOENT, "--report %s: the directory %s does not exist", spec, dir);
+	if (access(dir, W_OK | X_OK))
+		return kg_err(e, -EACCES, "--report %s: cannot write in %s: %s", spec, dir, strerror(errno));
+	if (!stat(path, &st) && S_ISDIR(st.st_mode))
+		return kg_err(e, -EISDIR, "--report %s: %s is a directory", spec, path);
+	if (!stat(path, &st) && access(path, W_OK))
+		return kg_err(e, -EACCES, "--report %s: cannot write %s: %s", spec, path, strerror(errno));
+	return 0;
 }
 
 int kg_report_write(const struct kg_verdict *v, const char *spec, kg_error *e)

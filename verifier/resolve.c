@@ -19,6 +19,11 @@ static int is_path(const char *s)
 
 int kg_resolve_policy(const char *name_or_path, struct kg_policy *p, kg_error *e)
 {
+	/* the environment's default (a CI job sets it once) is as explicit as --policy: not found is an
+	 * error, never the built-in defaults */
+	const char *env = getenv("KGATE_POLICY");
+	if (!name_or_path && env && *env)
+		name_or_path = env;
 	const char *name = name_or_path ? name_or_path : "default";
 	if (is_path(name))
 		return kg_policy_load(name, p, e);

@@ -10,6 +10,7 @@ void kg_verdict_init(struct kg_verdict *v)
 {
 	memset(v, 0, sizeof(*v));
 	v->exit_code = KG_EXIT_INTERNAL;
+	v->started = time(NULL);
 }
 
 void kg_verdict_free(struct kg_verdict *v)

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <time.h>
 
 #include "kg_common.h"
 #include "kg_vocab.h"
@@ -83,6 +85,8 @@ struct kg_verdict {
 	double t_compile_s, t_reference_s, t_checks_s, t_timing_s, t_total_s;
 	char device[128];
 	char internal_error[512]; /* exit 3 */
+	char source_root[4096]; /* SARIF URIs are relative to it ("" : the current directory) */
+	time_t started; /* wall clock at kg_verdict_init: the JUnit timestamp */
 };
 
 void kg_verdict_init(struct kg_verdict *v);
@@ -102,8 +106,13 @@ int kg_report_json(const struct kg_verdict *v, const char *path, kg_error *e);
 int kg_report_sarif(const struct kg_verdict *v, const char *path, kg_error *e);
 int kg_report_junit(const struct kg_verdict *v, const char *path, kg_error *e);
 int kg_report_text(const struct kg_verdict *v, const char *path, kg_error *e);
+/* The terminal summary onto an open stream (stderr when stdout carries a report). */
+int kg_report_text_file(const struct kg_verdict *v, FILE *f);
 /* "json:out.json" etc.; path "-" is stdout. */
 int kg_report_write(const struct kg_verdict *v, const char *spec, kg_error *e);
+/* Before any work: the format is known and the path can be written (its directory exists and is
+ * writable, it is not a directory). -EINVAL etc. with e saying which. */
+int kg_report_check(const char *spec, kg_error *e);
 /* The JSON document as a string (caller frees), for the agents' feedback. */
 char *kg_report_json_string(const struct kg_verdict *v);
 

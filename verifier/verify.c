@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "kg_heartbeat.h"
 #include "verifier/resolve.h"
 #include "verifier/run.h"
 
@@ -27,6 +28,10 @@ void kg_run_progress(struct kg_run *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	if (r->plan->progress == KG_PROGRESS_HEARTBEAT) {
+		kg_heartbeat_phase(line); /* the heartbeat thread prints it, plain, every few seconds */
+		return;
+	}
 	fprintf(stderr, "\r\033[K[kgate] %s: %s", r->plan->task.name, line);
 	fflush(stderr);
 }
@@ -127,7 +132,7 @@ static void finish(struct kg_run *r, uint64_t t_start)
 		kg_sb_layers_str(r->cs.outcome.layers_failed, fl, sizeof(fl));
 		snprintf(v->layers_failed, sizeof(v->layers_failed), "%s", fl);
 	}
-	if (r->plan->progress)
+	if (r->plan->progress == KG_PROGRESS_LINE)
 		fprintf(stderr, "\r\033[K");
 	v->t_total_s = kg_secs_since(t_start);
 	kg_verdict_finish(v);
@@ -170,7 +175,7 @@ out:
 		kg_run_free(r);
 		if (r->work[0] && !plan->keep_workdir)
 			kg_rmtree(r->work);
-		else if (r->work[0] && plan->progress)
+		else if (r->work[0]) /* --keep is asked for to look inside: always say where */
 			fprintf(stderr, "[kgate] work directory kept: %s\n", r->work);
 	}
 	free(r);

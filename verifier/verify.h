@@ -8,6 +8,8 @@
 #include "kg_common.h"
 #include "verifier/verdict.h"
 
+enum { KG_PROGRESS_NONE = 0, KG_PROGRESS_LINE = 1, KG_PROGRESS_HEARTBEAT = 2 };
+
 struct kg_verify_opts {
 	const char *task; /* name or manifest path */
 	const char *candidate; /* source: .c (CPU backend) or .cu (CUDA backend) */
@@ -25,7 +27,8 @@ struct kg_verify_opts {
 	int trials; /* > 0 overrides the policy */
 	int iterations; /* >= 0 overrides the policy (0: no timing) */
 	unsigned disabled_layers; /* sandbox layers not to attempt */
-	int progress; /* progress line on stderr */
+	int progress; /* on stderr: KG_PROGRESS_LINE (a terminal) or _HEARTBEAT (the caller runs
+		       * kg_heartbeat, common/kg_heartbeat.h); 0 none */
 	int keep_workdir;
 };
 

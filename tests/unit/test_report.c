@@ -110,9 +110,11 @@ static void test_sarif(void **state)
 	json_t *results = json_object_get(run, "results");
 	assert_int_equal(json_array_size(results), 3);
 	json_t *loc = json_array_get(json_object_get(json_array_get(results, 0), "locations"), 0);
-	assert_string_equal(json_string_value(json_object_get(
-				    json_object_get(json_object_get(loc, "physicalLocation"), "artifactLocation"), "uri")),
-			    "cand<&>.c");
+	json_t *art = json_object_get(json_object_get(loc, "physicalLocation"), "artifactLocation");
+	/* relative to the root (the current directory), percent-encoded, under SRCROOT */
+	assert_string_equal(json_string_value(json_object_get(art, "uri")), "cand%3C%26%3E.c");
+	assert_string_equal(json_string_value(json_object_get(art, "uriBaseId")), "SRCROOT");
+	assert_non_null(json_object_get(json_object_get(run, "originalUriBaseIds"), "SRCROOT"));
 	json_decref(root);
 	unlink(p);
 	kg_verdict_free(&v);
@@ -130,7 +132,7 @@ static void test_junit(void **state)
 	assert_non_null(strstr(x, "&quot;wrong&quot; &lt;here&gt; &amp; there"));
 	assert_null(strstr(x, "<here>"));
 	assert_null(strchr(x, '\x01'));
-	assert_null(strstr(x, "name=\"verdict\""));
+	assert_null(strstr(x, "name=\"verdict\" time"));
 	unlink(p);
 	kg_verdict_free(&v);
 	/* a rejection before any check ran (the candidate died while loading) still fails the suite */
@@ -141,7 +143,7 @@ static void test_junit(void **state)
 	assert_int_equal(kg_report_junit(&v, p, NULL), 0);
 	x = slurp(p);
 	assert_non_null(strstr(x, "tests=\"1\" failures=\"1\""));
-	assert_non_null(strstr(x, "name=\"verdict\""));
+	assert_non_null(strstr(x, "name=\"verdict\" time"));
 	unlink(p);
 	kg_verdict_free(&v);
 }
@@ -169,6 +171,90 @@ static void test_text_and_errors(void **state)
 	kg_verdict_free(&v);
 }
 
+/* A verdict whose candidate-controlled strings hold terminal escapes, a carriage return, invalid
+ * UTF-8 (a lone continuation byte, an overlong '/', a truncated sequence) and a C1 CSI. */
+static void make_hostile(struct kg_verdict *v)
+{
+	kg_verdict_init(v);
+	snprintf(v->task, sizeof(v->task), "softmax");
+	snprintf(v->candidate, sizeof(v->candidate), "k.c");
+	snprintf(v->compile_log, sizeof(v->compile_log),
+		 "/work/kernel.c:7:3: error: #error \x1b[2K\rverdict: ACCEPTED (exit 0)\xff\xfe\n"
+		 "/work/kernel.c:12:9: error: second\xc0\xaf\n");
+	kg_verdict_add_check(v, "static-imports", KG_CHECK_FAIL, 0, "1 forbidden \x1b[31m");
+	struct kg_reason *r = kg_verdict_add_reason(v, KG_R_STATIC_FORBIDDEN_SYMBOL,
+						    "the candidate imports '\x1b]0;owned\x07\x80\xe2\x82', bad");
+	snprintf(r->tensor, sizeof(r->tensor), "sym\xc2\x9b" "1m\xff");
+	kg_verdict_add_reason(v, KG_R_COMPILE_ERROR, "does not compile \r\x1b[1A");
+	kg_verdict_finish(v);
+}
+
+static void no_raw_controls(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 && *p != '\n' && *p != '\t')
+			fail_msg("raw control byte 0x%02x in: %.80s", *p, (const char *)p);
+	assert_null(strstr(s, "\xc2\x9b"));
+}
+
+static void test_hostile_text(void **state)
+{
+	(void)state;
+	struct kg_verdict v;
+	make_hostile(&v);
+	assert_int_equal(v.exit_code, KG_EXIT_REJECTED);
+	/* JSON: parses, the reasons are all there, nothing was dropped, a note says what was escaped */
+	char *js = kg_report_json_string(&v);
+	assert_non_null(js);
+	json_error_t err;
+	json_t *root = json_loads(js, 0, &err);
+	assert_non_null(root);
+	json_t *reasons = json_object_get(root, "reasons");
+	assert_int_equal(json_array_size(reasons), 2);
+	const char *m0 = json_string_value(json_object_get(json_array_get(reasons, 0), "message"));
+	assert_non_null(strstr(m0, "\\x1b]0;owned\\x07\\x80\\xe2\\x82"));
+	no_raw_controls(m0);
+	assert_non_null(strstr(json_string_value(json_object_get(root, "compile_log")), "\\xff\\xfe"));
+	assert_non_null(json_object_get(root, "notes"));
+	json_decref(root);
+	free(js);
+	/* SARIF: every reason has results (compile.error: one per diagnostic, at its line and column) */
+	char *p = tmpfile_path(".sarif");
+	assert_int_equal(kg_report_sarif(&v, p, NULL), 0);
+	root = json_load_file(p, 0, &err);
+	assert_non_null(root);
+	json_t *run = json_array_get(json_object_get(root, "runs"), 0);
+	json_t *results = json_object_get(run, "results");
+	assert_int_equal(json_array_size(results), 3);
+	json_t *region = json_object_get(
+		json_object_get(json_array_get(json_object_get(json_array_get(results, 2), "locations"), 0),
+				"physicalLocation"),
+		"region");
+	assert_int_equal(json_integer_value(json_object_get(region, "startLine")), 12);
+	assert_int_equal(json_integer_value(json_object_get(region, "startColumn")), 9);
+	assert_non_null(json_object_get(json_object_get(run, "properties"), "compile_log"));
+	json_decref(root);
+	unlink(p);
+	/* JUnit: no raw control byte and no invalid UTF-8 anywhere in the file */
+	p = tmpfile_path(".xml");
+	assert_int_equal(kg_report_junit(&v, p, NULL), 0);
+	const char *x = slurp(p);
+	no_raw_controls(x);
+	assert_null(strstr(x, "\xff"));
+	assert_non_null(strstr(x, "<system-out>"));
+	assert_non_null(strstr(x, "type=\"static.forbidden_symbol\""));
+	unlink(p);
+	/* text: no ESC or CR, and the compile log's lines are marked as quoted */
+	p = tmpfile_path(".txt");
+	assert_int_equal(kg_report_text(&v, p, NULL), 0);
+	x = slurp(p);
+	no_raw_controls(x);
+	assert_null(strstr(x, "\nverdict: ACCEPTED"));
+	assert_non_null(strstr(x, "  | /work/kernel.c:7:3"));
+	unlink(p);
+	kg_verdict_free(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -176,6 +262,7 @@ int main(void)
 		cmocka_unit_test(test_sarif),
 		cmocka_unit_test(test_junit),
 		cmocka_unit_test(test_text_and_errors),
+		cmocka_unit_test(test_hostile_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,25 @@
+/* Text that came from a candidate (symbol names, compiler logs, messages quoting them) made safe
+ * for every place kgate prints it: valid UTF-8 with no control bytes, so that a JSON encoder never
+ * refuses it, an XML parser never chokes on it and a terminal never obeys it. Nothing is dropped:
+ * each offending byte becomes the visible text "\xNN". */
+#ifndef KG_TEXT_H
+#define KG_TEXT_H
+
+#include <stddef.h>
+
+#include "kg_common.h"
+
+enum { KG_TEXT_MULTILINE = 0, KG_TEXT_ONELINE = 1 /* newline escaped too: one line stays one line */ };
+
+/* Appends s (len bytes) to b: well-formed UTF-8 is kept, but for tab and newline every C0 control
+ * (ESC, CR, BEL, ...), DEL and each C1 control (U+0080..U+009F, 8-bit CSI included), and each byte
+ * of an invalid or overlong sequence, a surrogate or a code point past U+10FFFF, is written as
+ * "\xNN". Returns how many bytes were escaped, or a negative errno (out of memory). */
+int kg_text_safe(kg_buf *b, const char *s, size_t len, int mode);
+/* The same into a new NUL-terminated string (NULL on out of memory); *escaped (may be NULL) gets
+ * the count. */
+char *kg_text_safe_dup(const char *s, int mode, int *escaped);
+/* Whether s needs nothing escaped. */
+int kg_text_is_safe(const char *s);
+
+#endif
