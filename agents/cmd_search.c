@@ -26,7 +26,13 @@ static void usage(FILE *f)
 		"  --keep K              fastest accepted candidates carried to the next round as seeds (default B)\n"
 		"  --out DIR             output directory: history.jsonl, candidates/, winner.* (default\n"
 		"                        kgate-search-TASK); a directory with a history is resumed\n"
-		"  --jobs J              verifications at once (default: the GPUs for a GPU backend, else CPU cores)\n"
+		"  --jobs J              verifications at once (local: the GPUs for a GPU backend, one each, else\n"
+		"                        the CPU cores; slurm: 4)\n"
+		"  --executor E          local (default: forked workers on this host) or slurm (each verification\n"
+		"                        a job step through sbatch/srun; --out must be on a file system the nodes\n"
+		"                        share; GPU backends ask for --gres=gpu:1; ^C cancels the jobs)\n"
+		"  --slurm-partition P   the partition to submit to (default: the cluster's)\n"
+		"  --slurm-args ARGS     more sbatch options, e.g. \"--account=a --qos=q\"\n"
 		"  --agent-config FILE   agent settings, a YAML mapping of key: value\n"
 		"  --agent-opt KEY=VALUE one agent setting (repeatable; wins over the file)\n"
 		"  --agent-isolation M   process (default: the plugin runs in a helper process) or inproc\n"
@@ -140,7 +146,8 @@ int kg_cmd_search(int argc, char **argv)
 		{"trials", required_argument, 0, 't'},		{"seed", required_argument, 0, 's'},
 		{"quiet", no_argument, 0, 'q'},			{"help", no_argument, 0, 'h'},
 		{"template", required_argument, 0, 'M'},	{"finalists", required_argument, 0, 'F'},
-		{"retime", required_argument, 0, 'R'},
+		{"retime", required_argument, 0, 'R'},		{"executor", required_argument, 0, 'X'},
+		{"slurm-partition", required_argument, 0, 'P'},	{"slurm-args", required_argument, 0, 'S'},
 		{0, 0, 0, 0},
 	};
 	struct kg_search_opts o = {
@@ -251,6 +258,15 @@ int kg_cmd_search(int argc, char **argv)
 			break;
 		case 'M':
 			template = optarg;
+			break;
+		case 'X':
+			o.executor = optarg;
+			break;
+		case 'P':
+			o.slurm_partition = optarg;
+			break;
+		case 'S':
+			o.slurm_args = optarg;
 			break;
 		case 'F':
 			bad = parse_int("finalists", optarg, 0, 8, &o.finalists);

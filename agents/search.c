@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agents/executor.h"
 #include "agents/feedback.h"
 #include "agents/finalists.h"
 #include "agents/sha256.h"
@@ -31,6 +32,7 @@ struct search {
 	const struct kg_backend *be; /* what the candidates are written for; its ext names their files */
 	struct kg_history h;
 	struct kg_agent *agent;
+	struct kg_executor *x; /* where verifications run */
 	uint8_t *config;
 	size_t config_len;
 	struct kg_pool task_pool;
@@ -417,7 +419,7 @@ static int verify_round(struct search *s, int round, kg_error *e)
 		outpath(s, jobs[n].path, sizeof(jobs[n].path), "candidates/%s%s", id, s->be->ext);
 		n++;
 	}
-	int workers = o->jobs > 0 ? o->jobs : kg_default_jobs(s->be);
+	int workers = o->jobs > 0 ? o->jobs : s->x->ops->default_jobs(s->x, s->be);
 	say(s, "round %d: %zu proposed, %d to verify (%d already verified)", round, r->n_candidates, n, reused);
 	say(s, n > 1 ? ", %d at a time\n" : "\n", workers < n ? workers : n);
 	struct kg_verify_opts vo = {
@@ -430,7 +432,7 @@ static int verify_round(struct search *s, int round, kg_error *e)
 	struct done_ctx d = {.s = s, .jobs = jobs, .parallel = workers > 1 && n > 1};
 	s->round = round;
 	s->werr = (kg_error){0};
-	rc = kg_verify_jobs(&vo, jobs, n, workers, o->verify_timeout_s, record, &d, e);
+	rc = s->x->ops->run(s->x, &vo, jobs, n, workers, o->verify_timeout_s, record, &d, e);
 	/* Second, serial pass: its verdict is the one recorded, whatever it is. */
 	d.parallel = 0;
 	for (int k = 0; k < d.n_recheck && !rc; k++) {
@@ -438,7 +440,7 @@ static int verify_round(struct search *s, int round, kg_error *e)
 		free(job->report);
 		job->report = NULL;
 		job->error[0] = '\0';
-		rc = kg_verify_jobs(&vo, job, 1, 1, o->verify_timeout_s, record, &d, e);
+		rc = s->x->ops->run(s->x, &vo, job, 1, 1, o->verify_timeout_s, record, &d, e);
 	}
 	if (!rc && s->werr.msg[0])
 		rc = kg_err(e, s->werr.code, "%s", s->werr.msg);
@@ -587,7 +589,7 @@ static int retime(struct search *s, const struct kg_rec **w, const json_t **fina
 			.trials = o->trials,
 		};
 		struct final_ctx d = {.s = s, .jobs = jobs, .f = f, .nf = nf};
-		rc = kg_verify_jobs(&vo, jobs, n, 1, o->verify_timeout_s, final_done, &d, e);
+		rc = s->x->ops->run(s->x, &vo, jobs, n, 1, o->verify_timeout_s, final_done, &d, e);
 		for (int j = 0; j < n; j++)
 			free(jobs[j].report);
 		free(jobs);
@@ -634,11 +636,20 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 	}
 	if ((rc = agent_config(s, e)))
 		goto out;
+	struct kg_executor_opts xo = {
+		.name = o->executor,
+		.outdir = o->outdir,
+		.exe = o->host_exe,
+		.partition = o->slurm_partition,
+		.slurm_args = o->slurm_args,
+	};
+	if ((rc = kg_executor_open(&xo, &s->x, e)))
+		goto out;
 	exit_code = KG_EXIT_INTERNAL;
 	if ((rc = kg_history_open(&s->h, o->outdir, e)))
 		goto out;
-	say(s, "kgate search: task %s (%s), agent %s, %d rounds x %d ideas x %d candidates, output in %s\n", s->task.name,
-	    s->be->name, o->agent, o->rounds, o->branch, o->per_idea, o->outdir);
+	say(s, "kgate search: task %s (%s), agent %s, %d rounds x %d ideas x %d candidates, executor %s, output in %s\n",
+	    s->task.name, s->be->name, o->agent, o->rounds, o->branch, o->per_idea, s->x->ops->name, o->outdir);
 	if (s->h.n)
 		say(s, "resuming: %d candidates already verified%s\n", s->h.n,
 		    s->h.skipped ? " (an unfinished history line was dropped)" : "");
@@ -721,6 +732,7 @@ out:
 	if (s->resp)
 		kgate__v1__propose_response__free_unpacked(s->resp, NULL);
 	kg_agent_close(s->agent);
+	kg_executor_close(s->x);
 	kg_history_close(&s->h);
 	kg_pool_free(&s->task_pool);
 	free(s->config);

@@ -42,6 +42,8 @@ struct kg_search_opts {
 	int quiet;
 	int finalists; /* the fastest accepted re-timed at the end (0: none) */
 	int retime; /* re-timings of each finalist (0: none) */
+	const char *executor; /* "local" (NULL too) or "slurm" (agents/executor.h) */
+	const char *slurm_partition, *slurm_args; /* NULL: none */
 };
 
 /* Runs (or resumes) a search. Returns the exit code: 0 a winner, 1 none correct, 2 usage or

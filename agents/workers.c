@@ -1,7 +1,8 @@
-/* Parallel verification: each kg_verify runs in its own forked worker (the sandbox forks, and
- * the verifier keeps per-process state, so threads are not an option), which sends the JSON
- * report back over a pipe. On a backend that needs a GPU each worker gets one of its own. */
-#include "agents/search.h"
+/* The `local` executor: each kg_verify runs in its own forked worker (the sandbox forks, and the
+ * verifier keeps per-process state, so threads are not an option), which sends the JSON report
+ * back over a pipe. On a backend that needs a GPU each worker slot is pinned to one GPU with
+ * CUDA_VISIBLE_DEVICES, for any number of GPUs. */
+#include "agents/executor.h"
 #include "verifier/resolve.h"
 
 #include <dirent.h>
@@ -19,44 +20,76 @@
 #define MAX_WORKERS 256
 #define MAX_REPORT (64u << 20)
 
-/* The GPU list: CUDA_VISIBLE_DEVICES when set, else /dev/nvidia0..N. Returns how many (<= max). */
-static int gpu_list(char ids[][32], int max)
+static int valid_gpu(const char *t)
 {
-	const char *v = getenv("CUDA_VISIBLE_DEVICES");
+	if (!strncmp(t, "GPU-", 4) || !strncmp(t, "MIG-", 4))
+		return t[4] != '\0';
+	for (const char *c = t; *c; c++)
+		if (*c < '0' || *c > '9')
+			return 0;
+	return *t != '\0';
+}
+
+int kg_gpu_parse_visible(const char *v, char ids[][32], int max)
+{
+	char buf[1024];
 	int n = 0;
-	if (v) {
-		char buf[1024];
-		snprintf(buf, sizeof(buf), "%s", v);
-		for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save))
-			if (*t)
-				snprintf(ids[n++], 32, "%s", t);
-		return n;
+	snprintf(buf, sizeof(buf), "%s", v ? v : "");
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save)) {
+		while (*t == ' ')
+			t++;
+		size_t len = strlen(t);
+		while (len && t[len - 1] == ' ')
+			t[--len] = '\0';
+		if (!len)
+			continue;
+		if (!valid_gpu(t) || len >= 32)
+			break; /* the runtime ignores everything from an invalid entry on */
+		snprintf(ids[n++], 32, "%s", t);
 	}
-	DIR *d = opendir("/dev");
+	return n;
+}
+
+int kg_gpu_scan_dev(const char *dev, char ids[][32], int max)
+{
+	DIR *d = opendir(dev);
 	if (!d)
 		return 0;
-	int found[MAX_WORKERS] = {0};
+	static unsigned char found[KG_MAX_GPUS];
+	memset(found, 0, sizeof(found));
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		char *end;
-		if (strncmp(de->d_name, "nvidia", 6) || !de->d_name[6])
+		if (strncmp(de->d_name, "nvidia", 6) || de->d_name[6] < '0' || de->d_name[6] > '9')
 			continue;
 		long i = strtol(de->d_name + 6, &end, 10);
-		if (!*end && i >= 0 && i < MAX_WORKERS)
+		if (!*end && i >= 0 && i < KG_MAX_GPUS)
 			found[i] = 1;
 	}
 	closedir(d);
-	for (int i = 0; i < MAX_WORKERS && n < max; i++)
+	int n = 0;
+	for (int i = 0; i < KG_MAX_GPUS && n < max; i++)
 		if (found[i])
 			snprintf(ids[n++], 32, "%d", i);
 	return n;
 }
 
+int kg_gpu_list(char ids[][32], int max)
+{
+	const char *v = getenv("CUDA_VISIBLE_DEVICES");
+	return v ? kg_gpu_parse_visible(v, ids, max) : kg_gpu_scan_dev("/dev", ids, max);
+}
+
+const char *kg_gpu_for_slot(char ids[][32], int n, int slot)
+{
+	return n > 0 && slot >= 0 ? ids[slot % n] : NULL;
+}
+
 int kg_default_jobs(const struct kg_backend *be)
 {
 	if (be && be->needs_gpu) {
-		char ids[MAX_WORKERS][32];
-		int n = gpu_list(ids, MAX_WORKERS);
+		static char ids[KG_MAX_GPUS][32];
+		int n = kg_gpu_list(ids, KG_MAX_GPUS);
 		return n > 0 ? n : 1;
 	}
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -184,7 +217,7 @@ int kg_verify_jobs(const struct kg_verify_opts *base, struct kg_vjob *jobs, int 
 	const struct kg_backend *be = NULL;
 	if (n > 0 && kg_resolve_backend(base->backend, jobs[0].path, &be, NULL))
 		be = NULL;
-	int n_gpu = be && be->needs_gpu ? gpu_list(gpus, MAX_WORKERS) : 0;
+	int n_gpu = be && be->needs_gpu ? kg_gpu_list(gpus, MAX_WORKERS) : 0;
 	struct worker w[MAX_WORKERS];
 	memset(w, 0, sizeof(w));
 	int next = 0, running = 0, rc = 0, stop = 0;
@@ -196,7 +229,7 @@ int kg_verify_jobs(const struct kg_verify_opts *base, struct kg_vjob *jobs, int 
 		for (int i = 0; i < max_workers && next < n && !stop; i++) {
 			if (w[i].pid)
 				continue;
-			if ((rc = start(base, &jobs[next], next, &w[i], n_gpu ? gpus[i % n_gpu] : NULL, e)))
+			if ((rc = start(base, &jobs[next], next, &w[i], kg_gpu_for_slot(gpus, n_gpu, i), e)))
 				stop = 1; /* no new workers; the running ones are drained */
 			else
 				next++, running++;
@@ -248,3 +281,30 @@ int kg_verify_jobs(const struct kg_verify_opts *base, struct kg_vjob *jobs, int 
 		snprintf(jobs[i].error, sizeof(jobs[i].error), "not verified: %s", e ? e->msg : "cannot start a worker");
 	return rc;
 }
+
+/* ---- the executor seam ---- */
+
+static int local_default_jobs(struct kg_executor *x, const struct kg_backend *be)
+{
+	(void)x;
+	return kg_default_jobs(be);
+}
+
+static int local_run(struct kg_executor *x, const struct kg_verify_opts *base, struct kg_vjob *jobs, int n,
+		     int max_workers, int timeout_s, kg_vjob_done_fn done, void *ctx, kg_error *e)
+{
+	(void)x;
+	return kg_verify_jobs(base, jobs, n, max_workers, timeout_s, done, ctx, e);
+}
+
+static void local_destroy(struct kg_executor *x)
+{
+	free(x);
+}
+
+const struct kg_executor_ops kg_executor_local = {
+	.name = "local",
+	.default_jobs = local_default_jobs,
+	.run = local_run,
+	.destroy = local_destroy,
+};

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs the Debian packages kgate builds and tests with. As root it runs apt-get; otherwise it
 # prints the exact command and fails, so that a missing package is never a mystery later.
-# Usage: scripts/deps.sh [--packaging | --packaging-min]   (--packaging adds what `make deb` and
-# `make rpm` build and lint with; --packaging-min only the build tools, for the package tests)
+# Usage: scripts/deps.sh [--packaging | --packaging-min | --slurm]   (--packaging adds what `make deb` and
+# `make rpm` build and lint with; --packaging-min only the build tools, for the package tests;
+# --slurm the Slurm daemons and client that tests/integration/search_slurm.sh starts a cluster with)
 set -eu
 
 pkgs="gcc libc6-dev make pkg-config libseccomp-dev libcap-dev libprotobuf-c-dev protobuf-c-compiler
@@ -10,6 +11,7 @@ libcurl4-openssl-dev libyaml-dev libjansson-dev libcmocka-dev python3 binutils"
 case "${1:-}" in
 --packaging) pkgs="$pkgs dpkg-dev rpm lintian rpmlint groff-base man-db" ;;
 --packaging-min) pkgs="$pkgs dpkg-dev rpm" ;;
+--slurm) pkgs="$pkgs slurmctld slurmd slurm-client munge" ;; # the Slurm executor's tests (a one-node cluster)
 esac
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
