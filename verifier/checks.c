@@ -95,7 +95,7 @@ int kg_check_outputs(const struct kg_view *v, enum kg_reason_code code, struct k
 	for (int j = 0; j < a->n_out; j++) {
 		int s = a->n_in + j;
 		const struct kg_arena_slot *sl = &a->slot[s];
-		struct kg_cmp local, *cmp = v->cmp ? &v->cmp[j] : &local;
+		struct kg_cmp local = {0}, *cmp = v->cmp ? &v->cmp[j] : &local;
 		const struct kg_tol *t = &v->tol[j];
 		if (!kg_compare(kg_arena_ptr(a, s), v->ref[j], sl->dtype, (size_t)sl->numel, t, cmp))
 			continue;
