@@ -13,6 +13,7 @@
 #include "cli/doctor.h"
 #include "cli/supervise.h"
 #include "kg_heartbeat.h"
+#include "kg_text.h"
 #include "kg_vocab.h"
 #include "sandbox/sandbox.h"
 #include "verifier/resolve.h"
@@ -221,6 +222,15 @@ static int verify_parse(int argc, char **argv, struct verify_args *a)
 	return 0;
 }
 
+/* An error on stderr: it may quote a line of the user's file or a compiler's words, never raw
+ * control bytes. */
+static void put_error(const char *prefix, const char *msg)
+{
+	char *t = kg_text_safe_dup(msg, KG_TEXT_MULTILINE, NULL);
+	fprintf(stderr, "kgate: %s%s\n", prefix, t ? t : msg);
+	free(t);
+}
+
 static int run_verify(int argc, char **argv)
 {
 	struct verify_args *a = calloc(1, sizeof(*a));
@@ -241,7 +251,7 @@ static int run_verify(int argc, char **argv)
 	rc = kg_verify(&a->o, &v, &e);
 	kg_heartbeat_stop();
 	if (rc) {
-		fprintf(stderr, "kgate: %s\n", e.msg);
+		put_error("", e.msg);
 		kg_verdict_free(&v);
 		free(a);
 		return KG_EXIT_USAGE;
@@ -257,8 +267,8 @@ static int run_verify(int argc, char **argv)
 		kg_report_text_file(&v, a->to_stdout ? stderr : stdout);
 	/* -q hides the summary, never an error: exit 3 always says why */
 	if (exit_code == KG_EXIT_INTERNAL && (a->quiet || a->to_stdout))
-		fprintf(stderr, "kgate: not verified: %s\n",
-			v.internal_error[0] ? v.internal_error : "an infrastructure reason (see the report)");
+		put_error(strncmp(v.internal_error, "not verified", 12) ? "not verified: " : "",
+			  v.internal_error[0] ? v.internal_error : "an infrastructure reason (see the report)");
 	for (int i = 0; i < a->n_reports; i++) {
 		kg_error re = {0};
 		if (kg_report_write(&v, a->reports[i], &re)) {
