@@ -3,7 +3,7 @@
 # `scripts/run-tests.sh BUILD agents` selects them). Proto and plugin names are spelled out:
 # their fragments are included after this one.
 AGENTS_SRCS := agents/search.c agents/history.c agents/workers.c agents/feedback.c agents/results.c agents/sha256.c \
-	agents/finalists.c agents/slurm.c \
+	agents/finalists.c agents/slurm.c agents/html.c \
 	agents/cmd_search.c
 AGENTS_LIB := $(BUILD)/libkgagents.a
 $(AGENTS_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/cli/extra.o: | $(BUILD)/proto/kgate.pb-c.h

@@ -88,7 +88,9 @@ static void final_summary(FILE *f, const struct kg_rec *w, const json_t *final)
 	interval(f, me);
 	fprintf(f, " (%.0f%% interval of the median)\n", 100 * json_number_value(json_object_get(me, "coverage")));
 	json_t *tied = json_object_get(final, "tied");
-	if (json_is_true(json_object_get(final, "significant"))) {
+	if (json_array_size(json_object_get(final, "finalists")) == 1) {
+		fprintf(f, "        the only finalist\n");
+	} else if (json_is_true(json_object_get(final, "significant"))) {
 		fprintf(f, "        faster than every other finalist beyond the measured spread\n");
 	} else {
 		fprintf(f, "        no significant difference from");
@@ -145,5 +147,6 @@ void kg_search_summary(FILE *f, const struct kg_history *h, const struct kg_rec 
 		final_summary(f, w, final);
 	if (!w)
 		fprintf(f, "no candidate was accepted\n");
+	fprintf(f, "report: %s/report.html\n", outdir);
 	fflush(f);
 }

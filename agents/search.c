@@ -42,6 +42,10 @@ struct search {
 	/* the round being verified, for the done callback */
 	int round;
 	Kgate__V1__ProposeResponse *resp;
+	/* live progress (stderr) */
+	int round_todo, round_done, workers;
+	double secs_sum;
+	int secs_n;
 	int job_cand[MAX_ROUND_CANDIDATES];
 	char job_id[MAX_ROUND_CANDIDATES][65];
 	kg_error werr;
@@ -283,6 +287,34 @@ struct done_ctx {
 	int recheck[MAX_ROUND_CANDIDATES];
 };
 
+/* One line on stderr after each verification: round, verified / proposed in it, the best so far
+ * with the interval its own session measured (the reference's median over the candidate's p90
+ * and p10), and an estimate of the time left at the pace so far. */
+static void progress(struct search *s)
+{
+	if (s->o->quiet)
+		return;
+	const struct kg_rec *best[1];
+	char bests[160] = "none accepted yet";
+	if (kg_history_best(&s->h, best, 1) && best[0]->timed) {
+		json_t *t = json_object_get(best[0]->j, "timing");
+		json_t *c = json_object_get(t, "candidate");
+		double ref = json_number_value(json_object_get(json_object_get(t, "reference"), "median_ms"));
+		double p10 = json_number_value(json_object_get(c, "p10_ms")), p90 = json_number_value(json_object_get(c, "p90_ms"));
+		if (p10 > 0 && p90 > 0)
+			snprintf(bests, sizeof(bests), "best %.2fx [%.2f, %.2f]", best[0]->speedup, ref / p90, ref / p10);
+		else
+			snprintf(bests, sizeof(bests), "best %.2fx", best[0]->speedup);
+	} else if (kg_history_best(&s->h, best, 1)) {
+		snprintf(bests, sizeof(bests), "best untimed");
+	}
+	int left = (s->round_todo - s->round_done) + (s->o->rounds - s->round) * s->o->branch * s->o->per_idea;
+	double per = s->secs_n ? s->secs_sum / s->secs_n : 0;
+	int w = s->workers > 0 ? s->workers : 1;
+	fprintf(stderr, "[round %d/%d] verified %d/%d | %s | about %.0f s left\n", s->round, s->o->rounds,
+		s->round_done, s->round_todo, bests, per * left / w);
+}
+
 static void record(struct kg_vjob *job, void *ctx)
 {
 	struct done_ctx *d = ctx;
@@ -354,6 +386,10 @@ static void record(struct kg_vjob *job, void *ctx)
 		    r->idea + 1, what);
 	}
 	json_decref(line);
+	s->round_done++;
+	s->secs_sum += job->seconds;
+	s->secs_n++;
+	progress(s);
 }
 
 /* Writes a candidate's source to candidates/<sha256>.<ext> (once: the name is its content). */
@@ -431,6 +467,9 @@ static int verify_round(struct search *s, int round, kg_error *e)
 	};
 	struct done_ctx d = {.s = s, .jobs = jobs, .parallel = workers > 1 && n > 1};
 	s->round = round;
+	s->round_todo = n;
+	s->round_done = 0;
+	s->workers = workers < n ? workers : n;
 	s->werr = (kg_error){0};
 	rc = s->x->ops->run(s->x, &vo, jobs, n, workers, o->verify_timeout_s, record, &d, e);
 	/* Second, serial pass: its verdict is the one recorded, whatever it is. */
@@ -512,9 +551,15 @@ static void final_done(struct kg_vjob *job, void *ctx)
 		outpath(d->s, path, sizeof(path), "candidates/%s.retime-%d.report.json", f->id, j / d->nf + 1);
 		kg_write_atomic(path, job->report, strlen(job->report), &we);
 	}
+	char what[300];
+	if (f->disqualified)
+		snprintf(what, sizeof(what), "%s", f->why);
+	else if (json_is_number(sp) && code == KG_EXIT_ACCEPTED)
+		snprintf(what, sizeof(what), "speedup %.3fx", json_number_value(sp));
+	else
+		snprintf(what, sizeof(what), "no figure (%.200s)", job->error[0] ? job->error : "timing.tampered only");
+	say(d->s, "  retimed  %.12s  %s\n", f->id, what);
 	json_decref(rep);
-	say(d->s, "  retimed  %.12s  %s\n", f->id,
-	    f->disqualified ? f->why : f->n && !job->error[0] ? "" : job->error[0] ? job->error : "no figure");
 }
 
 static json_t *final_line(const struct kg_finalist *f, int nf, const struct kg_decision *d, int retime, const char *key)
@@ -712,6 +757,8 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 		goto out;
 	if (have && (final || strcmp(best[0]->id, s->best_id)) &&
 	    (rc = kg_search_write_winner(o->outdir, s->be, best[0], final, e)))
+		goto out;
+	if ((rc = kg_search_write_html(o->outdir, &s->h, have ? best[0] : NULL, final, s->be, e)))
 		goto out;
 	if (!o->quiet)
 		kg_search_summary(stdout, &s->h, have ? best[0] : NULL, final, o->outdir, s->be);

@@ -96,6 +96,11 @@ int kg_write_atomic(const char *path, const void *data, size_t len, kg_error *e)
  * and final, the finalists' re-timing, under "finalists" when not NULL), each replaced atomically. */
 int kg_search_write_winner(const char *outdir, const struct kg_backend *be, const struct kg_rec *w,
 			   const json_t *final, kg_error *e);
+/* OUTDIR/report.html: one self-contained page (inline SVG plot of the speedups per round, the
+ * winner's source and verdict, every candidate's verdict and reason codes, the baseline), all
+ * candidate and agent text escaped (agents/html.c). */
+int kg_search_write_html(const char *outdir, const struct kg_history *h, const struct kg_rec *w, const json_t *final,
+			 const struct kg_backend *be, kg_error *e);
 /* The closing summary: verdicts, candidates per reason code, the winner (w, NULL when none) and,
  * when final is not NULL, its interval and whether it beat the other finalists significantly. */
 void kg_search_summary(FILE *f, const struct kg_history *h, const struct kg_rec *w, const json_t *final,
