@@ -20,7 +20,7 @@ struct kg_policy {
 	/* correctness */
 	double atol, rtol; /* < 0: the task's own */
 	enum kg_precision precision; /* the lowest precision accepted; widens the tolerance */
-	double growth; /* lambda of the reduction-length term lambda*u*sqrt(n) (verifier/compare.h) */
+	double growth; /* the reduction-length term's factor: growth*n*u (verifier/compare.h) */
 	int trials; /* seeds per input class */
 	unsigned classes; /* mask over enum kg_input_class */
 	enum kg_shape_mode shapes;

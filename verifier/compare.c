@@ -13,9 +13,9 @@
 double kg_tol_growth(const struct kg_tol_model *m, kg_dtype dt, int64_t n)
 {
 	/* integer arithmetic is exact: a reduction adds nothing there */
-	if (n < 2 || m->lambda <= 0 || !kg_dtype_is_float(dt))
+	if (n < 2 || m->growth <= 0 || !kg_dtype_is_float(dt))
 		return 0;
-	double g = m->lambda * KG_U_FP32 * sqrt((double)n);
+	double g = m->growth * KG_U_FP32 * (double)n;
 	return g < m->cap ? g : m->cap;
 }
 

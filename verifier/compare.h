@@ -3,12 +3,14 @@
  * explicitly; the worst elements and the norm-wise error are kept for the report.
  *
  * The model (policy/SCHEMA.md, tasks/README.md say it for users): for an output whose every
- * element is a reduction over n terms (the manifest's `reduction`), fp32 accumulation legitimately
- * loses about u*sqrt(n) (u = 2^-24, the unit roundoff; Higham and Mary's probabilistic bound for
- * independent rounding errors), relative to the magnitude of the summed terms. That magnitude is
- * |exp| for sums of like-signed terms (softmax's denominator) and about RMS(exp) for sums that
- * cancel (a dot product, x - mean), so one growth term g is added to both:
- *   g    = min(lambda * u * sqrt(n), cap)        lambda: the policy's tolerance.growth
+ * element is a reduction over n terms (the manifest's `reduction`), fp32 accumulation can lose up
+ * to (n-1)*u (u = 2^-24, the unit roundoff: the classical bound of recursive summation), relative
+ * to the magnitude of the summed terms, and honest kernels reach a sizeable fraction of it where
+ * their rounding errors are systematic rather than random (a running sum far above its terms, a
+ * rescale at every element): the sqrt(n) law of random rounding does not hold there. The
+ * magnitude is |exp| for sums of like-signed terms (softmax's denominator) and about RMS(exp) for
+ * sums that cancel (a dot product, x - mean), so one growth term g is added to both:
+ *   g    = min(growth * n * u, cap)              growth: the policy's tolerance.growth (1/4)
  *   rtol = rtol_task + g
  *   atol = atol_task + (rms_task + g) * RMS(exp) (the RMS over the finite reference elements)
  * rtol_task, atol_task and rms_task are the task's, widened by the policy's precision. The cap
@@ -25,7 +27,7 @@
 /* What the task and the policy say about one output before its reference values are seen. */
 struct kg_tol_model {
 	double atol, rtol, rms; /* the task's, widened by the policy's precision */
-	double lambda; /* the policy's tolerance.growth; 0 turns the growth term off */
+	double growth; /* the policy's tolerance.growth, a fraction of n*u; 0 turns the term off */
 	double cap; /* the largest growth term the policy's precision allows */
 };
 

@@ -36,7 +36,7 @@ struct kg_plan {
 	char shape_str[KG_PLAN_MAX_SHAPES][128];
 	unsigned classes; /* the policy's minus the task's exclusions; special only where defined */
 	double atol, rtol, rms_tol; /* the task's, widened by the policy's precision */
-	double growth, growth_cap; /* the reduction-length term's lambda and cap (verifier/compare.h) */
+	double growth, growth_cap; /* the reduction-length term's factor and cap (verifier/compare.h) */
 	int warmup, iterations;
 	struct kg_sb_limits limits; /* the run sandboxes' */
 	unsigned required_layers, disabled_layers;

@@ -513,7 +513,7 @@ int kg_task_reduction(const struct kg_tensor_spec *s, const kg_dims *d, int64_t 
 	int rc = kg_expr_eval(s->reduction, d, n, msg, sizeof(msg));
 	if (rc)
 		return kg_err(e, rc, "reduction: %s", msg);
-	/* 2^40 terms: beyond any tensor kgate allocates, and sqrt() of it stays exact */
+	/* 2^40 terms: beyond any tensor kgate allocates (the growth term is capped long before) */
 	if (*n < 1 || *n > (1ll << 40))
 		return kg_err(e, -ERANGE, "reduction ('%s') is %lld, outside [1, 2^40]", s->reduction, (long long)*n);
 	return 0;

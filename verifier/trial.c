@@ -342,7 +342,7 @@ int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns)
 		memcpy(r->refout[j], kg_arena_ptr(a, s), a->slot[s].bytes);
 		/* the tolerance model (compare.h): the task's bounds, the reduction's growth, both scaled
 		 * by this reference output's own magnitude */
-		const struct kg_tol_model m = {.atol = p->atol, .rtol = p->rtol, .rms = p->rms_tol, .lambda = p->growth,
+		const struct kg_tol_model m = {.atol = p->atol, .rtol = p->rtol, .rms = p->rms_tol, .growth = p->growth,
 					       .cap = p->growth_cap};
 		int64_t nred = 1;
 		kg_error re = {0};
@@ -510,7 +510,7 @@ void kg_phase_correctness(struct kg_run *r)
 	}
 	int failed = r->v->n_reasons > 0;
 	kg_verdict_add_check(r->v, "correctness", failed ? KG_CHECK_FAIL : KG_CHECK_PASS, kg_secs_since(t0),
-			     "%d trials over %d shapes, atol=%g rtol=%g rms=%g (precision %s), growth %g*u*sqrt(n) up to %g",
+			     "%d trials over %d shapes, atol=%g rtol=%g rms=%g (precision %s), growth %g*n*u up to %g",
 			     r->n_trials, p->n_shapes, p->atol, p->rtol, p->rms_tol, kg_precision_name(p->pol.precision),
 			     p->growth, p->growth_cap);
 	r->v->trials_run = r->n_trials;

@@ -229,7 +229,7 @@ static void test_degenerate_reference(void **state)
 	assert_int_equal(kg_check_degenerate(&f->v), 1);
 }
 
-/* y[i] = the sum of 65536 terms in [0, 1): the reference in double, the candidate in fp32 one term
+/* y[i] = the sum of 4096 terms in [0, 1): the reference in double, the candidate in fp32 one term
  * after the other, as a plain loop does. */
 static void long_sums(struct fixture *f)
 {
@@ -238,7 +238,7 @@ static void long_sums(struct fixture *f)
 		float acc = 0;
 		double dacc = 0;
 		double scale = 1.0 + (double)(i % 7); /* outputs of several magnitudes */
-		for (int k = 0; k < 65536; k++) {
+		for (int k = 0; k < 4096; k++) {
 			s = s * 6364136223846793005ull + 1442695040888963407ull;
 			float t = (float)((double)(s >> 40) / 16777216.0 * scale);
 			acc += t;
@@ -254,12 +254,12 @@ static void test_tolerance_model_long_sums(void **state)
 	struct fixture *f = *state;
 	struct kg_findings out = {0};
 	long_sums(f);
-	/* the softmax task's bounds, widened for a 65536-term reduction under the default policy */
-	const struct kg_tol_model m = {.atol = 1e-9, .rtol = 2e-5, .lambda = 16, .cap = 1.0 / 1024};
-	kg_tol_resolve(&m, KG_F32, 65536, kg_rms(f->ref, KG_F32, N), &f->tol[0]);
+	/* the softmax task's bounds, widened for a 4096-term reduction under the default policy */
+	const struct kg_tol_model m = {.atol = 1e-9, .rtol = 2e-5, .growth = 0.25, .cap = 1.0 / 1024};
+	kg_tol_resolve(&m, KG_F32, 4096, kg_rms(f->ref, KG_F32, N), &f->tol[0]);
 	assert_int_equal(kg_check_outputs(&f->v, KG_R_CHECK_MISMATCH, &out), 0);
 	/* the comparison is left for the report: fp32 noise, far inside the bound */
-	assert_true(f->cmp[0].normwise_err > 0 && f->cmp[0].normwise_err < 1e-4);
+	assert_true(f->cmp[0].normwise_err > 0 && f->cmp[0].normwise_err < 1e-5);
 	assert_true(f->cmp[0].tol_used < 0.5);
 	/* such a reference is evidence: no constant passes it */
 	assert_int_equal(kg_check_degenerate(&f->v), 0);

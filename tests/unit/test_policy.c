@@ -124,11 +124,11 @@ static void test_queries(void **state)
 	assert_int_equal(load_text("kgate_policy: 1\ntolerance: {atol: 0.5, rtol: task}\n", p, &e), 0);
 	kg_policy_tolerance(p, 1e-6, 1e-5, 0, &a, &r, &m);
 	assert_true(a == 0.5 && r == 1e-5);
-	/* the reduction-length term: lambda 16 by default, its cap from the precision */
-	assert_true(p->growth == 16);
+	/* the reduction-length term: a quarter of n*u by default, its cap from the precision */
+	assert_true(p->growth == 0.25);
 	assert_true(kg_policy_growth_cap(p) == 1.0 / 1024);
-	assert_int_equal(load_text("kgate_policy: 1\ntolerance: {precision: bf16, growth: 4}\n", p, &e), 0);
-	assert_true(p->growth == 4 && kg_policy_growth_cap(p) == 1.0 / 32);
+	assert_int_equal(load_text("kgate_policy: 1\ntolerance: {precision: bf16, growth: 1}\n", p, &e), 0);
+	assert_true(p->growth == 1 && kg_policy_growth_cap(p) == 1.0 / 32);
 	assert_true(load_text("kgate_policy: 1\ntolerance: {growth: -1}\n", p, &e) < 0);
 	assert_non_null(strstr(e.msg, "tolerance.growth"));
 
