@@ -122,8 +122,16 @@ int kg_supervise(const char *what, int keep, int (*fn)(int, char **), int argc, 
 			continue;
 		if (s != SIGCHLD) {
 			sig = s;
-			kill(worker, SIGKILL);
-			waitpid(worker, &status, 0);
+			/* A search may have work outside this tree to stop (Slurm jobs: agents/slurm.c cancels
+			 * them on the signal), so it gets the signal and a grace period first. */
+			int reaped = 0;
+			if (!strcmp(what, "search") && !kill(worker, s))
+				for (int i = 0; i < 300 && !(reaped = waitpid(worker, &status, WNOHANG) == worker); i++)
+					nanosleep(&(struct timespec){0, 100000000}, NULL);
+			if (!reaped) {
+				kill(worker, SIGKILL);
+				waitpid(worker, &status, 0);
+			}
 			break;
 		}
 		pid_t p;

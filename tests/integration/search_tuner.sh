@@ -12,7 +12,7 @@ need_verifier
 # random sampling, then successive halving (16 settings, 8 verified)
 out="$tmp/softmax"
 "$KGATE" search softmax --agent tuner --template examples/tuner/softmax.c --rounds 2 --branch 2 --candidates 2 \
-	--seed 7 --out "$out" $P >"$tmp/s1.out" 2>&1
+	--seed 7 --retime 2 --out "$out" $P >"$tmp/s1.out" 2>&1
 rc=$?
 ok "tuner softmax: exit 0 (got $rc)" [ $rc -eq 0 ]
 [ $rc -eq 0 ] || tail -n 30 "$tmp/s1.out" | sed 's/^/     | /'
@@ -24,16 +24,16 @@ ok "tuner softmax: round 2 explores around the best" grep -q "successive halving
 
 # same seed, same first-round proposals
 "$KGATE" search softmax --agent tuner --template examples/tuner/softmax.c --rounds 1 --branch 2 --candidates 2 \
-	--seed 7 --out "$tmp/again" $P >"$tmp/s2.out" 2>&1
+	--seed 7 --finalists 0 --out "$tmp/again" $P >"$tmp/s2.out" 2>&1
 first() { hist "$1" 'sorted(e["idea_text"] for e in c if e["round"] == 1)'; }
 ok "tuner: the same --seed proposes the same settings" [ "$(first "$out")" = "$(first "$tmp/again")" ]
 "$KGATE" search softmax --agent tuner --template examples/tuner/softmax.c --rounds 1 --branch 2 --candidates 2 \
-	--seed 8 --out "$tmp/other" $P >"$tmp/s3.out" 2>&1
+	--seed 8 --finalists 0 --out "$tmp/other" $P >"$tmp/s3.out" 2>&1
 ok "tuner: another --seed proposes other settings" [ "$(first "$out")" != "$(first "$tmp/other")" ]
 
 # a small space is a grid: 12 settings in 3 rounds of 4, then nothing more
 out="$tmp/matmul"
-"$KGATE" search matmul --agent tuner --template examples/tuner/matmul.c --rounds 5 --branch 2 --candidates 2 \
+"$KGATE" search matmul --agent tuner --template examples/tuner/matmul.c --rounds 5 --branch 2 --candidates 2 --finalists 0 \
 	--out "$out" $P >"$tmp/m.out" 2>&1
 rc=$?
 ok "tuner matmul grid: exit 0 (got $rc)" [ $rc -eq 0 ]
