@@ -19,10 +19,13 @@ int kg_yaml_load_string(kg_yaml *y, const char *name, const char *text, size_t l
 	snprintf(y->path, sizeof(y->path), "%s", name);
 	if (len > KG_YAML_MAX)
 		return kg_err(e, -EFBIG, "%s: larger than %u bytes", name, KG_YAML_MAX);
+	/* the streaming pass first: the loader itself is slow on deep nesting */
+	int rc = kg_yaml_check_limits(name, text, len, e);
+	if (rc)
+		return rc;
 	if (!yaml_parser_initialize(&parser))
 		return kg_err(e, -ENOMEM, "%s: cannot initialise the YAML parser", name);
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	int rc = 0;
 	if (!yaml_parser_load(&parser, &y->doc)) {
 		rc = kg_err(e, -EINVAL, "%s:%zu:%zu: YAML syntax error: %s%s%s", name, parser.problem_mark.line + 1,
 			    parser.problem_mark.column + 1, parser.problem ? parser.problem : "unknown problem",
@@ -145,6 +148,21 @@ yaml_node_t *kg_yaml_get(kg_yaml *y, yaml_node_t *map, const char *key)
 			return kg_yaml_map_val(y, map, i);
 	}
 	return NULL;
+}
+
+int kg_yaml_seq_unique(kg_yaml *y, yaml_node_t *seq, const char *field, kg_error *e)
+{
+	int n = kg_yaml_seq_len(seq);
+	for (int i = 1; i < n; i++) {
+		yaml_node_t *it = kg_yaml_seq_item(y, seq, i);
+		const char *s = kg_yaml_scalar(it);
+		for (int j = 0; s && j < i; j++) {
+			const char *prev = kg_yaml_scalar(kg_yaml_seq_item(y, seq, j));
+			if (prev && !strcmp(prev, s))
+				return kg_err(e, -EINVAL, "%s:%d: field '%s': '%s' twice", y->path, kg_yaml_line(it), field, s);
+		}
+	}
+	return 0;
 }
 
 int kg_yaml_check_keys(kg_yaml *y, yaml_node_t *map, const char *const *allowed, const char *ctx, kg_error *e)

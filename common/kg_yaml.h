@@ -24,6 +24,11 @@ int kg_yaml_load_user(kg_yaml *y, const char *path, const char *what, kg_error *
 /* After a failed parse or validation of y: a file that is not the user's gets its location only
  * (kg_ufile_redact). Returns e's code. */
 int kg_yaml_redact(const kg_yaml *y, kg_error *e);
+/* The limits checked before a document is built (common/yaml_limits.c): nesting depth, aliases,
+ * one document, the number of values, no key twice in any mapping. "name:line: ..." errors. */
+int kg_yaml_check_limits(const char *name, const char *text, size_t len, kg_error *e);
+/* Fails with "name:line: 'x' twice" when a list of scalars holds one value twice. */
+int kg_yaml_seq_unique(kg_yaml *y, yaml_node_t *seq, const char *field, kg_error *e);
 /* Same, from a string; name is used in messages. */
 int kg_yaml_load_string(kg_yaml *y, const char *name, const char *text, size_t len, kg_error *e);
 void kg_yaml_free(kg_yaml *y);

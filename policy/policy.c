@@ -102,10 +102,9 @@ void kg_policy_tolerance(const struct kg_policy *p, double task_atol, double tas
 
 double kg_policy_growth_cap(const struct kg_policy *p)
 {
-	/* fp32: a quarter of bf16's unit roundoff (2^-8), not half of fp16's (2^-11): an honest fp32
-	 * LayerNorm on rows with |mean| ~100 x std (class large_mean) is off by 3.3e-4 of the RMS over
-	 * 4M-term rows, as far as an fp16 rounding. tf32 and fp16: half of bf16's; bf16: half of fp8
-	 * e4m3's (2^-4). */
+	/* fp32: a quarter of bf16's unit roundoff (2^-8), not half of fp16's (2^-11): honest fp32
+	 * softmax rows of 65536 are off by 2.7e-4, half an fp16 rounding (policy/SCHEMA.md). tf32 and
+	 * fp16: half of bf16's; bf16: half of fp8 e4m3's (2^-4). */
 	static const double cap[] = {1.0 / 1024, 1.0 / 512, 1.0 / 512, 1.0 / 32};
 	return (unsigned)p->precision < 4 ? cap[p->precision] : cap[0];
 }
@@ -150,6 +149,8 @@ static int parse_list(kg_yaml *y, yaml_node_t *n, const char *field, char (*dst)
 		return rc;
 	if (kg_yaml_seq_len(n) > max)
 		return kg_err(e, -E2BIG, "%s:%d: field '%s': at most %d entries", y->path, kg_yaml_line(n), field, max);
+	if ((rc = kg_yaml_seq_unique(y, n, field, e)))
+		return rc;
 	*count = 0;
 	for (int i = 0; i < kg_yaml_seq_len(n); i++)
 		if ((rc = kg_yaml_str(y, kg_yaml_seq_item(y, n, i), field, dst[(*count)++], 64, e)))
@@ -170,6 +171,8 @@ static int parse_sanitizer(kg_yaml *y, yaml_node_t *n, unsigned *out, kg_error *
 		return 0;
 	}
 	*out = 0;
+	if ((rc = kg_yaml_seq_unique(y, n, field, e)))
+		return rc;
 	for (int i = 0; i < kg_yaml_seq_len(n); i++) {
 		yaml_node_t *item = kg_yaml_seq_item(y, n, i);
 		char name[32];

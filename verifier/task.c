@@ -291,8 +291,15 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 	int64_t ver;
 	if ((rc = kg_yaml_int(y, kg_yaml_get(y, root, "kgate_task"), "kgate_task", 1, 1, &ver, e)))
 		return rc;
-	if ((rc = kg_yaml_str(y, kg_yaml_get(y, root, "name"), "name", t->name, sizeof(t->name), e)))
+	yaml_node_t *nn = kg_yaml_get(y, root, "name");
+	if ((rc = kg_yaml_str(y, nn, "name", t->name, sizeof(t->name), e)))
 		return rc;
+	/* it names directories and files (search output, reports): a plain name, never a path */
+	if (t->name[0] == '.' || strspn(t->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+					 strlen(t->name))
+		return kg_err(e, -EINVAL, "%s:%d: field 'name': a plain name (letters, digits, '_', '-', '.'; no '/', "
+				       "not starting with '.'), got '%s'",
+			      y->path, kg_yaml_line(nn), t->name);
 	yaml_node_t *dn = kg_yaml_get(y, root, "description");
 	if (dn && (rc = kg_yaml_str(y, dn, "description", t->description, sizeof(t->description), e)))
 		return rc;
@@ -304,6 +311,8 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 	if (t->n_dims < 1 || t->n_dims > KG_MAX_SYMS)
 		return kg_err(e, -EINVAL, "%s:%d: field 'dims': between 1 and %d names", y->path, kg_yaml_line(dims),
 			      KG_MAX_SYMS);
+	if ((rc = kg_yaml_seq_unique(y, dims, "dims", e)))
+		return rc;
 	for (int i = 0; i < t->n_dims; i++) {
 		yaml_node_t *it = kg_yaml_seq_item(y, dims, i);
 		kg_dims probe = {0};
@@ -394,7 +403,8 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 
 	yaml_node_t *ex = kg_yaml_get(y, root, "exclude_classes");
 	if (ex) {
-		if ((rc = kg_yaml_expect(y, ex, YAML_SEQUENCE_NODE, "exclude_classes", e)))
+		if ((rc = kg_yaml_expect(y, ex, YAML_SEQUENCE_NODE, "exclude_classes", e)) ||
+		    (rc = kg_yaml_seq_unique(y, ex, "exclude_classes", e)))
 			return rc;
 		for (int i = 0; i < kg_yaml_seq_len(ex); i++) {
 			yaml_node_t *it = kg_yaml_seq_item(y, ex, i);
