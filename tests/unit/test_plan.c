@@ -17,8 +17,7 @@ static int build(struct kg_plan *p, const char *seed_text, uint64_t seed, int ha
 				   .policy = "policy/ci.yaml", .iterations = -1, .has_seed = has_seed,
 				   .seed_text = seed_text, .seed = seed};
 	kg_error e = {0};
-	int rc = kg_plan_build(&o, p, &e);
-	return rc;
+	return kg_plan_build(&o, p, &e);
 }
 
 static int64_t dim(const kg_dims *d, const char *name)
@@ -50,6 +49,7 @@ static void test_shapes_and_classes(void **state)
 			assert_int_equal(kg_plan_trials(p, s, (enum kg_input_class)k) > 0, (int)(p->classes >> k & 1));
 	assert_true(p->classes >> KG_CLASS_LARGE_MEAN & 1);
 	assert_true(p->classes >> KG_CLASS_NEAR_DUPLICATE & 1);
+	kg_plan_free(p);
 	free(p);
 }
 
@@ -67,6 +67,7 @@ static void test_keys(void **state)
 	/* the report's seed reproduces the run: the same key, the same secret shapes */
 	char hex[KG_KEY_HEX_LEN + 1];
 	kg_key_hex(&a->key, hex);
+	kg_plan_free(b);
 	assert_int_equal(build(b, hex, 0, 1), 0);
 	assert_memory_equal(&a->key, &b->key, sizeof(kg_key));
 	assert_memory_equal(&a->k_inputs, &b->k_inputs, sizeof(kg_key));
@@ -74,14 +75,19 @@ static void test_keys(void **state)
 	for (int s = 0; s < a->n_shapes; s++)
 		assert_int_equal(dim(&a->shapes[s], "C"), dim(&b->shapes[s], "C"));
 	/* a number is hashed into a key: "42" and "0x2a" are the same number */
+	kg_plan_free(a);
+	kg_plan_free(b);
 	assert_int_equal(build(a, "42", 42, 1), 0);
 	assert_int_equal(build(b, "0x2a", 42, 1), 0);
 	assert_memory_equal(&a->key, &b->key, sizeof(kg_key));
+	kg_plan_free(a);
+	kg_plan_free(b);
 	/* 64 characters that are not hex digits */
 	char bad[65];
 	memset(bad, 'g', 64);
 	bad[64] = '\0';
 	assert_int_not_equal(build(a, bad, 0, 1), 0);
+	kg_plan_free(a);
 	free(a);
 	free(b);
 }
