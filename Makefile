@@ -49,6 +49,8 @@ KG_CORE_LIBS := $(VERIFIER_LIB) $(POLICY_LIB) $(SANDBOX_LIB) $(COMMON_LIB)
 
 # Rooms add sources and targets here.
 include $(sort $(wildcard */module.mk))
+# The fuzz harnesses, their replay programs (part of `make tests`) and `make fuzz`.
+include tests/fuzz/fuzz.mk
 
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
@@ -59,7 +61,7 @@ $(BUILD)/%.o: %.c
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-.PHONY: all deps test tests demo sanitize bench clean install test-gpu cppcheck
+.PHONY: all deps test tests demo sanitize bench clean install test-gpu cppcheck fuzz fuzz-run
 
 deps:
 	@scripts/deps.sh
@@ -82,7 +84,7 @@ cppcheck:
 		--suppress=missingIncludeSystem $(DEFS) -Iinclude -Icommon -I. -I$(BUILD) $(sort $(CPPCHECK_DIRS))
 
 clean:
-	rm -rf $(BUILD) build-san
+	rm -rf $(BUILD) build-san $(FUZZ_BUILD)
 
 # The rooms install their own files: install-kgate (packaging/module.mk: programs, headers, tasks,
 # examples, policies, man pages) and install-agents (plugins/module.mk). `make deb`, `make rpm` too.

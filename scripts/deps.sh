@@ -3,7 +3,8 @@
 # prints the exact command and fails, so that a missing package is never a mystery later.
 # Usage: scripts/deps.sh [--packaging | --packaging-min | --slurm]   (--packaging adds what `make deb` and
 # `make rpm` build and lint with; --packaging-min only the build tools, for the package tests;
-# --slurm the Slurm daemons and client that tests/integration/search_slurm.sh starts a cluster with)
+# --slurm the Slurm daemons and client that tests/integration/search_slurm.sh starts a cluster with;
+# --fuzz AFL++ for `make fuzz`, never needed by `make test`, which replays the corpus without it)
 set -eu
 
 pkgs="gcc libc6-dev make pkg-config libseccomp-dev libcap-dev libprotobuf-c-dev protobuf-c-compiler
@@ -12,6 +13,7 @@ case "${1:-}" in
 --packaging) pkgs="$pkgs dpkg-dev rpm lintian rpmlint groff-base man-db" ;;
 --packaging-min) pkgs="$pkgs dpkg-dev rpm" ;;
 --slurm) pkgs="$pkgs slurmctld slurmd slurm-client munge" ;; # the Slurm executor's tests (a one-node cluster)
+--fuzz) pkgs="$pkgs afl++" ;;
 esac
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
