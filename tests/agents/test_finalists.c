@@ -43,7 +43,8 @@ static struct kg_finalist fin(const char *id, int order, const double *x, int n)
 	strcpy(f.id, id);
 	f.order = order;
 	f.n = n;
-	memcpy(f.samples, x, (size_t)n * sizeof(double));
+	if (n > 0)
+		memcpy(f.samples, x, (size_t)n * sizeof(double));
 	return f;
 }
 
