@@ -18,15 +18,16 @@ struct kg_rbackend {
 	/* Optional: told the tensors of the next runs (SETUP). With exact set, the CUDA backend gives
 	 * each tensor its own allocation of exactly its size instead of a window into the mirrored
 	 * arena, so that a memory checker sees every buffer's true bounds. */
-	int (*setup)(struct kg_rbackend *b, const struct kg_wire_tensor *t, int n, char *err, size_t errsz);
+	int (*setup)(struct kg_rbackend *b, const struct kg_wire_tensor *t, int n, int n_in, char *err, size_t errsz);
 	/* Pointer the candidate sees for an arena offset. */
 	void *(*ptr)(struct kg_rbackend *b, uint64_t offset);
 	void *(*stream)(struct kg_rbackend *b);
 	int (*upload)(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz);
 	int (*flush)(struct kg_rbackend *b, uint64_t *bytes, char *err, size_t errsz);
-	/* Calls fn around the backend's timer; *ns is the runner's measure, *tail_ns how long the
-	 * device stayed busy after the candidate's own stream finished (work on other streams). */
-	int (*run)(struct kg_rbackend *b, void (*fn)(void *), void *arg, uint64_t *ns, uint64_t *tail_ns, char *err,
+	/* Calls fn around the backend's timer and fills the RUN reply: elapsed_ns (the runner's
+	 * measure), info (how long the device stayed busy after the candidate's own stream finished),
+	 * snap_ns and flags (CUDA: the stream-done snapshot, what was undone in the L2). */
+	int (*run)(struct kg_rbackend *b, void (*fn)(void *), void *arg, struct kg_wire_reply *r, char *err,
 		   size_t errsz);
 	int (*download)(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz);
 	int (*settle)(struct kg_rbackend *b, uint32_t delay_ms, size_t bytes, char *err, size_t errsz);

@@ -92,14 +92,14 @@ static int cpu_flush(struct kg_rbackend *b, uint64_t *bytes, char *err, size_t e
 	return 0;
 }
 
-static int cpu_run(struct kg_rbackend *b, void (*fn)(void *), void *arg, uint64_t *ns, uint64_t *tail_ns, char *err,
+static int cpu_run(struct kg_rbackend *b, void (*fn)(void *), void *arg, struct kg_wire_reply *r, char *err,
 		   size_t errsz)
 {
 	(void)b, (void)err, (void)errsz;
-	*tail_ns = 0; /* threads that outlive the call are caught by the parent's re-read instead */
+	r->info = 0; /* threads that outlive the call are caught by the parent's re-read instead */
 	uint64_t t0 = kg_now_ns();
 	fn(arg);
-	*ns = kg_now_ns() - t0;
+	r->elapsed_ns = kg_now_ns() - t0;
 	return 0;
 }
 

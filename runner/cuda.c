@@ -23,6 +23,19 @@ typedef unsigned long long CUdeviceptr;
 
 #define CU_STREAM_NON_BLOCKING 0x1
 #define CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE 38
+#define CU_LIMIT_PERSISTING_L2_CACHE_SIZE 0x06
+#define CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW 1
+
+/* cuda.h's CUaccessPolicyWindow inside its 64-byte attribute value union */
+union cu_attr_value {
+	struct {
+		void *base_ptr;
+		size_t num_bytes;
+		float hit_ratio;
+		int hit_prop, miss_prop;
+	} window;
+	char pad[64];
+};
 
 struct cu_api {
 	CUresult (*init)(unsigned);
@@ -45,6 +58,12 @@ struct cu_api {
 	CUresult (*host_register)(void *, size_t, unsigned);
 	CUresult (*error_string)(CUresult, const char **);
 	CUresult (*mem_free)(CUdeviceptr);
+	/* optional (NULL where the driver lacks them): the persisting-L2 controls */
+	CUresult (*ctx_get_limit)(size_t *, int);
+	CUresult (*ctx_set_limit)(int, size_t);
+	CUresult (*reset_persisting_l2)(void);
+	CUresult (*stream_get_attr)(CUstream, int, union cu_attr_value *);
+	CUresult (*stream_set_attr)(CUstream, int, const union cu_attr_value *);
 };
 
 struct cuda_state {
@@ -57,9 +76,13 @@ struct cuda_state {
 	size_t arena_size;
 	CUstream stream; /* the candidate's */
 	CUstream copy; /* ours, non-blocking so it never waits behind the candidate's other work */
-	CUevent ev0, ev1;
+	CUevent ev0, ev1, ev2;
 	CUdeviceptr flush;
 	size_t flush_bytes;
+	/* The outputs as they were when the candidate's stream reached the end of the call: copied on
+	 * that stream right behind it, so the copy starts the moment the call's own work is done. */
+	CUdeviceptr snap;
+	size_t l2_limit0; /* the persisting-L2 set-aside the context started with (0) */
 };
 
 /* The backend, the driver's entry points, the context, streams, events and the flush buffer: one
@@ -73,6 +96,17 @@ static struct kg_rbackend cuda_backend;
 KG_RUNNER_SEALED(struct cuda_sealed, sealed);
 #define cs (sealed.v.s)
 static unsigned flush_value; /* changes every flush: not sealed */
+
+/* The tensors of the current SETUP and whether DOWNLOAD serves the outputs from the stream-done
+ * snapshot. Not sealed (they change per layout and per call), so a candidate that knows this
+ * code can rewrite them, or the snapshot itself (device memory of its own context): the
+ * snapshot names the work that escaped the stream, the parent's clock is what charges it. */
+static struct {
+	int n, n_in;
+	uint64_t off[KG_WIRE_MAX_TENSORS];
+	size_t bytes[KG_WIRE_MAX_TENSORS];
+} lay;
+static int snap_valid;
 
 /* Exact mode (a compute-sanitizer run): one allocation per tensor, sized to the byte, so that an
  * access past a tensor's end is past its allocation. The guard bands then stay host-side only. */
@@ -131,10 +165,16 @@ static int load_api(char *err, size_t errsz)
 		{"cuMemHostRegister_v2", offsetof(struct cu_api, host_register)},
 		{"cuGetErrorString", offsetof(struct cu_api, error_string)},
 		{"cuMemFree_v2", offsetof(struct cu_api, mem_free)},
+		{"cuCtxGetLimit", offsetof(struct cu_api, ctx_get_limit)},
+		{"cuCtxSetLimit", offsetof(struct cu_api, ctx_set_limit)},
+		{"cuCtxResetPersistingL2Cache", offsetof(struct cu_api, reset_persisting_l2)},
+		{"cuStreamGetAttribute", offsetof(struct cu_api, stream_get_attr)},
+		{"cuStreamSetAttribute", offsetof(struct cu_api, stream_set_attr)},
 	};
+	const size_t n_required = 20;
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
 		void *p = dlsym(cs.lib, syms[i].name);
-		if (!p) {
+		if (!p && i < n_required) {
 			snprintf(err, errsz, "libcuda lacks %s", syms[i].name);
 			return -ENOSYS;
 		}
@@ -223,6 +263,11 @@ static int cuda_init(struct kg_rbackend *b, void *arena, size_t arena_size, char
 	CU_CHECK(cs.cu.stream_create(&cs.copy, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 	CU_CHECK(cs.cu.event_create(&cs.ev0, 0), "cuEventCreate");
 	CU_CHECK(cs.cu.event_create(&cs.ev1, 0), "cuEventCreate");
+	CU_CHECK(cs.cu.event_create(&cs.ev2, 0), "cuEventCreate");
+	if (!b->exact)
+		CU_CHECK(cs.cu.mem_alloc(&cs.snap, arena_size), "cuMemAlloc (stream-done snapshot)");
+	if (cs.cu.ctx_get_limit)
+		cs.cu.ctx_get_limit(&cs.l2_limit0, CU_LIMIT_PERSISTING_L2_CACHE_SIZE);
 	int l2 = 0;
 	cs.cu.device_attr(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, cs.dev);
 	cs.flush_bytes = (size_t)(l2 > 0 ? l2 : 64 << 20) * 2;
@@ -261,8 +306,24 @@ static void exact_free(void)
 	n_xb = 0;
 }
 
-static int cuda_setup(struct kg_rbackend *b, const struct kg_wire_tensor *t, int n, char *err, size_t errsz)
+static int cuda_setup(struct kg_rbackend *b, const struct kg_wire_tensor *t, int n, int n_in, char *err,
+		      size_t errsz)
 {
+	lay.n = 0;
+	lay.n_in = n_in;
+	snap_valid = 0;
+	for (int i = 0; i < n; i++) {
+		size_t bytes = dtype_bytes(t[i].dtype);
+		for (int d = 0; d < t[i].ndim; d++)
+			bytes *= (size_t)t[i].shape[d];
+		if (t[i].offset > cs.arena_size || bytes > cs.arena_size - t[i].offset) {
+			snprintf(err, errsz, "tensor %d lies outside the arena", i);
+			return -EINVAL;
+		}
+		lay.off[i] = t[i].offset;
+		lay.bytes[i] = bytes;
+		lay.n = i + 1;
+	}
 	if (!b->exact)
 		return 0;
 	CU_CHECK(cs.cu.ctx_synchronize(), "synchronisation before re-allocating");
@@ -322,12 +383,42 @@ static int copy_arena(const struct kg_rbackend *b, int to_device, size_t bytes, 
 
 static int cuda_upload(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz)
 {
+	snap_valid = 0;
 	return copy_arena(b, 1, bytes, err, errsz);
+}
+
+/* DOWNLOAD after a snapshot: the arena from the live device copy, each output's bytes from the
+ * snapshot taken when the call's stream was done (outputs come in offset order, after the
+ * inputs). What work on other streams wrote later shows only in SETTLE's live copy. */
+static int download_snapshot(size_t bytes, char *err, size_t errsz)
+{
+	uint64_t cur = 0;
+	for (int i = lay.n_in; i < lay.n; i++) {
+		uint64_t lo = lay.off[i], hi = lay.off[i] + lay.bytes[i];
+		if (lo < cur || hi > bytes)
+			return copy_arena(&sealed.v.b, 0, bytes, err, errsz);
+		if (lo > cur)
+			CU_CHECK(cs.cu.memcpy_dtoh_async(cs.arena_host + cur, cs.arena_dev + cur, lo - cur, cs.copy),
+				 "download");
+		if (hi > lo)
+			CU_CHECK(cs.cu.memcpy_dtoh_async(cs.arena_host + lo, cs.snap + lo, hi - lo, cs.copy),
+				 "download (stream-done snapshot)");
+		cur = hi;
+	}
+	if (bytes > cur)
+		CU_CHECK(cs.cu.memcpy_dtoh_async(cs.arena_host + cur, cs.arena_dev + cur, bytes - cur, cs.copy),
+			 "download");
+	CU_CHECK(cs.cu.stream_synchronize(cs.copy), "download (sync)");
+	return 0;
 }
 
 static int cuda_flush(struct kg_rbackend *b, uint64_t *bytes, char *err, size_t errsz)
 {
 	(void)b;
+	/* Persisting lines survive a flush of normal stores: demote them all first, whatever the
+	 * candidate set aside or windowed since the last call. */
+	if (cs.cu.reset_persisting_l2)
+		cs.cu.reset_persisting_l2();
 	/* A different value each time, so no cache or compression shortcut can keep old lines. */
 	flush_value = flush_value * 1664525u + 1013904223u;
 	CU_CHECK(cs.cu.memset_d32_async(cs.flush, flush_value, cs.flush_bytes / 4, cs.stream), "L2 flush");
@@ -336,32 +427,80 @@ static int cuda_flush(struct kg_rbackend *b, uint64_t *bytes, char *err, size_t 
 	return 0;
 }
 
-static int cuda_run(struct kg_rbackend *b, void (*fn)(void *), void *arg, uint64_t *ns, uint64_t *tail_ns, char *err,
+/* What the candidate changed in the L2's persisting controls, undone: a set-aside (the limit) or
+ * an access-policy window left on the given stream would keep its data in L2 across the flush.
+ * A window set per launch or on another stream needs the set-aside too, and every persisting
+ * line is demoted before each flush (cuda_flush). */
+static uint32_t undo_l2(void)
+{
+	uint32_t flags = 0;
+	size_t lim = 0;
+	if (cs.cu.ctx_get_limit && !cs.cu.ctx_get_limit(&lim, CU_LIMIT_PERSISTING_L2_CACHE_SIZE) &&
+	    lim != cs.l2_limit0) {
+		flags |= KG_RUN_L2_LIMIT;
+		if (cs.cu.ctx_set_limit)
+			cs.cu.ctx_set_limit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, cs.l2_limit0);
+	}
+	union cu_attr_value av;
+	memset(&av, 0, sizeof(av));
+	if (cs.cu.stream_get_attr && !cs.cu.stream_get_attr(cs.stream, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, &av) &&
+	    av.window.num_bytes) {
+		flags |= KG_RUN_L2_WINDOW;
+		memset(&av, 0, sizeof(av));
+		if (cs.cu.stream_set_attr)
+			cs.cu.stream_set_attr(cs.stream, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, &av);
+	}
+	if (flags && cs.cu.reset_persisting_l2)
+		cs.cu.reset_persisting_l2();
+	return flags;
+}
+
+/* One call: ev0, the candidate, ev1, then on the same stream a copy of every output into the
+ * snapshot buffer and ev2. Then a device-wide synchronisation before the reply, so that the
+ * parent's round trip of RUN holds every bit of work the call caused, on any stream, graph or
+ * the legacy default stream: the parent charges it (verifier/timing.c), whatever the events say.
+ * The snapshot is what a caller ordering on the given stream would have read; DOWNLOAD serves it
+ * and SETTLE the live outputs, and the parent names any difference check.async_escape. */
+static int cuda_run(struct kg_rbackend *b, void (*fn)(void *), void *arg, struct kg_wire_reply *r, char *err,
 		    size_t errsz)
 {
-	(void)b;
+	snap_valid = 0;
 	CU_CHECK(cs.cu.event_record(cs.ev0, cs.stream), "cuEventRecord");
 	fn(arg);
 	CU_CHECK(cs.cu.event_record(cs.ev1, cs.stream), "cuEventRecord (after kg_forward)");
-	CU_CHECK(cs.cu.event_synchronize(cs.ev1), "the candidate's kernel");
-	float ms = 0;
+	int snap = !b->exact && cs.snap && lay.n > lay.n_in;
+	for (int i = lay.n_in; snap && i < lay.n; i++)
+		if (lay.bytes[i])
+			CU_CHECK(cs.cu.memcpy_dtod_async(cs.snap + lay.off[i], cs.arena_dev + lay.off[i], lay.bytes[i],
+							 cs.stream),
+				 "the stream-done snapshot of the outputs");
+	CU_CHECK(cs.cu.event_record(cs.ev2, cs.stream), "cuEventRecord (after the snapshot)");
+	CU_CHECK(cs.cu.event_synchronize(cs.ev2), "the candidate's kernel");
+	float ms = 0, snap_ms = 0;
 	CU_CHECK(cs.cu.event_elapsed(&ms, cs.ev0, cs.ev1), "cuEventElapsedTime");
-	*ns = (uint64_t)((double)ms * 1e6);
-	/* Work the candidate put on other streams keeps the device busy past ev1. */
+	CU_CHECK(cs.cu.event_elapsed(&snap_ms, cs.ev1, cs.ev2), "cuEventElapsedTime (snapshot)");
+	r->elapsed_ns = (uint64_t)((double)ms * 1e6);
+	r->snap_ns = (uint64_t)((double)snap_ms * 1e6);
+	/* Work the candidate put on other streams keeps the device busy past ev2. */
 	uint64_t t0 = kg_now_ns();
 	CU_CHECK(cs.cu.ctx_synchronize(), "device-wide synchronisation after kg_forward");
-	*tail_ns = kg_now_ns() - t0;
+	r->info = kg_now_ns() - t0;
+	r->flags = undo_l2();
+	snap_valid = snap;
 	return 0;
 }
 
 static int cuda_download(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz)
 {
+	if (snap_valid && !b->exact)
+		return download_snapshot(bytes, err, errsz);
 	return copy_arena(b, 0, bytes, err, errsz);
 }
 
 static int cuda_settle(struct kg_rbackend *b, uint32_t delay_ms, size_t bytes, char *err, size_t errsz)
 {
 	uint64_t t0 = kg_now_ns();
+	snap_valid = 0; /* the live outputs now: what the call's stream delivered came with DOWNLOAD */
 	CU_CHECK(cs.cu.ctx_synchronize(), "device-wide synchronisation");
 	uint64_t waited = (kg_now_ns() - t0) / 1000000u;
 	if (waited < delay_ms) {

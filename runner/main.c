@@ -190,7 +190,7 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
 			/* paged arena: this layout's tensor pages mapped, every other page left unmapped */
 			if (kg_rarena_guard(&rarena, cmd.t, call.n_in + call.n_out, r.msg, sizeof(r.msg)))
 				r.status = KG_WS_ERROR;
-			else if (b->setup && b->setup(b, cmd.t, call.n_in + call.n_out, r.msg, sizeof(r.msg)))
+			else if (b->setup && b->setup(b, cmd.t, call.n_in + call.n_out, call.n_in, r.msg, sizeof(r.msg)))
 				r.status = KG_WS_CUDA;
 			break;
 		case KG_OP_UPLOAD:
@@ -204,7 +204,7 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
 		case KG_OP_RUN:
 			if (!loads) {
 				call.stream = b->stream(b);
-				if (b->run(b, call_nothing, NULL, &r.elapsed_ns, &r.info, r.msg, sizeof(r.msg)))
+				if (b->run(b, call_nothing, NULL, &r, r.msg, sizeof(r.msg)))
 					r.status = KG_WS_CUDA;
 				break;
 			}
@@ -221,7 +221,7 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
 				fill_tensor(b, &call.out[i], &cmd.t[call.n_in + i]);
 			call.stream = b->stream(b);
 			call.rc = -1;
-			if (b->run(b, call_forward, &call, &r.elapsed_ns, &r.info, r.msg, sizeof(r.msg)))
+			if (b->run(b, call_forward, &call, &r, r.msg, sizeof(r.msg)))
 				r.status = KG_WS_CUDA;
 			r.rc = call.rc;
 			break;

@@ -24,8 +24,8 @@ enum kg_wire_op {
 	KG_OP_UPLOAD, /* CUDA: copy the arena (inputs, poisoned outputs, guards) to the device */
 	KG_OP_FLUSH, /* evict caches (CPU: stream over a large buffer; CUDA: overwrite L2) */
 	KG_OP_RUN, /* call kg_forward once and time it */
-	KG_OP_DOWNLOAD, /* CUDA: copy outputs and guard bands back into the arena */
-	KG_OP_SETTLE, /* wait delay_ms (CUDA: after a device-wide sync), then DOWNLOAD again */
+	KG_OP_DOWNLOAD, /* CUDA: copy the arena back; outputs as they were when the call's stream was done */
+	KG_OP_SETTLE, /* wait delay_ms (CUDA: after a device-wide sync), then DOWNLOAD the live arena */
 	KG_OP_NOP, /* round-trip calibration */
 	KG_OP_QUIT,
 };
@@ -66,7 +66,15 @@ struct kg_wire_reply {
 	uint64_t elapsed_ns; /* RUN: the runner's own measure (CPU clock or CUDA events) */
 	uint64_t info; /* HELLO: measured bandwidth ceiling in MB/s (0: none); FLUSH: bytes flushed;
 			* RUN: ns the device stayed busy after the call's stream */
+	uint64_t snap_ns; /* RUN (CUDA): the stream-done snapshot of the outputs, by the runner's events */
+	uint32_t flags; /* RUN: KG_RUN_* below, what the runner found and undid after the call */
+	uint32_t pad;
 	char msg[400];
 };
+
+/* RUN flags: the candidate left a persisting-L2 set-aside (cuCtxSetLimit) or an access-policy
+ * window on the given stream behind; the runner reset both (and every persisting line) already. */
+#define KG_RUN_L2_LIMIT 0x1u
+#define KG_RUN_L2_WINDOW 0x2u
 
 #endif

@@ -177,6 +177,9 @@ int kg_session_run_call(struct kg_session *s, const struct kg_call *c, struct kg
 		r->ret = rep.rc;
 		r->child_ns = rep.elapsed_ns;
 		r->tail_ns = rep.info;
+		r->snap_ns = rep.snap_ns;
+		r->l2_flags = rep.flags;
+		s->l2_flags |= rep.flags;
 		r->step = "download";
 		rc = kg_session_call(s, KG_OP_DOWNLOAD, 0, NULL, &r->download_ns, e);
 		r->span_ns = r->parent_ns + r->download_ns;

@@ -49,6 +49,7 @@ struct kg_session {
 	int sealed; /* the runner sealed itself after LOAD: no opens, no new code */
 	uint64_t ceiling_mbps; /* the runner's measured bandwidth ceiling (HELLO), 0 when none */
 	unsigned forged; /* messages on the control channel that answered no pending command */
+	uint32_t l2_flags; /* KG_RUN_L2_* over every call so far (the runner undid each) */
 	char msg[400]; /* the runner's message for the last failed command */
 };
 
@@ -83,6 +84,8 @@ struct kg_call_result {
 	uint64_t download_ns; /* the parent's round trip of DOWNLOAD */
 	uint64_t span_ns; /* from sending RUN to the DOWNLOAD reply: the outputs are complete by then */
 	uint64_t tail_ns; /* how long the device stayed busy after the call's stream (runner's claim) */
+	uint64_t snap_ns; /* CUDA: the runner's stream-done snapshot of the outputs (its claim) */
+	uint32_t l2_flags; /* KG_RUN_L2_*: persisting-L2 changes the runner found and undid */
 	/* The CPU time the kernel charged the runner's process over span_ns, and over the FLUSH
 	 * (trusted: the candidate cannot forge it); valid when cpu_known. */
 	uint64_t cpu_ns, flush_cpu_ns;

@@ -45,7 +45,9 @@ uint64_t kg_timing_bound(const struct kg_timed_call *c, const struct kg_clock_ca
 			return 0;
 		return (c->cpu_ns - cal->cpu_ns) / (uint64_t)(cal->par > 1 ? cal->par : 1);
 	}
-	uint64_t idle = cal->run_ns + c->tail_ns;
+	/* Never the claimed tail: device time after the call's stream is the candidate's work. */
+	uint64_t snap = c->snap_ns < cal->snap_cap_ns ? c->snap_ns : cal->snap_cap_ns;
+	uint64_t idle = cal->run_ns + snap;
 	return c->parent_ns > idle ? c->parent_ns - idle : 0;
 }
 
@@ -157,6 +159,13 @@ static int judge(struct kg_run *r, const struct kg_timed_call *calls, int n, con
 				      "%u message(s) on the runner's control channel answered no pending command: something "
 				      "in the candidate's process forged the result channel",
 				      r->cs.forged);
+	} else if (r->cs.l2_flags) {
+		kg_verdict_add_reason(r->v, KG_R_TIMING_TAMPERED,
+				      "the candidate changed the L2's persisting controls (%s%s%s): data kept in L2 across "
+				      "the flush before each timed call; the runner undid it after every call",
+				      r->cs.l2_flags & KG_RUN_L2_LIMIT ? "a persisting set-aside, cuCtxSetLimit" : "",
+				      r->cs.l2_flags == (KG_RUN_L2_LIMIT | KG_RUN_L2_WINDOW) ? "; " : "",
+				      r->cs.l2_flags & KG_RUN_L2_WINDOW ? "an access-policy window on the given stream" : "");
 	} else if (2 * t.flush_skipped > n) {
 		kg_verdict_add_reason(r->v, KG_R_TIMING_TAMPERED,
 				      "%d of %d cache flushes before a timed call cost the runner under a quarter of the "
@@ -246,6 +255,21 @@ static int decoy(struct kg_run *r, int i)
 	return kg_run_set_shape(r, 0, "during timing");
 }
 
+/* The most the runner's copy of the base shape's outputs on the call's stream may take: twice a
+ * copy at the trusted ceiling (the reference runner's, where it is a device), plus 50 us; at 1 TB/s
+ * where no ceiling was measured. */
+static uint64_t snap_cap(const struct kg_run *r)
+{
+	const struct kg_arena *a = &r->ca;
+	if (!r->plan->be->needs_gpu)
+		return 0;
+	double bytes = 0;
+	for (int j = 0; j < a->n_out; j++)
+		bytes += (double)a->slot[a->n_in + j].bytes;
+	uint64_t mbps = r->plan->ref_be->needs_gpu && r->rs.ceiling_mbps ? r->rs.ceiling_mbps : 1000000;
+	return (uint64_t)(2.0 * 2.0 * bytes * 1000.0 / (double)mbps) + 50000u;
+}
+
 void kg_phase_timing(struct kg_run *r)
 {
 	const struct kg_plan *p = r->plan;
@@ -256,7 +280,7 @@ void kg_phase_timing(struct kg_run *r)
 		return;
 	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	const struct kg_clock_cal cal = {
+	struct kg_clock_cal cal = {
 		.run_ns = r->cs.cal_run_ns,
 		.cpu_ns = r->cs.cal_cpu_ns,
 		.flush_cpu_ns = r->cs.cal_flush_cpu_ns,
@@ -274,6 +298,7 @@ void kg_phase_timing(struct kg_run *r)
 	/* timing is at the base shape, whatever shape the correctness trials ended on */
 	if (kg_run_set_shape(r, 0, "while setting up the timing"))
 		goto out;
+	cal.snap_cap_ns = snap_cap(r);
 	class_schedule(p, sched, n + w);
 	for (int i = -w; i < n && !r->cand_dead && !r->v->internal_error[0]; i++) {
 		/* Every iteration, warm-up included, sees inputs nobody has seen before: a result cached by
@@ -292,6 +317,7 @@ void kg_phase_timing(struct kg_run *r)
 			.parent_ns = c.r.parent_ns,
 			.span_ns = c.r.span_ns,
 			.tail_ns = c.r.tail_ns,
+			.snap_ns = c.r.snap_ns,
 			.cpu_ns = c.r.cpu_ns,
 			.flush_cpu_ns = c.r.flush_cpu_ns,
 			.cpu_known = c.r.cpu_known,

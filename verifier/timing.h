@@ -18,7 +18,8 @@ struct kg_timed_call {
 	uint64_t child_ns; /* the runner's claim */
 	uint64_t parent_ns; /* the parent's round trip of RUN */
 	uint64_t span_ns; /* the parent's clock from sending RUN to the outputs being back */
-	uint64_t tail_ns; /* the device's claimed tail after the stream */
+	uint64_t tail_ns; /* the device's claimed tail after the stream (named, never subtracted) */
+	uint64_t snap_ns; /* the claimed stream-done snapshot (subtracted up to cal->snap_cap_ns) */
 	uint64_t cpu_ns; /* CPU time the kernel charged the runner over span_ns (when cpu_known) */
 	uint64_t flush_cpu_ns; /* CPU time the kernel charged the runner for the flush before it */
 	int cpu_known;
@@ -31,12 +32,15 @@ struct kg_clock_cal {
 	uint64_t flush_cpu_ns; /* the runner's CPU time for one flush; 0: not measured */
 	int cpu_clock; /* the work runs on the CPU: the runner's CPU time bounds it */
 	int par; /* threads the candidate may run at once (1 without threads) */
+	uint64_t snap_cap_ns; /* devices: the most a snapshot of these outputs may take (trusted ceiling) */
 };
 
 /* The trusted lower bound of one call's work, in ns. CPU backends: the CPU time the kernel charged
  * the runner over the call's span, less a call that does nothing, over par (work hidden from the
  * runner's clock still costs CPU time; contention adds wall time but no CPU time). Devices: the
- * RUN round trip less a call that does nothing and the claimed tail. */
+ * RUN round trip less a call that does nothing and the output snapshot (at most snap_cap_ns). The
+ * round trip ends after a device-wide synchronisation, so work the candidate hid on other
+ * streams, graphs or the legacy stream is inside it, charged whatever its length. */
 uint64_t kg_timing_bound(const struct kg_timed_call *c, const struct kg_clock_cal *cal);
 /* The time a call is reported at: its claim, never below the trusted bound. */
 uint64_t kg_timing_reported(const struct kg_timed_call *c, const struct kg_clock_cal *cal);

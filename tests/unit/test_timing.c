@@ -66,10 +66,19 @@ static void test_bound_cpu(void **state)
 static void test_bound_device(void **state)
 {
 	(void)state;
-	const struct kg_clock_cal dev = {.run_ns = 50000};
+	const struct kg_clock_cal dev = {.run_ns = 50000, .snap_cap_ns = 20000};
 	struct kg_timed_call c = {.child_ns = 1000000, .parent_ns = 1080000, .span_ns = 1500000, .tail_ns = 10000};
-	assert_int_equal(kg_timing_bound(&c, &dev), 1020000);
-	assert_int_equal(kg_timing_reported(&c, &dev), 1020000);
+	/* the claimed tail is the candidate's work: charged, never subtracted */
+	assert_int_equal(kg_timing_bound(&c, &dev), 1030000);
+	assert_int_equal(kg_timing_reported(&c, &dev), 1030000);
+	/* the output snapshot is subtracted, up to what the trusted ceiling allows */
+	c.snap_ns = 15000;
+	assert_int_equal(kg_timing_bound(&c, &dev), 1015000);
+	c.snap_ns = 900000; /* a claimed snapshot cannot hide a tail */
+	assert_int_equal(kg_timing_bound(&c, &dev), 1010000);
+	/* a 150 us escape after a 5 us stream: the round trip holds it, the report says so */
+	struct kg_timed_call esc = {.child_ns = 5000, .parent_ns = 210000, .span_ns = 400000, .tail_ns = 150000};
+	assert_int_equal(kg_timing_reported(&esc, &dev), 160000);
 	c.parent_ns = 10000;
 	assert_int_equal(kg_timing_bound(&c, &dev), 0);
 }
