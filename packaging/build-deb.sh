@@ -43,6 +43,7 @@ cp -a "$stage/root/." "$rt/"
 mv "$rt/usr/include" "$dev/usr/"
 mv "$rt/usr/share/kgate/proto" "$dev/usr/share/kgate/"
 mv "$rt/usr/share/kgate/examples/vendor-agent" "$dev/usr/share/kgate/examples/"
+mv "$rt/usr/share/pkgconfig" "$dev/usr/share/"
 
 # As dh_strip: no debug info, .comment or .note in the shipped ELF files; executables lose every
 # symbol, the plugins all but the dynamic ones they are loaded by. (No -dbgsym package yet.)

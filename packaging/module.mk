@@ -40,6 +40,19 @@ install-kgate: all
 	for f in $(KG_INST_TASKS) $(KG_INST_EXAMPLES); do install -D -m 0644 $$f $(DESTDIR)$(DATADIR)/$$f || exit 1; done
 	install -m 0644 $(KG_MAN1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 $(KG_MAN5) $(DESTDIR)$(MANDIR)/man5/
+	$(MAKE) --no-print-directory install-pc
+
+# kgate.pc (kgate-dev): the agent ABI's paths for vendors' Makefiles (examples/vendor-agent). Only
+# text: `make install-pc PREFIX=...` writes it without building anything.
+PKGCONFIGDIR ?= $(PREFIX)/share/pkgconfig
+.PHONY: install-pc
+install-pc:
+	install -d $(DESTDIR)$(PKGCONFIGDIR)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@DATADIR@|$(DATADIR)|' \
+		-e 's|@PLUGINDIR@|$(PLUGINDIR)|' \
+		-e "s|@VERSION@|$$(sed -n 's/^#define KG_VERSION \"\(.*\)\"$$/\1/p' cli/main.c)|" \
+		packaging/kgate.pc.in >$(DESTDIR)$(PKGCONFIGDIR)/kgate.pc
+	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/kgate.pc
 
 # ---- packages ----
 # The scripts do the work (the package tests call them too; they build in $(PKG_BUILD) with the FHS

@@ -115,13 +115,16 @@ fi
 
 # kgate-dev: a vendor builds the sample agent from the installed files only
 ok "kgate-dev installs" install_debs "$top/$devdeb"
-ok "kgate-dev ships the public headers and kgate.proto" \
-	test -f /usr/include/kgate/kernel.h -a -f /usr/include/kgate/agent.h -a -f /usr/share/kgate/proto/kgate.proto
+ok "kgate-dev ships the public headers, kgate.proto and kgate.pc" \
+	test -f /usr/include/kgate/kernel.h -a -f /usr/include/kgate/agent.h -a -f /usr/share/kgate/proto/kgate.proto \
+	-a -f /usr/share/pkgconfig/kgate.pc
+ok "pkg-config finds kgate's proto directory" sh -c \
+	'[ "$(pkg-config --variable=protodir kgate)" = /usr/share/kgate/proto ]'
 if command -v protoc-c >/dev/null && pkg-config --exists libprotobuf-c 2>/dev/null; then
 	cp -r /usr/share/kgate/examples/vendor-agent "$tmp/vendor"
-	make --no-print-directory -C "$tmp/vendor" PREFIX=/usr >"$tmp/vendor.out" 2>&1
+	make --no-print-directory -C "$tmp/vendor" >"$tmp/vendor.out" 2>&1
 	rc=$?
-	ok "the sample agent builds against /usr (exit $rc)" [ -f "$tmp/vendor/libacme-agent.so" ]
+	ok "the sample agent builds as it is (its default PREFIX, kgate.pc) (exit $rc)" [ -f "$tmp/vendor/libacme-agent.so" ]
 	[ $rc -eq 0 ] || tail -n 20 "$tmp/vendor.out" | sed 's/^/     | /'
 fi
 
@@ -131,7 +134,7 @@ ok "dpkg -r kgate-dev kgate" sh -c 'dpkg -r kgate-dev kgate >/dev/null 2>&1'
 ok "after remove: the program, its files and the docs are gone" absent /usr/bin/kgate /usr/lib/kgate \
 	/usr/share/kgate /usr/include/kgate /usr/share/doc/kgate /usr/share/doc/kgate-dev \
 	/usr/share/man/man1/kgate.1.gz /usr/share/man/man5/kgate-policy.5.gz /usr/share/man/man5/kgate-task.5.gz \
-	/usr/share/lintian/overrides/kgate /usr/share/lintian/overrides/kgate-dev
+	/usr/share/lintian/overrides/kgate /usr/share/lintian/overrides/kgate-dev /usr/share/pkgconfig/kgate.pc
 ok "after remove: the edited policy stays" grep -q '^# local edit$' /etc/kgate/ci.yaml
 ok "after remove: kgate is in state config-files" is_status kgate config-files
 ok "dpkg -P kgate" sh -c 'dpkg -P kgate >/dev/null 2>&1'

@@ -37,9 +37,10 @@ ok "kgate: the program, runner, plugins, policies, header, tasks, examples, man 
 	/usr/share/kgate/tasks/softmax/reference.c /usr/share/kgate/tasks/softmax/reference.cu \
 	/usr/share/kgate/examples/softmax/online.c /usr/share/kgate/examples/cuda/softmax/online.cu \
 	/usr/share/man/man1/kgate.1.gz /usr/share/man/man5/kgate-policy.5.gz /usr/share/man/man5/kgate-task.5.gz
-ok "kgate: no development files" lacks "$tmp/files" '^/usr/include' '/proto/' '/vendor-agent'
-ok "kgate-devel: headers, kgate.proto, the sample agent" has "$tmp/devfiles" /usr/include/kgate/kernel.h \
-	/usr/include/kgate/agent.h /usr/share/kgate/proto/kgate.proto /usr/share/kgate/examples/vendor-agent/acme_agent.c
+ok "kgate: no development files" lacks "$tmp/files" '^/usr/include' '/proto/' '/vendor-agent' 'pkgconfig'
+ok "kgate-devel: headers, kgate.proto, the sample agent, kgate.pc" has "$tmp/devfiles" /usr/include/kgate/kernel.h \
+	/usr/include/kgate/agent.h /usr/share/kgate/proto/kgate.proto /usr/share/kgate/examples/vendor-agent/acme_agent.c \
+	/usr/share/pkgconfig/kgate.pc
 rpm -qp --configfiles "$rpm" | LC_ALL=C sort >"$tmp/conf"
 ok "the policies are %config" has "$tmp/conf" /etc/kgate/ci.yaml /etc/kgate/default.yaml /etc/kgate/strict.yaml
 
