@@ -2,6 +2,22 @@
  * dlopen and fully initialised before the seccomp filter: context, device arena, streams, events,
  * the L2 flush buffer. The device arena mirrors the shared one byte for byte, guard bands
  * included, so the parent's checks are the same as on the CPU. */
+/* What is enforced here, and what is not, against a hostile process (it can call every driver
+ * entry point itself, whatever is sealed on this side):
+ * - sealed: the driver pointers, context, streams, events, flush buffer (a store faults);
+ * - charged, by the parent's clock: all device work up to the device-wide sync inside RUN;
+ * - named, best effort: the stream-done snapshot catches work that outlives the runner's own
+ *   latency after kg_forward returns (~10 us); shorter escapes finish before it and pass, and a
+ *   candidate that knows this code can write the snapshot itself. Closing that needs the given
+ *   stream gated before the call (a wait the runner releases once fn has returned, with a device
+ *   timeout so a candidate that synchronises inside kg_forward cannot deadlock): not done;
+ * - undone: persisting-L2 set-aside and the stream's access-policy window (a candidate can set
+ *   them again from a thread while a call runs; every persisting line is demoted before a flush);
+ * - NOT enforced: read-only device inputs and unmapped guard ranges (CUDA VMM). The arena is one
+ *   cuMemAlloc; guard bands are canaries checked after the call, and an input written and restored
+ *   within one call is not seen. A VMM arena would need a device layout of its own (2 MiB
+ *   granularity, tensor ends against unmapped ranges) and, since a candidate can cuMemSetAccess
+ *   its own mappings back to read-write, the inputs' pages exported by a trusted process. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>

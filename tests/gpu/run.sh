@@ -34,6 +34,24 @@ expect 1 sandbox.timeout softmax $H/endless.cu $S
 # the GPU survived the endless kernel
 expect 0 - softmax $C/softmax/online.cu $S
 
+# The timer and cache attacks on the runner from inside its process.
+# KNOWN HOLES, not asserted (measured on the H200 after 5733a8e: all four accepted, exit 0):
+# short_stream_escape.cu, legacy_stream_escape.cu, graph_escape.cu, split_tail.cu. At the ci
+# shapes their work is done within the runner's own latency between kg_forward's return and the
+# stream-done snapshot it queues behind it, so the snapshot already holds the finished outputs; the
+# parent's round trip (device-wide sync inside RUN, tail never subtracted) charges the work, but at
+# ~10 us it is inside the bound's noise. Closing them needs the given stream gated before the call
+# (see runner/cuda.c). Longer escapes (stream_escape.cu above) are caught by the snapshot.
+expect 1 timing.tampered softmax $H/l2_persist.cu $S
+expect 1 check.canary softmax $H/output_overrun.cu $S
+expect 1 timing.tampered softmax $H/rerecord_start.cu $S
+expect 1 sandbox.crash softmax $H/elapsed_pointer.cu $S
+# honest but unusual: events join the side streams back, 16-byte loads, a warp per row
+U=$C/unusual
+expect 0 - softmax $U/fork_join.cu $S
+expect 0 - softmax $U/float4_loads.cu $S
+expect 0 - softmax $U/warp_softmax.cu $S
+
 # compute-sanitizer runs (memcheck, racecheck, synccheck, initcheck): the honest kernels are clean,
 # and a read one element past the input, invisible to the checked runs, is found by memcheck alone
 Z="--policy tests/data/gpu-sanitize.yaml"
