@@ -170,10 +170,16 @@ void kg_run_cand_ended(struct kg_run *r, const char *during, enum kg_input_class
 	const struct kg_sb_outcome *o = &r->cs.outcome;
 	char what[700];
 	kg_end_describe(o, what, sizeof(what));
+	enum kg_reason_code code = kg_end_reason(o->end);
+	if (kg_end_sealed_call(o, r->cs.sealed)) {
+		code = KG_R_SANDBOX_DLOPEN;
+		snprintf(what, sizeof(what), "after it was loaded it opened a file or mapped executable memory (a "
+					     "run-time dlopen or new code), and the runner's seal ended it");
+	}
 	/* a fault on a page the layout protects (a read-only input, a guard page) is named as what
 	 * it is; the signal is the sandbox's word, the address only picks the tensor */
 	struct kg_fault ft;
-	if (kg_end_reason(o->end) == KG_R_SANDBOX_CRASH && kg_fault_name(&r->ca, o, &ft)) {
+	if (code == KG_R_SANDBOX_CRASH && kg_fault_name(&r->ca, o, &ft)) {
 		struct kg_reason *x = trial_reason(r, ft.code, cls, seed, "candidate %s: '%s': %s", during,
 						   r->names[ft.slot], ft.msg);
 		const struct kg_arena_slot *sl = &r->ca.slot[ft.slot];
@@ -183,12 +189,6 @@ void kg_run_cand_ended(struct kg_run *r, const char *during, enum kg_input_class
 			kg_index_str(ft.index, sl->shape, sl->ndim, x->index_str, sizeof(x->index_str));
 		r->cand_dead = 1;
 		return;
-	}
-	enum kg_reason_code code = kg_end_reason(o->end);
-	if (kg_end_sealed_call(o, r->cs.sealed)) {
-		code = KG_R_SANDBOX_DLOPEN;
-		snprintf(what, sizeof(what), "after it was loaded it opened a file or mapped executable memory (a "
-					     "run-time dlopen or new code), and the runner's seal ended it");
 	}
 	struct kg_reason *x = trial_reason(r, code, cls, seed, "candidate %s: %s", during, what);
 	if (!trial) {
@@ -318,7 +318,10 @@ int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns)
 	kg_error e = {0};
 	load_inputs(r, a);
 	kg_arena_poison(a, SEED_REF_POISON + r->ref_poison_seq++);
-	int rc = kg_session_run_call(&r->rs, &(struct kg_call){.flush = flush}, &res, &e);
+	/* the trusted reference may take as long as the policy lets a run session live: a CPU
+	 * reference at a nominal shape (matmul N=4096) runs past a fixed minute */
+	double ref_s = r->plan->pol.wall_s > 60 ? r->plan->pol.wall_s : 60;
+	int rc = kg_session_run_call(&r->rs, &(struct kg_call){.flush = flush, .run_timeout_s = ref_s}, &res, &e);
 	if (rc) {
 		char what[700];
 		if (rc == KG_SESSION_ENDED)
