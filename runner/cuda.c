@@ -344,15 +344,10 @@ static int cuda_setup(struct kg_rbackend *b, const struct kg_wire_tensor *t, int
 		return 0;
 	CU_CHECK(cs.cu.ctx_synchronize(), "synchronisation before re-allocating");
 	exact_free();
+	/* the layout above is checked against the arena: the exact buffers mirror it */
 	for (int i = 0; i < n; i++) {
-		size_t bytes = dtype_bytes(t[i].dtype);
-		for (int d = 0; d < t[i].ndim; d++)
-			bytes *= (size_t)t[i].shape[d];
-		if (t[i].offset > cs.arena_size || bytes > cs.arena_size - t[i].offset) {
-			snprintf(err, errsz, "tensor %d lies outside the arena", i);
-			return -EINVAL;
-		}
-		xb[i].offset = t[i].offset;
+		size_t bytes = lay.bytes[i];
+		xb[i].offset = lay.off[i];
 		xb[i].bytes = bytes;
 		xb[i].dev = 0;
 		n_xb = i + 1;
