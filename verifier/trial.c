@@ -198,6 +198,15 @@ void kg_run_cand_ended(struct kg_run *r, const char *during, enum kg_input_class
 	r->cand_dead = 1;
 }
 
+/* What went wrong with the reference's session: how its process ended, or the session's word. */
+static void ref_failure(const struct kg_run *r, int rc, const kg_error *e, char *what, size_t n)
+{
+	if (rc == KG_SESSION_ENDED)
+		kg_end_describe(&r->rs.outcome, what, n);
+	else
+		snprintf(what, n, "%s", rc == KG_SESSION_FAILED ? r->rs.msg : e->msg);
+}
+
 void kg_run_start_sessions(struct kg_run *r)
 {
 	const struct kg_plan *p = r->plan;
@@ -218,10 +227,7 @@ void kg_run_start_sessions(struct kg_run *r)
 	r->rs_up = 1;
 	if (rc) {
 		char what[700];
-		if (rc == KG_SESSION_ENDED)
-			kg_end_describe(&r->rs.outcome, what, sizeof(what));
-		else
-			snprintf(what, sizeof(what), "%s", rc == KG_SESSION_FAILED ? r->rs.msg : e.msg);
+		ref_failure(r, rc, &e, what, sizeof(what));
 		kg_run_internal(r, "starting the reference (before any shape): %s", what);
 		return;
 	}
@@ -324,10 +330,7 @@ int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns)
 	int rc = kg_session_run_call(&r->rs, &(struct kg_call){.flush = flush, .run_timeout_s = ref_s}, &res, &e);
 	if (rc) {
 		char what[700];
-		if (rc == KG_SESSION_ENDED)
-			kg_end_describe(&r->rs.outcome, what, sizeof(what));
-		else
-			snprintf(what, sizeof(what), "%s", rc == KG_SESSION_FAILED ? r->rs.msg : e.msg);
+		ref_failure(r, rc, &e, what, sizeof(what));
 		kg_run_internal(r, "running the reference (%s, %s): %s", shape_str(r), res.step, what);
 		return -1;
 	}
