@@ -23,8 +23,12 @@ __AFL_FUZZ_INIT();
 
 int main(void)
 {
-	fuzz_setup();
+	/* Set up in each forked child, not before the fork server: a harness's atexit cleanup (its
+	 * scratch directory) runs when a child leaves the persistent loop, and the next child, forked
+	 * from a parent that set up once, then found its directory gone and aborted (CI: a "crash"
+	 * at exactly execs 10001 in task and policy). */
 	__AFL_INIT();
+	fuzz_setup();
 	unsigned char *buf = __AFL_FUZZ_TESTCASE_BUF;
 	while (__AFL_LOOP(10000))
 		fuzz_one(buf, (size_t)__AFL_FUZZ_TESTCASE_LEN);
