@@ -104,10 +104,13 @@ int kg_check_outputs(const struct kg_view *v, enum kg_reason_code code, struct k
 			c = KG_R_CHECK_NAN;
 		/* the norm-wise error beside the element-wise ones: a few stray elements and a uniformly
 		 * imprecise output read differently */
+		char terms[64] = "";
+		if (t->terms)
+			snprintf(terms, sizeof(terms), " + %.3g*sum|terms|", t->terms_g);
 		struct kg_finding *f = add(out, c, s,
-					   "output '%s': %lld of %lld elements outside atol=%g rtol=%g (%lld NaN, %lld Inf "
+					   "output '%s': %lld of %lld elements outside atol=%g rtol=%g%s (%lld NaN, %lld Inf "
 					   "mismatches); max abs error %g, max rel error %g, norm-wise error %g",
-					   name_of(v, s), (long long)cmp->n_bad, (long long)cmp->n, t->atol, t->rtol,
+					   name_of(v, s), (long long)cmp->n_bad, (long long)cmp->n, t->atol, t->rtol, terms,
 					   (long long)cmp->n_nan, (long long)cmp->n_inf, cmp->max_abs_err, cmp->max_rel_err,
 					   cmp->normwise_err);
 		set_values(f, cmp->first_bad, cmp->first_bad_exp, cmp->first_bad_got);

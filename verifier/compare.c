@@ -19,10 +19,20 @@ double kg_tol_growth(const struct kg_tol_model *m, kg_dtype dt, int64_t n)
 	return g < m->cap ? g : m->cap;
 }
 
+double kg_tol_terms_g(const struct kg_tol_model *m, kg_dtype dt, int64_t n)
+{
+	if (n < 2 || m->growth <= 0 || !kg_dtype_is_float(dt))
+		return 0;
+	double g = KG_TERMS_LAMBDA * sqrt((double)n + 1) * KG_U_FP32;
+	return g < m->cap ? g : m->cap;
+}
+
 void kg_tol_resolve(const struct kg_tol_model *m, kg_dtype dt, int64_t n, double ref_rms, struct kg_tol *out)
 {
 	double g = kg_tol_growth(m, dt, n);
 	out->growth = g;
+	out->terms = NULL;
+	out->terms_g = 0;
 	out->rtol = m->rtol + g;
 	out->atol = m->atol + (m->rms + g) * (isfinite(ref_rms) ? ref_rms : 0);
 }
@@ -92,6 +102,8 @@ static void compare_range(const void *got, const void *exp, kg_dtype dt, size_t 
 			}
 		} else {
 			double bound = atol + rtol * fabs(x);
+			if (tol->terms)
+				bound += tol->terms_g * fabs(kg_load(tol->terms, dt, i));
 			abs_err = fabs(g - x);
 			rel_err = abs_err / fmax(fabs(x), 1e-30);
 			bad = !(abs_err <= bound);

@@ -15,7 +15,22 @@
  *   atol = atol_task + (rms_task + g) * RMS(exp) (the RMS over the finite reference elements)
  * rtol_task, atol_task and rms_task are the task's, widened by the policy's precision. The cap
  * (kg_policy_growth_cap, 2^-10 for fp32) stays well below bf16's rounding, so a result rounded to
- * bf16 never passes however long the reduction. */
+ * bf16 never passes however long the reduction.
+ *
+ * RMS(exp) is one number for the whole output; an element whose terms cancel (terms of a few
+ * hundred summing to 0.2: a conv over large-mean activations) carries an honest rounding error
+ * of order u * sum|terms|, far above RMS(exp) * g. Where the manifest says `terms: abs_inputs`,
+ * the trusted reference runs once more on the inputs' absolute values, which gives each element
+ * T_i = sum|terms| (exact for sums of products, an upper bound through ReLU and max-pool), and
+ * that element's bound gains
+ *   gt * T_i, gt = min(KG_TERMS_LAMBDA * sqrt(n+1) * u, cap)
+ * the probabilistic bound of Higham and Mary (2019) for n-term fp32 sums (the +1: the products'
+ * own rounding). sqrt(n), not n: with n the rigorous worst case would excuse bf16 inputs at
+ * n = 4096, the sqrt(n) law keeps them out while honest elements stay far inside (policy/SCHEMA.md
+ * gives the measurements: honest fp32 sums reach 4*u*T on random terms at any n and 32*u*T at
+ * n = 4096 on terms that are like-signed in halves, 25 % of the bound; TF32-rounded inputs reach
+ * 396*u*T and bf16 2936*u*T there). The pass runs only for outputs that failed without it, so an
+ * honest kernel pays nothing. */
 #ifndef KG_COMPARE_H
 #define KG_COMPARE_H
 
@@ -35,7 +50,16 @@ struct kg_tol_model {
 struct kg_tol {
 	double atol, rtol;
 	double growth; /* g: what the reduction length added to rtol and, times RMS(exp), to atol */
+	/* Per element sum|terms| (the reference on |inputs|, the output's dtype) or NULL; the bound
+	 * of element i gains terms_g * |terms[i]| */
+	const void *terms;
+	double terms_g;
 };
+
+/* lambda of the term-magnitude bound: the Higham-Mary bound holds with probability at least
+ * 1 - 2*exp(-lambda^2/2) for rounding errors of full size u; real ones are uniform in [-u/2, u/2]
+ * under round-to-nearest, so 2 is already several standard deviations (measured above) */
+#define KG_TERMS_LAMBDA 2.0
 
 /* The unit roundoff of fp32 accumulation, 2^-24: the precision every policy assumes sums keep. */
 #define KG_U_FP32 (1.0 / 16777216.0)
@@ -44,6 +68,8 @@ struct kg_tol {
 double kg_tol_growth(const struct kg_tol_model *m, kg_dtype dt, int64_t n);
 /* The trial's tolerance from the model, the reduction length and the reference output's RMS. */
 void kg_tol_resolve(const struct kg_tol_model *m, kg_dtype dt, int64_t n, double ref_rms, struct kg_tol *out);
+/* gt for an n-term reduction with term magnitudes (0 where there is no reduction or no float). */
+double kg_tol_terms_g(const struct kg_tol_model *m, kg_dtype dt, int64_t n);
 /* Root mean square of the finite elements; 0 when there are none. */
 double kg_rms(const void *p, kg_dtype dt, size_t n);
 

@@ -33,6 +33,7 @@ struct kg_run {
 	void *shadow[KG_RUN_MAX_T]; /* the inputs as generated, kept by the trusted side */
 	void *refout[KG_RUN_MAX_T]; /* the reference's outputs of the current trial */
 	void *snap[KG_RUN_MAX_T]; /* outputs as the call returned them (async check) */
+	void *terms[KG_RUN_MAX_T]; /* per output with `terms: abs_inputs`: the reference on |inputs| */
 	struct kg_tol tol[KG_RUN_MAX_T]; /* this trial's tolerance per output */
 	struct kg_cmp cmp[KG_RUN_MAX_T]; /* the last comparison per output (accuracy in the verdict) */
 	uint64_t ref_ns_last; /* the reference's last call, bounds the candidate's deadline */
@@ -73,6 +74,9 @@ void kg_run_cand_arena(struct kg_run *r, uint64_t seed);
 /* The reference on the current inputs; its outputs land in refout. 0, or -1 after recording an
  * internal error (the reference is trusted: its failure is kgate's). */
 int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns);
+/* kg_check_outputs, and where an output failed and has `terms: abs_inputs`, again with each
+ * element's own term magnitudes from the trusted reference (compare.h). */
+int kg_run_check_outputs(struct kg_run *r, struct kg_view *v, enum kg_reason_code code, struct kg_findings *f);
 void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint64_t seed, struct kg_cand_call *c);
 /* The view of the candidate's last call for the pure checks. */
 void kg_run_view(struct kg_run *r, struct kg_view *v);

@@ -52,7 +52,7 @@ static int parse_dims_map(kg_yaml *y, yaml_node_t *n, const struct kg_task *t, c
 
 static int parse_tensor(kg_yaml *y, yaml_node_t *n, const char *field, struct kg_tensor_spec *s, kg_error *e)
 {
-	static const char *const keys[] = {"name", "dtype", "shape", "role", "reduction", NULL};
+	static const char *const keys[] = {"name", "dtype", "shape", "role", "reduction", "terms", NULL};
 	int rc = kg_yaml_check_keys(y, n, keys, field, e);
 	if (rc)
 		return rc;
@@ -102,6 +102,21 @@ static int parse_tensor(kg_yaml *y, yaml_node_t *n, const char *field, struct kg
 			return kg_err(e, -EINVAL, "%s:%d: field '%s': only outputs reduce", y->path, kg_yaml_line(red), sub);
 		if ((rc = kg_yaml_str(y, red, sub, s->reduction, sizeof(s->reduction), e)))
 			return rc;
+	}
+	yaml_node_t *tn = kg_yaml_get(y, n, "terms");
+	if (tn) {
+		snprintf(sub, sizeof(sub), "%s.terms", field);
+		if ((rc = kg_yaml_str(y, tn, sub, buf, sizeof(buf), e)))
+			return rc;
+		if (strncmp(field, "outputs", 7) || !red || strcmp(buf, "abs_inputs"))
+			return kg_err(e, -EINVAL,
+				      "%s:%d: field '%s': only an output with a reduction has terms, and the one "
+				      "value is abs_inputs",
+				      y->path, kg_yaml_line(tn), sub);
+		if (!kg_dtype_is_float(s->dtype))
+			return kg_err(e, -EINVAL, "%s:%d: field '%s': an integer output has no rounding error to bound",
+				      y->path, kg_yaml_line(tn), sub);
+		s->abs_terms = 1;
 	}
 	return 0;
 }
@@ -368,6 +383,13 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 	if ((rc = parse_tensors(y, root, "inputs", t->inputs, &t->n_inputs, e)) ||
 	    (rc = parse_tensors(y, root, "outputs", t->outputs, &t->n_outputs, e)))
 		return rc;
+	for (int j = 0; j < t->n_outputs; j++)
+		for (int i = 0; t->outputs[j].abs_terms && i < t->n_inputs; i++)
+			if (!kg_dtype_is_float(t->inputs[i].dtype))
+				return kg_err(e, -EINVAL,
+					      "%s: output '%s' has terms: abs_inputs, but input '%s' is an integer "
+					      "tensor (only floating-point inputs have an absolute value to run on)",
+					      y->path, t->outputs[j].name, t->inputs[i].name);
 
 	static const char *const tol_keys[] = {"atol", "rtol", "rms", NULL};
 	yaml_node_t *tol = kg_yaml_get(y, root, "tolerance");

@@ -35,6 +35,11 @@ struct kg_tensor_spec {
 	/* outputs: how many terms each element reduces over (`reduction`), "" for none (1); it sets
 	 * the tolerance's growth term (verifier/compare.h) */
 	char reduction[KG_EXPR_LEN];
+	/* outputs: `terms: abs_inputs`, the reference run on the inputs' absolute values gives each
+	 * element's sum of term magnitudes (sum |w||x|): true of sums of products passed through
+	 * non-decreasing maps (matmul, conv, ReLU, max-pool). It lets the tolerance follow each
+	 * element's own cancellation (compare.h) instead of the output's RMS alone. */
+	int abs_terms;
 };
 
 struct kg_shapeset {

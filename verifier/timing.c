@@ -226,7 +226,7 @@ static int checked_call(struct kg_run *r, enum kg_input_class cls, uint64_t seed
 	kg_check_inputs(&v, &f);
 	kg_check_unwritten(&v, &f);
 	if (c->ok)
-		kg_check_outputs(&v, wrong, &f);
+		kg_run_check_outputs(r, &v, wrong, &f);
 	kg_check_tail(c->r.tail_ns, c->r.child_ns, &f);
 	kg_run_record(r, &f, cls, seed, when);
 	return f.n || !c->ok ? -1 : 0;
