@@ -15,7 +15,7 @@
 #include "agents/executor.h"
 #include "agents/feedback.h"
 #include "agents/finalists.h"
-#include "agents/sha256.h"
+#include "kg_sha256.h"
 #include "policy/policy.h"
 #include "verifier/backend.h"
 #include "verifier/gpu.h"

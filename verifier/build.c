@@ -15,7 +15,7 @@
 
 static int compile_one(struct kg_run *r, const struct kg_backend *be, const struct kg_ufile *src, const char *sub, char *so_out,
 		       size_t so_sz, struct kg_compile_result *cr, const char *const *flags, int n_flags,
-		       const char (*libs)[32], int n_libs, kg_error *e)
+		       const char (*libs)[32], int n_libs, struct kg_cache *cache, kg_error *e)
 {
 	char dir[PATH_MAX + 32];
 	snprintf(dir, sizeof(dir), "%s/%s", r->work, sub);
@@ -33,6 +33,7 @@ static int compile_one(struct kg_run *r, const struct kg_backend *be, const stru
 		.limits = r->plan->limits,
 		.required_layers = r->plan->required_layers,
 		.disabled_layers = r->plan->disabled_layers,
+		.cache = cache,
 	};
 	co.limits.wall_s = be->compile_wall_s;
 	co.limits.mem_bytes = 4ull << 30;
@@ -40,6 +41,22 @@ static int compile_one(struct kg_run *r, const struct kg_backend *be, const stru
 	int rc = kg_compile(src->data, src->len, dir, "kernel.so", &co, cr, e);
 	snprintf(so_out, so_sz, "%s/kernel.so", dir);
 	return rc;
+}
+
+/* The compile cache, unless --no-cache. A cache kgate cannot trust (not the user's, writable by
+ * others) or cannot create is not used, and said once per process on stderr: the build goes on,
+ * only slower, and a search's every candidate need not repeat it. */
+static struct kg_cache *open_cache(const struct kg_plan *p)
+{
+	static int told;
+	struct kg_cache *c = NULL;
+	kg_error e = {0};
+	if (p->no_cache)
+		return NULL;
+	int rc = kg_cache_open(NULL, &c, &e);
+	if (rc && rc != -ECANCELED && !told++)
+		fprintf(stderr, "kgate: compile cache not used: %s\n", e.msg);
+	return c;
 }
 
 static void static_check(struct kg_run *r)
@@ -89,9 +106,10 @@ int kg_phase_build(struct kg_run *r)
 		return 0;
 	}
 	kg_run_progress(r, "compiling");
+	struct kg_cache *cache = open_cache(p);
 	const char *ref_src = p->task.ref[p->ref_be->id];
 	if (compile_one(r, p->ref_be, &p->ref_src, "ref", r->ref_so, sizeof(r->ref_so), cr, NULL, 0,
-			(const char(*)[32])p->task.ref_libs[p->ref_be->id], p->task.n_ref_libs[p->ref_be->id], &ce) ||
+			(const char(*)[32])p->task.ref_libs[p->ref_be->id], p->task.n_ref_libs[p->ref_be->id], cache, &ce) ||
 	    !cr->ok) {
 		/* the compiler quotes the source: its log is shown only for a reference file of the user's */
 		if (ce.code == -EPERM)
@@ -104,7 +122,7 @@ int kg_phase_build(struct kg_run *r)
 		goto out;
 	}
 	if (compile_one(r, p->be, &p->cand_src, "cand", r->cand_so, sizeof(r->cand_so), cr, p->flags, p->n_flags, NULL,
-			0, &ce)) {
+			0, cache, &ce)) {
 		if (ce.code == -EPERM)
 			kg_verdict_add_reason(v, KG_R_SANDBOX_SETUP, "compile: %s", ce.msg);
 		else
@@ -123,10 +141,19 @@ int kg_phase_build(struct kg_run *r)
 		kg_verdict_add_check(v, "compile", KG_CHECK_FAIL, cr->seconds, "%s", what);
 		goto out;
 	}
-	kg_verdict_add_check(v, "compile", KG_CHECK_PASS, cr->seconds, "built in %.2f s", cr->seconds);
+	v->compile_cached = cr->cached;
+	/* a reader must know the compiler did not run this time (kgate(1), "Compile cache") */
+	if (cr->cached)
+		kg_verdict_add_check(v, "compile", KG_CHECK_PASS, cr->seconds,
+				     "cached: built before from the same source, command, compiler and headers (%s)",
+				     cr->cache_note);
+	else
+		kg_verdict_add_check(v, "compile", KG_CHECK_PASS, cr->seconds, "built in %.2f s%s%s%s", cr->seconds,
+				     cr->cache_note[0] ? " (" : "", cr->cache_note, cr->cache_note[0] ? ")" : "");
 	static_check(r);
 	go_on = kg_run_ok(r);
 out:
+	kg_cache_close(cache);
 	free(cr);
 	return go_on;
 }

@@ -49,6 +49,7 @@ struct kg_plan {
 	/* The base of trial ids (a PRF output, not a secret): ids only tell trials apart. */
 	uint64_t master_seed;
 	int progress, keep_workdir;
+	int no_cache;
 };
 
 /* Resolves and checks everything; -errno with e set for a usage or configuration error. The

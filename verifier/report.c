@@ -156,9 +156,10 @@ static json_t *verdict_json(const struct kg_verdict *v)
 		json_object_set_new(root, "timing", t);
 	}
 	json_object_set_new(root, "durations",
-			    json_pack("{s:o,s:o,s:o,s:o,s:o}", "compile_s", json_real(v->t_compile_s), "sandbox_start_s",
-				      json_real(v->t_reference_s), "checks_s", json_real(v->t_checks_s), "timing_s",
-				      json_real(v->t_timing_s), "total_s", json_real(v->t_total_s)));
+			    json_pack("{s:o,s:b,s:o,s:o,s:o,s:o}", "compile_s", json_real(v->t_compile_s), "compile_cached",
+				      v->compile_cached, "sandbox_start_s", json_real(v->t_reference_s), "checks_s",
+				      json_real(v->t_checks_s), "timing_s", json_real(v->t_timing_s), "total_s",
+				      json_real(v->t_total_s)));
 	if (v->compile_log[0])
 		json_object_set_new(root, "compile_log", kg_report_jstr(&rc, v->compile_log));
 	if (v->internal_error[0])

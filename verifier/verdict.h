@@ -83,6 +83,7 @@ struct kg_verdict {
 	double cand_gbps, cand_gflops, roofline; /* roofline: fraction of the measured ceiling */
 	double ceiling_gbps;
 	double t_compile_s, t_reference_s, t_checks_s, t_timing_s, t_total_s;
+	int compile_cached; /* the candidate's .so and compile log came from the compile cache */
 	char device[128];
 	char internal_error[512]; /* exit 3 */
 	char source_root[4096]; /* SARIF URIs are relative to it ("" : the current directory) */

@@ -30,6 +30,7 @@ struct kg_verify_opts {
 	int progress; /* on stderr: KG_PROGRESS_LINE (a terminal) or _HEARTBEAT (the caller runs
 		       * kg_heartbeat, common/kg_heartbeat.h); 0 none */
 	int keep_workdir;
+	int no_cache; /* compile without the compile cache (verifier/cache.h), neither read nor written */
 };
 
 /* Runs the verification and fills v (exit_code says accepted / rejected / internal error).

@@ -15,7 +15,7 @@
 
 #include "agents/feedback.h"
 #include "agents/search.h"
-#include "agents/sha256.h"
+#include "kg_sha256.h"
 #include "verifier/resolve.h"
 
 static void test_sha256(void **state)

@@ -1,8 +1,8 @@
-/* SHA-256 (FIPS 180-4), one-shot. Small enough to carry here rather than add a crypto library to
- * kgate's dependencies for one hash. */
-#include "agents/sha256.h"
+/* SHA-256 (FIPS 180-4), one-shot and streaming (kg_sha256.h). Small enough to carry here rather
+ * than add a crypto library to kgate's dependencies for one hash; the published test vectors are
+ * unit-cache's and agents-history's known answers. */
+#include "kg_sha256.h"
 
-#include <stdio.h>
 #include <string.h>
 
 static const uint32_t K[64] = {
@@ -40,33 +40,73 @@ static void block(uint32_t h[8], const uint8_t *p)
 	h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
 }
 
-void kg_sha256(const void *data, size_t len, uint8_t out[32])
+void kg_sha256_init(kg_sha256_ctx *c)
 {
-	uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+	static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+				       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+	memcpy(c->h, iv, sizeof(iv));
+	c->len = 0;
+	c->n = 0;
+}
+
+void kg_sha256_update(kg_sha256_ctx *c, const void *data, size_t len)
+{
 	const uint8_t *p = data;
-	size_t left = len;
-	for (; left >= 64; p += 64, left -= 64)
-		block(h, p);
+	c->len += len;
+	if (c->n) { /* top up the waiting block first */
+		size_t take = 64 - c->n < len ? 64 - c->n : len;
+		memcpy(c->buf + c->n, p, take);
+		c->n += take, p += take, len -= take;
+		if (c->n < 64)
+			return;
+		block(c->h, c->buf);
+		c->n = 0;
+	}
+	for (; len >= 64; p += 64, len -= 64)
+		block(c->h, p);
+	memcpy(c->buf, p, len);
+	c->n = len;
+}
+
+void kg_sha256_final(kg_sha256_ctx *c, uint8_t out[32])
+{
 	/* The tail, the 0x80 marker and the bit length, in one or two final blocks. */
 	uint8_t tail[128] = {0};
-	memcpy(tail, p, left);
-	tail[left] = 0x80;
-	size_t n = left < 56 ? 64 : 128;
-	uint64_t bits = (uint64_t)len * 8;
+	memcpy(tail, c->buf, c->n);
+	tail[c->n] = 0x80;
+	size_t n = c->n < 56 ? 64 : 128;
+	uint64_t bits = c->len * 8;
 	for (int i = 0; i < 8; i++)
 		tail[n - 1 - i] = (uint8_t)(bits >> (8 * i));
-	block(h, tail);
+	block(c->h, tail);
 	if (n == 128)
-		block(h, tail + 64);
+		block(c->h, tail + 64);
 	for (int i = 0; i < 8; i++)
 		for (int j = 0; j < 4; j++)
-			out[4 * i + j] = (uint8_t)(h[i] >> (24 - 8 * j));
+			out[4 * i + j] = (uint8_t)(c->h[i] >> (24 - 8 * j));
+}
+
+void kg_sha256(const void *data, size_t len, uint8_t out[32])
+{
+	kg_sha256_ctx c;
+	kg_sha256_init(&c);
+	kg_sha256_update(&c, data, len);
+	kg_sha256_final(&c, out);
+}
+
+void kg_sha256_tohex(const uint8_t d[32], char out[65])
+{
+	static const char hx[] = "0123456789abcdef";
+	for (int i = 0; i < 32; i++) {
+		out[2 * i] = hx[d[i] >> 4];
+		out[2 * i + 1] = hx[d[i] & 15];
+	}
+	out[64] = '\0';
 }
 
 void kg_sha256_hex(const void *data, size_t len, char out[65])
 {
 	uint8_t d[32];
 	kg_sha256(data, len, d);
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", d[i]);
+	kg_sha256_tohex(d, out);
 }
