@@ -13,10 +13,12 @@
 
 /* The one place where the backend vocabulary meets the agent protocol's: a backend added to
  * kg_vocab.h needs a Language in proto/kgate.proto and a row here before this compiles. */
-_Static_assert(KG_BACKEND_COUNT_ == 2, "map the new backend to a Kgate__V1__Language below");
+_Static_assert(KG_BACKEND_COUNT_ == 3, "map the new backend to a Kgate__V1__Language below");
 static const Kgate__V1__Language languages[KG_BACKEND_COUNT_] = {
 	[KG_BACKEND_CPU] = KGATE__V1__LANGUAGE__LANGUAGE_C,
 	[KG_BACKEND_CUDA] = KGATE__V1__LANGUAGE__LANGUAGE_CUDA,
+	/* references only: no candidate is ever written for it */
+	[KG_BACKEND_TORCH] = KGATE__V1__LANGUAGE__LANGUAGE_UNSPECIFIED,
 };
 
 Kgate__V1__Language kg_feedback_language(enum kg_backend_id id)

@@ -13,6 +13,8 @@ struct kg_command {
 /* cli/tasks.c: `kgate tasks [--json]` and `kgate validate FILE...`. */
 int kg_cmd_tasks(int argc, char **argv);
 int kg_cmd_validate(int argc, char **argv);
+/* cli/taskimport.c: `kgate task import PROBLEM.py --out DIR`, `--kernelbench DIR --out DIR`. */
+int kg_cmd_task(int argc, char **argv);
 
 /* Terminated by an entry with name == NULL. */
 extern const struct kg_command kg_extra_commands[];

@@ -64,6 +64,16 @@ static void compiler_line(const struct kg_backend *be)
 		.include_inside = "/kgate/include",
 	};
 	kg_error e = {0};
+	if (be->runner_script) {
+		/* an interpreted reference runner: the Python that has torch, found once */
+		char py[PATH_MAX], ver[160];
+		if (kg_path_python(py, sizeof(py), ver, sizeof(ver)))
+			printf("  %-9s %s: %s (PyTorch module tasks cannot run)\n", "python", be->name, ver);
+		else
+			printf("  %-9s %s: %s, %s\n", "python", be->name, py, ver);
+		free(cmd);
+		return;
+	}
 	if (!cmd || be->compile_cmd(cmd, &req, &e) || !cmd->argc)
 		printf("  %-9s %s: unknown (%s)\n", "compiler", be->name, cmd ? e.msg : "out of memory");
 	else if (access(cmd->argv[0], X_OK))

@@ -16,6 +16,7 @@
 #include "kg_text.h"
 #include "kg_vocab.h"
 #include "sandbox/sandbox.h"
+#include "verifier/backend.h"
 #include "verifier/resolve.h"
 #include "verifier/task.h"
 #include "verifier/verify.h"
@@ -28,11 +29,13 @@ static void verify_usage(FILE *f)
 {
 	/* The backends and their extensions come from the vocabulary, so a new one shows up here. */
 	fprintf(f, "usage: kgate verify TASK CANDIDATE [options]\n"
-		   "  TASK        a task name (kgate tasks lists them) or a task.yaml path\n"
+		   "  TASK        a task name (kgate tasks lists them), a task.yaml path, or a KernelBench-format\n"
+		   "              PyTorch module (PROBLEM.py: its Model is the trusted reference)\n"
 		   "  CANDIDATE   one source file; its extension names the backend (");
-	for (int i = 0; i < KG_BACKEND_COUNT_; i++)
-		fprintf(f, "%s%s %s", i ? ", " : "", kg_backend_ext((enum kg_backend_id)i),
-			kg_backend_name((enum kg_backend_id)i));
+	for (int i = 0, n = 0; i < KG_BACKEND_COUNT_; i++)
+		if (!kg_backend_get((enum kg_backend_id)i)->reference_only)
+			fprintf(f, "%s%s %s", n++ ? ", " : "", kg_backend_ext((enum kg_backend_id)i),
+				kg_backend_name((enum kg_backend_id)i));
 	fprintf(f, ")\n");
 	fprintf(f,
 		"options:\n"
@@ -44,6 +47,8 @@ static void verify_usage(FILE *f)
 		"                      current directory), under uriBaseId %%SRCROOT%%\n"
 		"  --shape-set NAME    base shapes from the task (nominal, ci, ...); default: the policy's\n"
 		"  --shapes MODE       nominal (base shape only) or variants (also the task's variants)\n"
+		"  --dims N=V,...      a PyTorch module task: its top-level integer constants set first (what\n"
+		"                      derives from them follows); the dims named are varied in secret shapes\n"
 		"  --backend B         one of: %s (default: from the file extension)\n"
 		"  --reference B       run the task's reference on backend B (cpu: the C reference, also for a\n"
 		"                      CUDA candidate; used to check the CUDA references themselves)\n"
@@ -95,7 +100,7 @@ static int verify_parse(int argc, char **argv, struct verify_args *a)
 		{"iterations", required_argument, 0, 'i'}, {"no-layer", required_argument, 0, 'L'},
 		{"keep", no_argument, 0, 'k'},		  {"quiet", no_argument, 0, 'q'},
 		{"reference", required_argument, 0, 'R'}, {"heartbeat", required_argument, 0, 'H'},
-		{"source-root", required_argument, 0, 'T'},
+		{"source-root", required_argument, 0, 'T'}, {"dims", required_argument, 0, 'D'},
 		{"progress", no_argument, 0, 'P'},	  {"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -121,6 +126,9 @@ static int verify_parse(int argc, char **argv, struct verify_args *a)
 			break;
 		case 'S':
 			o->shapes_mode = optarg;
+			break;
+		case 'D':
+			o->dims = optarg;
 			break;
 		case 'b':
 			o->backend = optarg;
@@ -296,6 +304,8 @@ static void usage(FILE *f)
 		   "  verify TASK CANDIDATE   verify one candidate kernel (kgate verify --help)\n"
 		   "  validate FILE...        check task manifests and policies without running anything\n"
 		   "  tasks [--json]          list the tasks kgate finds by name\n"
+		   "  task import PROBLEM.py --out DIR | --kernelbench DIR --out DIR\n"
+		   "                          a KernelBench-format module (or a level's) as task manifests\n"
 		   "  doctor [--gpu]          what this host offers: sandbox layers, toolchains, GPU\n");
 	for (const struct kg_command *c = kg_extra_commands; c && c->name; c++)
 		fprintf(f, "  %-23s %s\n", c->name, c->help);
@@ -313,6 +323,8 @@ int main(int argc, char **argv)
 		return cmd_verify(argc - 1, argv + 1);
 	if (!strcmp(cmd, "tasks"))
 		return kg_cmd_tasks(argc - 1, argv + 1);
+	if (!strcmp(cmd, "task"))
+		return kg_cmd_task(argc - 1, argv + 1);
 	if (!strcmp(cmd, "validate"))
 		return kg_cmd_validate(argc - 1, argv + 1);
 	if (!strcmp(cmd, "doctor"))

@@ -178,12 +178,14 @@ const char *kg_sanitizer_tool_name(enum kg_sanitizer_tool t);
 int kg_sanitizer_tool_parse(const char *name, enum kg_sanitizer_tool *out);
 enum kg_reason_code kg_sanitizer_tool_reason(enum kg_sanitizer_tool t);
 
-/* XX(ENUM, "name", candidate file extension, the task manifest's reference key). What each
+/* XX(ENUM, "name", source file extension, the task manifest's reference key); torch runs only
+ * trusted references (a KernelBench-format module's Model), never a candidate. What each
  * backend needs on the trusted side (compiler, sandbox data, allowlists, GPU probe) is the
  * verifier's backend table (verifier/backend.c). */
 #define KG_BACKEND_MAP(XX)          \
 	XX(CPU, "cpu", ".c", "c") \
-	XX(CUDA, "cuda", ".cu", "cuda")
+	XX(CUDA, "cuda", ".cu", "cuda") \
+	XX(TORCH, "torch", ".py", "torch")
 
 enum kg_backend_id {
 #define KG_XX(e, name, ext, ref_key) KG_BACKEND_##e,

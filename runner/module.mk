@@ -3,5 +3,10 @@ RUNNER_SRCS := runner/main.c runner/arena.c runner/cpu.c runner/cuda.c runner/fd
 RUNNER_BIN := $(BUILD)/kgate-run
 $(RUNNER_BIN): $(RUNNER_SRCS:%.c=$(BUILD)/%.o) $(SANDBOX_LIB) $(COMMON_LIB)
 	$(CC) $(KG_LDFLAGS) -o $@ $^ $(PKG_LIBS) -ldl -lpthread
-all: $(RUNNER_BIN)
+# The torch reference runner (a Python script speaking kgate-run's protocol) lives beside kgate-run.
+TORCH_RUNNER := $(BUILD)/torch_runner.py
+$(TORCH_RUNNER): runner/torch_runner.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+all: $(RUNNER_BIN) $(TORCH_RUNNER)
 CPPCHECK_DIRS += runner

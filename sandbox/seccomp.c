@@ -195,7 +195,8 @@ int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, k
 	int rc = 0;
 	if (!ctx)
 		return kg_err(e, -ENOMEM, "seccomp: cannot create a filter");
-	static const uint64_t tty_ioctls[] = {TCGETS, TIOCGWINSZ, FIONREAD};
+	/* FIOCLEX and FIONCLEX are fcntl(F_SETFD) by another name (CPython sets close-on-exec so) */
+	static const uint64_t tty_ioctls[] = {TCGETS, TIOCGWINSZ, FIONREAD, FIOCLEX, FIONCLEX};
 	static const uint64_t fcntl_cmds[] = {F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD,
 		F_DUPFD_CLOEXEC};
 	static const uint64_t prctl_ops[] = {PR_SET_NAME, PR_GET_NAME};

@@ -44,6 +44,9 @@ struct kg_arena {
 	struct kg_arena_slot slot[KG_ARENA_MAX_SLOTS];
 	kg_key canary_key, poison_key; /* kg_arena_set_keys; zero until then */
 	uint64_t canary_id; /* the id of the current canary words */
+	/* The current layout's dims ("N=64 D=128"), sent with SETUP: a runner that builds its
+	 * reference per shape (a PyTorch Model, torch_runner.py) needs them; set by the caller. */
+	char dims[256];
 };
 
 /* Flat layout: bytes needed for buffers of the given sizes. */

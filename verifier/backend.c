@@ -1,7 +1,8 @@
 /* The backend table (backend.h): the C compiler and the CUDA toolkit as command builders, the
  * run sandbox's data for each (the CUDA driver's device nodes, /proc and /sys needs and the few
- * extra system calls it makes after context creation, measured on an H200), and the imports a
- * backend's runtime brings that no policy has to list. */
+ * extra system calls it makes after context creation, measured on an H200), the torch reference
+ * runner's interpreter profile, and the imports a backend's runtime brings that no policy has to
+ * list. */
 #include "verifier/backend.h"
 
 #include <errno.h>
@@ -126,6 +127,16 @@ static const char *const cuda_libraries[] = {"libcudart.so.*", "libstdc++.so.*",
  * EACCES inside the driver after LOAD) and keep it this short. */
 static const char *const cuda_sealed_opens[] = {"rw:/dev", "rw:/proc", "r:/sys", "rw:/tmp", NULL};
 
+/* What CPython 3.11 and torch 1.13 (Debian's python3-torch) call besides the run profile's calls,
+ * measured with strace -f on an import, a module's Model built and its forward run: the allocator's
+ * NUMA policy queries, an epoll fd of torch's, mlock of a small page by OpenBLAS, and statfs probes
+ * for SELinux. Extend from the syscall names that denials report. */
+static const char *const torch_syscalls[] = {
+	"get_mempolicy", "set_mempolicy", "mbind", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
+	"mlock", "munlock", "statfs", "fstatfs", "sched_getparam", "sched_getscheduler", "sched_setaffinity",
+	"sched_get_priority_max", "sched_get_priority_min", "readlinkat", "pipe2", "eventfd2", NULL,
+};
+
 static const struct kg_backend backends[KG_BACKEND_COUNT_] = {
 	[KG_BACKEND_CPU] = {
 		.id = KG_BACKEND_CPU,
@@ -153,6 +164,20 @@ static const struct kg_backend backends[KG_BACKEND_COUNT_] = {
 		.symbols = cuda_symbols,
 		.denied_symbols = cuda_denied,
 		.libraries = cuda_libraries,
+	},
+	[KG_BACKEND_TORCH] = {
+		.id = KG_BACKEND_TORCH,
+		.sandbox_name = "run-torch",
+		.cpu_clock = 1,
+		.reference_only = 1,
+		.runner_script = "torch_runner.py",
+		/* torch reads the CPU's topology (/proc/cpuinfo, /sys/devices/system/cpu) when it loads */
+		.proc = KG_SB_PROC_RO,
+		.sys_ro = 1,
+		.syscalls = torch_syscalls,
+		.readonly_opens = 1,
+		/* the interpreter and torch's libraries reserve far more address space than they use */
+		.address_space_unbounded = 1,
 	},
 };
 

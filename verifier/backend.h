@@ -1,5 +1,5 @@
 /* The trusted side's backend table: everything kgate must know to build, sandbox, statically
- * check and place a candidate of one kind (cpu, cuda). Nothing outside this table compares a
+ * check and place a candidate of one kind (cpu, cuda), or to run a trusted reference (torch). Nothing outside this table compares a
  * backend's name; adding a backend is a row here, a line in kg_vocab.h and its runner backend. */
 #ifndef KG_BACKEND_H
 #define KG_BACKEND_H
@@ -61,6 +61,12 @@ struct kg_backend {
 	int cpu_clock;
 	int address_space_unbounded; /* the driver reserves terabytes it never backs: no RLIMIT_AS,
 	                              * the per-mmap bound and the cgroup still hold */
+	/* An interpreted runner: this script, run by the Python kg_path_python finds, from beside
+	 * kgate-run (it speaks kgate-run's protocol on the same fds). NULL: kgate-run itself. The
+	 * sandbox applies its filter before exec (an interpreter cannot apply one itself), so its
+	 * syscalls are the interpreter's and its libraries' as well. */
+	const char *runner_script;
+	int reference_only; /* hosts trusted references only (a PyTorch Model), never a candidate */
 	/* static checks, besides the policy's lists: imports always allowed, imports always denied
 	 * (checked first), libraries always allowed */
 	const char *const *symbols;

@@ -12,6 +12,7 @@
 #include "verifier/elfsyms.h"
 #include "verifier/ends.h"
 #include "verifier/run.h"
+#include "verifier/torchtask.h"
 
 static int compile_one(struct kg_run *r, const struct kg_backend *be, const struct kg_ufile *src, const char *sub, char *so_out,
 		       size_t so_sz, struct kg_compile_result *cr, const char *const *flags, int n_flags,
@@ -108,7 +109,13 @@ int kg_phase_build(struct kg_run *r)
 	kg_run_progress(r, "compiling");
 	struct kg_cache *cache = open_cache(p);
 	const char *ref_src = p->task.ref[p->ref_be->id];
-	if (compile_one(r, p->ref_be, &p->ref_src, "ref", r->ref_so, sizeof(r->ref_so), cr, NULL, 0,
+	if (!p->ref_be->compile_cmd) {
+		/* an interpreted reference (a PyTorch module) runs as it was read: staged, not built */
+		if (kg_torch_stage_ref(r, &ce)) {
+			kg_run_internal(r, "staging the reference %s: %s", ref_src, ce.msg);
+			goto out;
+		}
+	} else if (compile_one(r, p->ref_be, &p->ref_src, "ref", r->ref_so, sizeof(r->ref_so), cr, NULL, 0,
 			(const char(*)[32])p->task.ref_libs[p->ref_be->id], p->task.n_ref_libs[p->ref_be->id], cache, &ce) ||
 	    !cr->ok) {
 		/* the compiler quotes the source: its log is shown only for a reference file of the user's */

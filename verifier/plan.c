@@ -10,6 +10,7 @@
 
 #include "verifier/prng.h"
 #include "verifier/resolve.h"
+#include "verifier/torchtask.h"
 
 /* The run's key: fresh, or from --seed (a report's 64 hex digits are the key itself; a number is
  * hashed into one, the same for "42" and "0x2a"), and the keys derived from it. */
@@ -87,14 +88,29 @@ int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e
 {
 	int rc;
 	memset(p, 0, sizeof(*p));
-	if ((rc = kg_resolve_policy(o->policy, &p->pol, e)) || (rc = kg_resolve_task(o->task, &p->task, e)))
+	if ((rc = kg_resolve_policy(o->policy, &p->pol, e)))
+		return rc;
+	/* a KernelBench-format module is a task too: derived in its sandbox, its Model the reference */
+	if (kg_task_is_module(o->task))
+		rc = kg_torch_task_load(o->task, o->dims, &p->task, e);
+	else if (o->dims)
+		rc = kg_err(e, -EINVAL, "--dims applies to a PyTorch module task (PROBLEM.py); a manifest has shape sets");
+	else
+		rc = kg_resolve_task(o->task, &p->task, e);
+	if (rc)
 		return rc;
 	if ((rc = kg_ufile_read(o->candidate, "candidate", KG_SOURCE_MAX, &p->cand_src, e)))
 		return rc;
 	p->candidate = o->candidate;
 	if ((rc = kg_resolve_backend(o->backend, o->candidate, &p->be, e)))
 		return rc;
+	if (p->be->reference_only)
+		return kg_err(e, -EINVAL, "%s: the %s backend runs trusted references only; a candidate is one of %s",
+			      o->candidate, p->be->name, "a .c (cpu) or .cu (cuda) file");
 	p->ref_be = p->be;
+	/* a task whose only reference is a PyTorch Model is checked against it, whatever the candidate */
+	if (!p->task.ref[p->be->id][0] && p->task.ref[KG_BACKEND_TORCH][0])
+		p->ref_be = kg_backend_get(KG_BACKEND_TORCH);
 	if (o->reference_backend && (rc = kg_resolve_backend(o->reference_backend, NULL, &p->ref_be, e)))
 		return kg_err_wrap(e, rc, "--reference");
 	if (!p->task.ref[p->ref_be->id][0])

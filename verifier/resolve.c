@@ -1,14 +1,18 @@
 /* The resolver (resolve.h): search paths for tasks and policies, the backend of a candidate, and
- * where kgate's own runner, header and compute-sanitizer are on this host. Installed paths are
- * compiled in (KG_*DIR); a build tree is found next to the running binary. */
+ * where kgate's own runner, header, compute-sanitizer and the Python with torch are on this host.
+ * Installed paths are compiled in (KG_*DIR); a build tree is found next to the running binary. */
 #include "verifier/resolve.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* A name, not a path: the search paths are only searched for plain names. */
@@ -233,4 +237,103 @@ int kg_path_compute_sanitizer(char *out, size_t outsz)
 			return 0;
 	}
 	return -ENOENT;
+}
+
+int kg_path_runner_script(const char *name, char *out, size_t outsz)
+{
+	char runner[PATH_MAX], dir[PATH_MAX];
+	if (kg_path_runner(runner, sizeof(runner)))
+		return -ENOENT;
+	kg_dirname(runner, dir, sizeof(dir));
+	if (snprintf(out, outsz, "%s/%s", dir, name) >= (int)outsz)
+		return -ENAMETOOLONG;
+	return access(out, R_OK) ? -ENOENT : 0;
+}
+
+/* Runs `py -I -c CODE` with stdout captured (at most outsz-1 bytes); 0 when it exited 0. */
+static int python_says(const char *py, const char *code, char *out, size_t outsz)
+{
+	int pfd[2];
+	out[0] = '\0';
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	char *argv[] = {(char *)py, "-I", "-B", "-c", (char *)code, NULL};
+	extern char **environ;
+	pid_t pid;
+	int rc = posix_spawnp(&pid, py, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(pfd[1]);
+	if (rc) {
+		close(pfd[0]);
+		return -rc;
+	}
+	size_t n = 0;
+	ssize_t k;
+	while (n + 1 < outsz && ((k = read(pfd[0], out + n, outsz - 1 - n)) > 0 || (k < 0 && errno == EINTR)))
+		n += k > 0 ? (size_t)k : 0;
+	out[n] = '\0';
+	close(pfd[0]);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
+		out[--n] = '\0';
+	return WIFEXITED(st) && !WEXITSTATUS(st) ? 0 : -ENOENT;
+}
+
+/* `import torch` takes seconds: each process asks once and keeps the answer. */
+static pthread_mutex_t py_mu = PTHREAD_MUTEX_INITIALIZER;
+static int py_done, py_rc;
+static char py_path[PATH_MAX], py_ver[160];
+
+static void find_python(void)
+{
+	static const char code[] = "import torch\nprint('torch %s%s' % (torch.__version__, '' if "
+				   "hasattr(torch, 'compile') else ' (no torch.compile)'))";
+	const char *env = getenv("KGATE_PYTHON");
+	const char *cands[] = {env && *env ? env : NULL, "/usr/bin/python3", "python3"};
+	char tried[400] = "";
+	for (size_t i = 0; i < KG_ARRAY_LEN(cands); i++) {
+		if (!cands[i])
+			continue;
+		char said[160];
+		if (!python_says(cands[i], code, said, sizeof(said))) {
+			/* a name on PATH becomes the absolute path of what answered: the sandbox needs one */
+			if (strchr(cands[i], '/') ||
+			    python_says(cands[i], "import sys; print(sys.executable)", py_path, sizeof(py_path)) ||
+			    py_path[0] != '/')
+				snprintf(py_path, sizeof(py_path), "%s", cands[i]);
+			snprintf(py_ver, sizeof(py_ver), "%s", said);
+			py_rc = 0;
+			return;
+		}
+		size_t l = strlen(tried);
+		snprintf(tried + l, sizeof(tried) - l, "%s%s", l ? ", " : "", cands[i]);
+		/* KGATE_PYTHON is the user's word: without torch there, nothing else is tried */
+		if (i == 0)
+			break;
+	}
+	py_rc = -ENOENT;
+	snprintf(py_ver, sizeof(py_ver), "no Python with torch (tried %s; scripts/deps.sh installs python3-torch)",
+		 tried);
+}
+
+int kg_path_python(char *out, size_t outsz, char *version, size_t versz)
+{
+	pthread_mutex_lock(&py_mu);
+	if (!py_done) {
+		find_python();
+		py_done = 1;
+	}
+	int rc = py_rc;
+	if (!rc)
+		snprintf(out, outsz, "%s", py_path);
+	if (version)
+		snprintf(version, versz, "%s", py_ver);
+	pthread_mutex_unlock(&py_mu);
+	return rc;
 }

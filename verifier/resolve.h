@@ -36,6 +36,13 @@ const struct kg_backend *kg_resolve_default_backend(const struct kg_task *t, int
 /* kgate's own files: next to the running binary (a build tree) or installed. */
 int kg_path_runner(char *out, size_t outsz);
 int kg_path_include(char *out, size_t outsz); /* the directory holding kgate/kernel.h */
+/* A runner script shipped beside kgate-run ("torch_runner.py"), as an absolute path. */
+int kg_path_runner_script(const char *name, char *out, size_t outsz);
+/* The Python that has torch: $KGATE_PYTHON, else /usr/bin/python3 (Debian's python3-torch), else
+ * python3 on PATH; each checked once per process with `import torch`. out gets its path, version
+ * (when not NULL) what it said: "torch 1.13.0 (no torch.compile)". -ENOENT, with why in version,
+ * when none has torch. */
+int kg_path_python(char *out, size_t outsz, char *version, size_t versz);
 /* NVIDIA's compute-sanitizer binary itself (not the bin/ wrapper): $KGATE_COMPUTE_SANITIZER, else
  * under $CUDA_HOME, else /usr/local/cuda. */
 int kg_path_compute_sanitizer(char *out, size_t outsz);

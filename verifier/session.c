@@ -1,4 +1,5 @@
-/* Parent side of the runner protocol: spawning kgate-run in the sandbox, handing it the arena and
+/* Parent side of the runner protocol: spawning kgate-run (or an interpreted runner, the torch
+ * reference's) in the sandbox, handing it the arena and
  * the control socket, calibrating the trusted clock on calls that do nothing before the .so is
  * loaded, measuring every call with the parent's clocks (its wall clock, and the CPU time the
  * kernel charges the runner), and turning every way the runner can end into a structured outcome. */
@@ -131,6 +132,8 @@ int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t delay_ms,
 		cmd.t[i].ndim = sl->ndim;
 		memcpy(cmd.t[i].shape, sl->shape, sizeof(cmd.t[i].shape));
 	}
+	if (op == KG_OP_SETUP)
+		snprintf(cmd.path, sizeof(cmd.path), "%s", s->arena->dims);
 	uint64_t t0 = kg_now_ns();
 	ssize_t n = send(s->ctl, &cmd, sizeof(cmd), MSG_NOSIGNAL);
 	if (n != (ssize_t)sizeof(cmd)) {
@@ -232,6 +235,85 @@ static int calibrate(struct kg_session *s, kg_error *e)
 	return 0;
 }
 
+static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o, const char *load_path, kg_error *e);
+
+/* An interpreted runner (torch_runner.py): the Python kg_path_python found runs the script from
+ * beside kgate-run on the same fds, under the run profile plus the backend's calls, applied by the
+ * sandbox before exec. What it loads is a module's source, shown read-only. */
+static int start_script(struct kg_session *s, const struct kg_session_opts *o, kg_error *e)
+{
+	char py[PATH_MAX], why[160], script[PATH_MAX], prefix[PATH_MAX];
+	if (kg_path_python(py, sizeof(py), why, sizeof(why)))
+		return kg_err(e, -ENOENT, "%s", why);
+	if (kg_path_runner_script(o->be->runner_script, script, sizeof(script)))
+		return kg_err(e, -ENOENT, "%s not found beside kgate-run (install kgate, or set KGATE_RUNNER)",
+			      o->be->runner_script);
+	const char *argv[] = {py, "-I", "-B", script, "--backend", o->be->name, NULL};
+	/* USER spares the interpreter a passwd lookup (a socket to nscd) */
+	static const char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp", "USER=kgate",
+					   "OMP_NUM_THREADS=1", NULL};
+	struct kg_sb_path paths[3] = {{.host = o->so_path, .inside = "/kgate/lib/problem.py", .flags = 0}};
+	int n_paths = 1;
+	if (strncmp(script, "/usr/", 5))
+		paths[n_paths++] = (struct kg_sb_path){.host = script, .inside = NULL, .flags = 0};
+	/* a Python outside /usr (a virtual environment, pyenv) is shown with its whole prefix */
+	char *real = realpath(py, NULL);
+	snprintf(prefix, sizeof(prefix), "%s", real ? real : py);
+	free(real);
+	for (int up = 0; up < 2; up++) {
+		char *slash = strrchr(prefix, '/');
+		if (slash && slash != prefix)
+			*slash = '\0';
+	}
+	if (strncmp(prefix, "/usr", 4) || (prefix[4] && prefix[4] != '/'))
+		paths[n_paths++] = (struct kg_sb_path){.host = prefix, .inside = NULL, .flags = KG_SB_PATH_EXEC};
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return kg_err(e, -errno, "socketpair: %s", strerror(errno));
+	int one = 1;
+	setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+	struct kg_arena *a = s->arena;
+	int fds[3] = {sv[1], a->fd, a->fd_in};
+	struct kg_sb_spec spec = {
+		.profile = KG_SB_PROFILE_RUN,
+		.name = o->be->sandbox_name,
+		.argv = argv,
+		.envp = envp,
+		.cwd = "/tmp",
+		.fds = fds,
+		.n_fds = a->fd_in >= 0 ? 3 : 2,
+		.paths = paths,
+		.n_paths = n_paths,
+		.limits = o->limits,
+		.required = o->required_layers,
+		.disabled = o->disabled_layers,
+		.seccomp_deferred = 0,
+		.allow_threads = 1,
+		.stdin_fd = -1,
+		.devices = o->be->devices,
+		.proc = o->be->proc,
+		.sys_ro = o->be->sys_ro,
+		.syscalls = o->be->syscalls,
+		.readonly_opens = o->be->readonly_opens,
+	};
+	spec.limits.address_space_unbounded = o->be->address_space_unbounded;
+	/* importing torch takes seconds on a small machine: HELLO may come late */
+	double keep = s->call_timeout_s;
+	if (s->call_timeout_s < 120)
+		s->call_timeout_s = 120;
+	int rc = kg_sb_spawn(&spec, &s->sb, e);
+	close(sv[1]);
+	if (rc) {
+		close(sv[0]);
+		s->call_timeout_s = keep;
+		return rc;
+	}
+	s->ctl = sv[0];
+	rc = hello_and_load(s, o, "/kgate/lib/problem.py", e);
+	s->call_timeout_s = keep;
+	return rc;
+}
+
 int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, struct kg_arena *a, kg_error *e)
 {
 	int sv[2] = {-1, -1};
@@ -243,6 +325,8 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	s->call_timeout_s = o->call_timeout_s > 0 ? o->call_timeout_s : 60;
 	/* a tool writes its report and tears down after the runner is gone: give it time */
 	s->linger_ms = o->tool_argv ? 60000 : 2000;
+	if (o->be->runner_script)
+		return start_script(s, o, e);
 	if (kg_path_runner(runner, sizeof(runner)))
 		return kg_err(e, -ENOENT, "kgate-run not found (set KGATE_RUNNER or install kgate)");
 	int n_tool = 0;
@@ -321,9 +405,15 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 		return rc;
 	}
 	s->ctl = sv[0];
+	return hello_and_load(s, o, "/kgate/lib/kernel.so", e);
+}
 
+/* HELLO (with the runner's pid from the kernel), the clock's calibration, then LOAD of what the
+ * sandbox shows at load_path. */
+static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o, const char *load_path, kg_error *e)
+{
 	struct kg_wire_reply r;
-	rc = recv_reply_from(s, 0, &r, s->call_timeout_s, &s->runner_pid);
+	int rc = recv_reply_from(s, 0, &r, s->call_timeout_s, &s->runner_pid);
 	if (rc == KG_SESSION_OK && r.op != KG_OP_HELLO) {
 		snprintf(s->msg, sizeof(s->msg), "runner spoke before HELLO");
 		return KG_SESSION_FAILED;
@@ -343,7 +433,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	load.magic = KG_WIRE_MAGIC;
 	load.op = KG_OP_LOAD;
 	load.seq = ++s->seq;
-	snprintf(load.path, sizeof(load.path), "/kgate/lib/kernel.so");
+	snprintf(load.path, sizeof(load.path), "%s", load_path);
 	if (send(s->ctl, &load, sizeof(load), MSG_NOSIGNAL) != (ssize_t)sizeof(load))
 		return ended(s);
 	rc = recv_reply(s, load.seq, &r, s->call_timeout_s);

@@ -252,7 +252,7 @@ static int resolve_ref(kg_yaml *y, yaml_node_t *n, const struct kg_task *t, cons
 }
 
 /* `reference:` holds one source per backend under the backend's key, and what it links under
- * `<key>_libs`; the keys come from the backend table, the C one is required. */
+ * `<key>_libs`; the keys come from the backend table, the C one is required (or a torch one). */
 static int parse_references(kg_yaml *y, yaml_node_t *ref, struct kg_task *t, kg_error *e)
 {
 	char keys[2 * KG_BACKEND_COUNT_][KG_NAME_LEN];
@@ -269,7 +269,8 @@ static int parse_references(kg_yaml *y, yaml_node_t *ref, struct kg_task *t, kg_
 		char field[64];
 		yaml_node_t *src = kg_yaml_get(y, ref, keys[2 * b]);
 		snprintf(field, sizeof(field), "reference.%s", keys[2 * b]);
-		if (src || b == KG_BACKEND_CPU)
+		/* the C reference is required, but for a task whose reference is a PyTorch module */
+		if (src || (b == KG_BACKEND_CPU && !kg_yaml_get(y, ref, kg_backend_ref_key(KG_BACKEND_TORCH))))
 			rc = resolve_ref(y, src, t, field, t->ref[b], sizeof(t->ref[b]), e);
 		yaml_node_t *libs = kg_yaml_get(y, ref, keys[2 * b + 1]);
 		if (rc || !libs)

@@ -273,6 +273,7 @@ int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e)
 		dt[i] = sp->dtype;
 		nd[i] = sp->ndim;
 	}
+	snprintf(a->dims, sizeof(a->dims), "%s", r->plan->shape_str[s]); /* a torch reference builds per shape */
 	return kg_arena_layout(a, t->n_inputs, t->n_outputs, dt, nd, (const int64_t(*)[KG_MAX_DIMS])shp, e);
 }
 

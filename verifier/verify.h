@@ -11,13 +11,14 @@
 enum { KG_PROGRESS_NONE = 0, KG_PROGRESS_LINE = 1, KG_PROGRESS_HEARTBEAT = 2 };
 
 struct kg_verify_opts {
-	const char *task; /* name or manifest path */
+	const char *task; /* name, manifest path, or a KernelBench-format module (PROBLEM.py) */
 	const char *candidate; /* source: .c (CPU backend) or .cu (CUDA backend) */
 	const char *policy; /* name or path; NULL: "default" if found, else built-in defaults */
 	const char *backend; /* "cpu", "cuda"; NULL: from the candidate's extension */
 	const char *reference_backend; /* "cpu" runs the C reference even for a CUDA candidate (used
 					* to check the CUDA references themselves); NULL: same as backend */
 	const char *shape_set; /* overrides the policy's */
+	const char *dims; /* a module task's constants, "N=64,D=128" (verifier/torchtask.h); NULL: its own */
 	const char *shapes_mode; /* "nominal" | "variants": overrides the policy's */
 	const char *const *flags; /* compiler flags asked for; each must be allowed by the policy */
 	int n_flags;

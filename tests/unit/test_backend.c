@@ -29,8 +29,11 @@ static void test_table(void **state)
 		assert_string_equal(b->name, kg_backend_name((enum kg_backend_id)i));
 		assert_string_equal(b->ext, kg_backend_ext((enum kg_backend_id)i));
 		assert_non_null(b->sandbox_name);
-		assert_non_null(b->compile_cmd);
-		assert_true(b->compile_wall_s > 0);
+		/* a backend builds its sources, or runs them interpreted by a runner script of its own */
+		assert_true(!b->compile_cmd == !!b->runner_script);
+		assert_true(b->compile_wall_s > 0 || b->runner_script);
+		/* an interpreted runner hosts trusted references only: a candidate is always built */
+		assert_true(!b->runner_script || b->reference_only);
 		assert_ptr_equal(kg_backend_find(b->name), b);
 	}
 	assert_null(kg_backend_get(KG_BACKEND_COUNT_));
@@ -48,6 +51,12 @@ static void test_table(void **state)
 	assert_string_equal(cu->devices[0], "/dev/nvidia*");
 	assert_int_equal(cu->proc, KG_SB_PROC_RW);
 	assert_true(cu->readonly_opens);
+	/* the torch reference runner: a Python script, read-only opens, no GPU, no candidate */
+	const struct kg_backend *th = kg_backend_get(KG_BACKEND_TORCH);
+	assert_string_equal(th->runner_script, "torch_runner.py");
+	assert_true(th->reference_only && th->readonly_opens && !th->needs_gpu);
+	assert_int_equal(th->proc, KG_SB_PROC_RO);
+	assert_non_null(th->syscalls);
 	assert_true(cu->sys_ro);
 	int epoll = 0;
 	for (const char *const *s = cu->syscalls; *s; s++)

@@ -70,7 +70,7 @@ static void test_classes_tools_backends(void **state)
 	assert_int_equal(b, KG_BACKEND_CPU);
 	assert_int_equal(kg_backend_for_path("dir.cu/kernel", &b), -EINVAL);
 	assert_int_equal(kg_backend_parse("gpu", &b), -EINVAL);
-	assert_string_equal(kg_backend_names(), "cpu, cuda");
+	assert_string_equal(kg_backend_names(), "cpu, cuda, torch");
 	assert_string_equal(kg_backend_ref_key(KG_BACKEND_CUDA), "cuda");
 }
 

@@ -1,0 +1,398 @@
+"""kgate's torch reference runner: runs a KernelBench-format module's Model as the trusted reference,
+speaking kgate-run's protocol (runner/wire.h) over the same fds and on the same arena memory (no
+copies in, one copy of each result out). With --derive it prints the task manifest derived from the
+module instead (inputs from get_inputs, then the Model's state_dict, outputs from one forward)."""
+import ast
+import math
+import mmap
+import os
+import struct
+import sys
+import time
+import warnings
+
+# kg_wire_cmd / kg_wire_reply, little-endian x86-64 layout (checked against sizeof in the tests)
+TENSOR = "Qii8q"
+CMD = struct.Struct("<IIQQII" + TENSOR * 16 + "II512s")
+REPLY = struct.Struct("<IIQiiQQQII400s")
+MAGIC = 0x6B67775A
+HELLO, LOAD, SETUP, UPLOAD, FLUSH, RUN, DOWNLOAD, SETTLE, NOP, QUIT = range(1, 11)
+WS_OK, WS_ERROR = 0, 1
+CTL_FD, ARENA_FD, INPUT_FD = 3, 4, 5
+MAX_TENSORS = 8  # KG_MAX_TENSORS: inputs, and outputs, each
+BEGIN, END, FAIL = "--- kgate task ---", "--- end ---", "kgate-derive: "  # verifier/torchtask.c reads these
+
+
+class Unmappable(Exception):
+    """The module's task cannot be expressed as a kgate task (exit 2, with the reason)."""
+
+
+def dtype_tables():
+    import torch
+
+    kg = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.int32: 3, torch.int64: 4, torch.uint8: 5}
+    names = {0: "f32", 1: "f16", 2: "bf16", 3: "i32", 4: "i64", 5: "u8"}
+    return kg, {v: k for k, v in kg.items()}, names
+
+
+def int_assignments(tree):
+    """(name, value node) of each top-level `NAME = <int>`, and of each name of `A, B = <int>, <int>`."""
+    for node in tree.body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        tg, v = node.targets[0], node.value
+        pairs = [(tg, v)]
+        if isinstance(tg, ast.Tuple) and isinstance(v, ast.Tuple) and len(tg.elts) == len(v.elts):
+            pairs = list(zip(tg.elts, v.elts))
+        for t, c in pairs:
+            if isinstance(t, ast.Name) and isinstance(c, ast.Constant) and type(c.value) is int:
+                yield t.id, c
+
+
+def int_constants(src):
+    """Top-level integer constants, in order: the dims a user may rewrite."""
+    return {n: c.value for n, c in int_assignments(ast.parse(src))}
+
+
+def rewrite(src, dims):
+    """The module with its top-level integer constants set to dims (derived constants follow)."""
+    tree = ast.parse(src)
+    seen = set()
+    for name, c in int_assignments(tree):
+        if name in dims:
+            c.value = int(dims[name])  # the constant node itself: tuples and plain assignments alike
+            seen.add(name)
+    missing = set(dims) - seen
+    if missing:
+        raise Unmappable("--dims names %s, which the module does not assign as a top-level integer" %
+                         ", ".join(sorted(missing)))
+    return compile(ast.fix_missing_locations(tree), "<problem>", "exec")
+
+
+def instantiate(src, dims):
+    import torch
+
+    ns = {"__name__": "kgate_problem"}
+    exec(rewrite(src, dims), ns)
+    for need in ("Model", "get_inputs", "get_init_inputs"):
+        if need not in ns:
+            raise Unmappable("the module defines no %s (a KernelBench problem has class Model, get_inputs "
+                             "and get_init_inputs)" % need)
+    torch.manual_seed(0)
+    model = ns["Model"](*ns["get_init_inputs"]())
+    model.eval()
+    return ns, model
+
+
+def flat_outputs(res):
+    import torch
+
+    if isinstance(res, torch.Tensor):
+        return [res]
+    if isinstance(res, (tuple, list)) and res and all(isinstance(r, torch.Tensor) for r in res):
+        return list(res)
+    raise Unmappable("forward returns %s; kgate maps a tensor or a tuple of tensors" % type(res).__name__)
+
+
+def describe(src, dims):
+    """(inputs, outputs) at dims: lists of (name, role, torch dtype, shape)."""
+    import inspect
+    import torch
+
+    ns, model = instantiate(src, dims)
+    torch.manual_seed(0)
+    xs = ns["get_inputs"]()
+    if not isinstance(xs, (list, tuple)) or not all(isinstance(x, torch.Tensor) for x in xs):
+        raise Unmappable("get_inputs() must return a list of tensors (non-tensor inputs are not mapped)")
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        argn = [p.name for p in params]
+    except (TypeError, ValueError):
+        argn = []
+    ins = []
+    for i, x in enumerate(xs):
+        name = argn[i] if i < len(argn) else "x%d" % i
+        ins.append((name, "activation", x.dtype, tuple(x.shape)))
+    for k, v in model.state_dict().items():
+        role = "bias" if k.endswith("bias") else "weight"
+        ins.append((k.replace(".", "_"), role, v.dtype, tuple(v.shape)))
+    with torch.no_grad():
+        outs = flat_outputs(model(*xs))
+    return ins, [("y" if len(outs) == 1 else "y%d" % j, "", o.dtype, tuple(o.shape)) for j, o in enumerate(outs)]
+
+
+def infer_exprs(src, base, names):
+    """Each tensor dim as an expression in the constants: literal, or affine in the constants that
+    move it (fitted by moving each by one and checked with all moved at once). A constant that moves
+    some dim in another way is frozen (a literal everywhere, and not varied)."""
+    b_in, b_out = describe(src, base)
+    flat = [s for t in b_in + b_out for s in t[3]]
+    moved = {}
+    for n in names:
+        try:
+            i2, o2 = describe(src, dict(base, **{n: base[n] + 1}))
+            f2 = [s for t in i2 + o2 for s in t[3]]
+        except Exception:  # noqa: BLE001 (a size the module refuses: not a dim we can vary)
+            continue
+        if len(f2) == len(flat):
+            moved[n] = [a - b for a, b in zip(f2, flat)]
+    exprs = [str(v) for v in flat]
+    frozen = set()
+    try:
+        step = {n: 2 for n in moved}
+        i3, o3 = describe(src, dict(base, **{n: base[n] + 2 for n in moved}))
+        f3 = [s for t in i3 + o3 for s in t[3]]
+    except Exception:  # noqa: BLE001
+        f3 = None
+    for k, v in enumerate(flat):
+        terms = [(n, moved[n][k]) for n in moved if moved[n][k]]
+        if not terms:
+            continue
+        c0 = v - sum(a * base[n] for n, a in terms)
+        ok = f3 is not None and len(f3) == len(flat) and f3[k] == v + sum(a * step[n] for n, a in terms)
+        if not ok:
+            frozen.update(n for n, _ in terms)
+            continue
+        e = ""
+        for n, a in terms:
+            sign = "-" if a < 0 else "+"
+            term = n if abs(a) == 1 else "%d*%s" % (abs(a), n)
+            e = (("-" if a < 0 else "") + term) if not e else "%s %s %s" % (e, sign, term)
+        exprs[k] = e if c0 == 0 else "%s %s %d" % (e, "+" if c0 > 0 else "-", abs(c0))
+    # a frozen constant's dims are literals everywhere
+    for k, v in enumerate(flat):
+        if any(n in exprs[k].replace("*", " ").split() for n in frozen):
+            exprs[k] = str(v)
+    return b_in, b_out, exprs, [n for n in names if n in moved and n not in frozen]
+
+
+def derive(path, dims_arg, name):
+    import torch
+
+    src = open(path).read()
+    consts = int_constants(src)
+    dims = dict(consts)
+    for kv in filter(None, (dims_arg or "").split(",")):
+        k, _, v = kv.partition("=")
+        if k.strip() not in consts:
+            raise Unmappable("--dims names %s, which the module does not assign as a top-level integer" % k)
+        dims[k.strip()] = int(v)
+    kg, _, dnames = dtype_tables()
+    ins, outs, exprs, var = infer_exprs(src, dims, list(consts))
+    if len(ins) > MAX_TENSORS or len(outs) > MAX_TENSORS:
+        raise Unmappable("%d inputs (with the Model's parameters and buffers) and %d outputs; kgate maps "
+                         "at most %d of each" % (len(ins), len(outs), MAX_TENSORS))
+    for t in ins + outs:
+        if t[2] not in kg:
+            raise Unmappable("tensor '%s' has dtype %s, which kgate does not map" % (t[0], t[2]))
+        if len(t[3]) < 1 or len(t[3]) > 8:
+            raise Unmappable("tensor '%s' has %d dimensions; kgate maps 1 to 8 (a scalar is not mapped)" %
+                             (t[0], len(t[3])))
+    names = [t[0] for t in ins + outs]
+    if len(set(names)) != len(names):
+        raise Unmappable("two tensors are named alike: %s" % ", ".join(names))
+    named = [kv.split("=")[0].strip() for kv in (dims_arg or "").split(",") if kv]
+    # the task's dims: the constants its shapes are written in, and every one --dims set (the
+    # runner rebuilds the module from the dims of each shape)
+    declared = [n for n in consts if n in named or any(n in e.replace("*", " ").split() for e in exprs)]
+    lines = ["# Derived by kgate from a KernelBench-format module: inputs from get_inputs(), then the",
+             "# Model's parameters and buffers in state_dict order; outputs from one forward call.",
+             "kgate_task: 1", "name: %s" % name,
+             "description: %s (PyTorch Model, the trusted reference)" % name]
+    if declared:
+        lines.append("dims: [%s]" % ", ".join(declared))
+        lines.append("shapes:")
+        shape = ", ".join("%s: %d" % (n, dims[n]) for n in declared)
+        # the module's shape (after --dims) is the base under every policy's shape set
+        lines.append("  nominal: {%s}" % shape)
+        lines.append("  ci: {%s}" % shape)
+        vary = [n for n in var if n in named]
+        if vary:
+            # secret random shapes along the dims the user named, around the values given
+            lines.append("random_shapes:")
+            lines.append("  count: 2")
+            lines.append("  ranges: {%s}" % ", ".join(
+                "%s: [%d, %d]" % (n, max(1, dims[n] // 2), max(1, dims[n] // 2) + max(32, dims[n]))
+                for n in vary))
+    k = 0
+
+    def spec(t, out):
+        nonlocal k
+        shape = exprs[k:k + len(t[3])]
+        k += len(t[3])
+        s = "  - {name: %s, dtype: %s, shape: [%s]" % (t[0], dnames[kg[t[2]]], ", ".join(shape))
+        if not out and t[1] != "activation":
+            s += ", role: %s" % t[1]
+        if out:
+            # what an element may reduce over, at most: every dim but the first (a row of softmax, a
+            # sample of LayerNorm, a matmul row); the tolerance's growth term follows it
+            red = [d if d.replace("_", "").isalnum() else "(%s)" % d for d in shape[1:]] or ["1"]
+            s += ", reduction: %s" % "*".join(red)
+        return s + "}"
+
+    lines.append("inputs:")
+    lines += [spec(t, False) for t in ins]
+    lines.append("outputs:")
+    lines += [spec(t, True) for t in outs]
+    lines.append("tolerance: {atol: 1.0e-5, rtol: 1.0e-4, rms: 1.0e-4}")
+    lines.append("reference:")
+    lines.append("  torch: %s" % os.path.basename(path))
+    lines.append("# order: %s" % ", ".join(names[:len(ins)]))
+    lines.append("# torch %s%s" % (torch.__version__, "" if hasattr(torch, "compile") else " (no torch.compile)"))
+    return "\n".join(lines) + "\n"
+
+
+# ---- the runner ----
+
+class Runner:
+    def __init__(self):
+        import torch
+
+        self.torch = torch
+        self.kg, self.tdt, _ = dtype_tables()
+        self.out_size = os.fstat(ARENA_FD).st_size
+        try:
+            self.in_size = os.fstat(INPUT_FD).st_size
+        except OSError:
+            self.in_size = 0
+        self.outmap = mmap.mmap(ARENA_FD, self.out_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        self.inmap = mmap.mmap(INPUT_FD, self.in_size, mmap.MAP_SHARED, mmap.PROT_READ) if self.in_size else None
+        self.flushbuf = bytearray(64 << 20)
+        self.src = None
+        self.dims = None
+        self.model = None
+        self.views = None
+        self.n_in = self.n_out = 0
+
+    def reply(self, op, seq, status=WS_OK, rc=0, elapsed=0, info=0, msg=""):
+        # plain write(2) and read(2): a SOCK_SEQPACKET keeps records whole, and the socket module's
+        # probes (getsockname) are calls the filter does not allow
+        os.write(CTL_FD, REPLY.pack(MAGIC, op, seq, status, rc, elapsed, info, 0, 0, 0, msg.encode()[:399]))
+
+    def view(self, off, dt, shape):
+        n = math.prod(shape)
+        tdt = self.tdt[dt]
+        if self.inmap is not None and off < self.in_size:
+            buf, o = self.inmap, off
+        else:
+            buf, o = self.outmap, off - self.in_size
+        # zero-copy views of the shared pages (the inputs' pages are read-only, sealed by the parent)
+        return self.torch.frombuffer(buf, dtype=tdt, count=n, offset=o).view(shape)
+
+    def setup(self, f):
+        self.n_in, self.n_out = f[4], f[5]
+        ts = [f[6 + 11 * i:6 + 11 * (i + 1)] for i in range(self.n_in + self.n_out)]
+        self.views = [self.view(t[0], t[1], tuple(t[3:3 + t[2]])) for t in ts]
+        note = f[-1].split(b"\0", 1)[0].decode()
+        dims = dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in note.split() if "=" in kv)
+        if self.model is None or dims != self.dims:
+            _, self.model = instantiate(self.src, dims)
+            self.dims = dims
+        state = list(self.model.state_dict().keys())
+        self.n_x = self.n_in - len(state)
+        if self.n_x < 0:
+            raise Unmappable("the task has %d inputs; the Model has %d parameters and buffers" % (self.n_in, len(state)))
+        # the Model's parameters and buffers become the arena's tensors, in state_dict order
+        for name, v in zip(state, self.views[self.n_x:self.n_in]):
+            mod_name, _, attr = name.rpartition(".")
+            mod = self.model.get_submodule(mod_name) if mod_name else self.model
+            if attr in mod._parameters:
+                mod._parameters[attr].data = v
+            else:
+                mod._buffers[attr] = v
+
+    def run(self):
+        torch = self.torch
+        xs = self.views[:self.n_x]
+        outs = self.views[self.n_in:]
+        t0 = time.perf_counter_ns()
+        with torch.no_grad():
+            res = flat_outputs(self.model(*xs))
+            if len(res) != len(outs):
+                raise Unmappable("forward returned %d outputs, the task has %d" % (len(res), len(outs)))
+            for o, r in zip(outs, res):
+                if tuple(r.shape) != tuple(o.shape):
+                    raise Unmappable("output shape %s, the task says %s" % (tuple(r.shape), tuple(o.shape)))
+                o.copy_(r)
+        return time.perf_counter_ns() - t0
+
+    def serve(self):
+        self.reply(HELLO, 0)
+        while True:
+            data = os.read(CTL_FD, CMD.size + 16)
+            if not data:
+                return 0
+            if len(data) != CMD.size:
+                return 2
+            f = CMD.unpack(data)
+            if f[0] != MAGIC:
+                return 2
+            op, seq = f[1], f[2]
+            try:
+                if op == LOAD:
+                    path = f[-1].split(b"\0", 1)[0].decode()
+                    with open(path) as fh:
+                        self.src = fh.read()
+                    self.reply(op, seq)
+                elif op == SETUP:
+                    self.setup(f)
+                    self.reply(op, seq)
+                elif op == RUN:
+                    if self.src is None:  # calibration before LOAD: a call that does nothing
+                        t0 = time.perf_counter_ns()
+                        self.reply(op, seq, elapsed=time.perf_counter_ns() - t0)
+                    else:
+                        self.reply(op, seq, elapsed=self.run())
+                elif op == FLUSH:
+                    b = self.flushbuf
+                    b[::64] = bytes(len(b[::64]))  # one write per line: every line ours and dirty
+                    self.reply(op, seq, info=len(b))
+                elif op == SETTLE:
+                    time.sleep(f[-3] / 1000.0)
+                    self.reply(op, seq)
+                elif op in (UPLOAD, DOWNLOAD, NOP):
+                    self.reply(op, seq)
+                elif op == QUIT:
+                    self.reply(op, seq)
+                    return 0
+                else:
+                    self.reply(op, seq, WS_ERROR, msg="unknown op %d" % op)
+            except Exception as ex:  # noqa: BLE001 (the parent reports it; the reference failed)
+                self.reply(op, seq, WS_ERROR, msg="%s: %s" % (type(ex).__name__, ex))
+
+
+def main(argv):
+    warnings.simplefilter("ignore")
+    if len(argv) > 1 and argv[1] == "--derive":
+        dims = argv[argv.index("--dims") + 1] if "--dims" in argv else ""
+        name = argv[argv.index("--name") + 1] if "--name" in argv else "problem"
+        # between markers: the sandbox captures stdout and stderr as one stream
+        try:
+            sys.stdout.write(BEGIN + "\n" + derive(argv[2], dims, name) + END + "\n")
+            return 0
+        except Unmappable as ex:
+            sys.stdout.write("%s%s\n" % (FAIL, ex))
+            return 2
+        except Exception as ex:  # noqa: BLE001 (a module that fails to run: its error, named)
+            sys.stdout.write("%srunning the module failed: %s: %s\n" % (FAIL, type(ex).__name__, ex))
+            return 2
+    if len(argv) > 1 and argv[1] == "--probe":
+        import torch
+
+        print("torch %s%s" % (torch.__version__, "" if hasattr(torch, "compile") else " (no torch.compile)"))
+        return 0
+    try:
+        r = Runner()
+    except Exception as ex:  # noqa: BLE001
+        try:
+            os.write(CTL_FD, REPLY.pack(MAGIC, HELLO, 0, WS_ERROR, 0, 0, 0, 0, 0, 0, ("torch runner: %s" % ex).encode()[:399]))
+        except OSError:
+            pass
+        return 1
+    r.torch.set_num_threads(1)
+    return r.serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,27 @@
+/* PyTorch tasks: a KernelBench-format module (class Model, get_inputs, get_init_inputs) turned into
+ * a task manifest by the torch runner's derive mode in its sandbox, and its reference staged for a
+ * run. The manifest is an ordinary one whose reference is the module (reference: {torch: ...}). */
+#ifndef KG_TORCHTASK_H
+#define KG_TORCHTASK_H
+
+#include "kg_common.h"
+#include "verifier/task.h"
+
+struct kg_run;
+
+/* 1 when path names a Python module (ends in ".py"). */
+int kg_task_is_module(const char *path);
+/* The manifest text derived from module with dims ("N=64,D=128": its top-level integer
+ * constants rewritten first; NULL for none), named name. -EINVAL with the reason when the module's
+ * task cannot be mapped (exit 2), -ENOENT when no Python with torch is found. yaml is the caller's
+ * to free. */
+int kg_torch_derive(const char *module, const char *dims, const char *name, kg_buf *yaml, kg_error *e);
+/* Derives and loads the task of module (kgate verify PROBLEM.py): its reference is the module. */
+int kg_torch_task_load(const char *module, const char *dims, struct kg_task *t, kg_error *e);
+/* Writes DIR/task.yaml and a copy of the module beside it (kgate task import). */
+int kg_torch_import(const char *module, const char *dims, const char *out_dir, kg_error *e);
+/* The build phase's stand-in for compiling an interpreted reference: its source, as read, written
+ * to the run's work directory for the runner to load. */
+int kg_torch_stage_ref(struct kg_run *r, kg_error *e);
+
+#endif
