@@ -48,6 +48,7 @@ static void usage(FILE *f)
 		"  --finalists F         the F fastest accepted are verified and timed again at the end, and\n"
 		"                        a winner is named only beyond the measured spread (default 3; 0: off)\n"
 		"  --retime R            re-timings of each finalist, interleaved (default 5; 0: off)\n"
+		"  --no-cache            compile every candidate, without the compile cache (kgate cache)\n"
 		"  --quiet               no progress on stdout\n"
 		"agent settings (openai, anthropic): base_url, model, api_key, timeout_s, connect_timeout_s,\n"
 		"  max_retries, backoff_ms, backoff_max_ms, retry_after_max_s, max_tokens, temperature; the\n"
@@ -148,6 +149,7 @@ int kg_cmd_search(int argc, char **argv)
 		{"template", required_argument, 0, 'M'},	{"finalists", required_argument, 0, 'F'},
 		{"retime", required_argument, 0, 'R'},		{"executor", required_argument, 0, 'X'},
 		{"slurm-partition", required_argument, 0, 'P'},	{"slurm-args", required_argument, 0, 'S'},
+		{"no-cache", no_argument, 0, 'C'},
 		{0, 0, 0, 0},
 	};
 	struct kg_search_opts o = {
@@ -273,6 +275,9 @@ int kg_cmd_search(int argc, char **argv)
 			break;
 		case 'R':
 			bad = parse_int("retime", optarg, 0, 32, &o.retime);
+			break;
+		case 'C':
+			o.no_cache = 1;
 			break;
 		case 'h':
 			usage(stdout);

@@ -464,6 +464,7 @@ static int verify_round(struct search *s, int round, kg_error *e)
 		.backend = s->be->name,
 		.iterations = o->iterations,
 		.trials = o->trials,
+		.no_cache = o->no_cache,
 	};
 	struct done_ctx d = {.s = s, .jobs = jobs, .parallel = workers > 1 && n > 1};
 	s->round = round;
@@ -632,6 +633,7 @@ static int retime(struct search *s, const struct kg_rec **w, const json_t **fina
 			.backend = s->be->name,
 			.iterations = o->iterations,
 			.trials = o->trials,
+			.no_cache = o->no_cache,
 		};
 		struct final_ctx d = {.s = s, .jobs = jobs, .f = f, .nf = nf};
 		rc = s->x->ops->run(s->x, &vo, jobs, n, 1, o->verify_timeout_s, final_done, &d, e);

@@ -57,6 +57,8 @@ int kg_slurm_script(const struct kg_slurm_job *j, kg_buf *out)
 		snprintf(num, sizeof(num), "%d", j->trials);
 		rc = kg_buf_printf(out, " --trials %s", num);
 	}
+	if (!rc && j->no_cache)
+		rc = kg_buf_printf(out, " --no-cache");
 	return rc ? rc : kg_buf_append(out, "\n", 1);
 }
 
@@ -150,6 +152,7 @@ static int start_job(struct kg_executor *x, const struct kg_verify_opts *base, c
 		.backend = be->name,
 		.iterations = base->iterations,
 		.trials = base->trials,
+		.no_cache = base->no_cache,
 		.gpu = be->needs_gpu,
 		.timeout_s = timeout_s,
 		.partition = x->partition,

@@ -58,6 +58,8 @@ static void verify_usage(FILE *f)
 		"  --iterations N      timed iterations (0 skips timing)\n"
 		"  --no-layer L        do not attempt a sandbox layer (e.g. userns on hosts that forbid it)\n"
 		"  --keep              keep the work directory and print its path\n"
+		"  --no-cache          compile without the compile cache (neither read nor written; see\n"
+		"                      kgate cache --help)\n"
 		"  -q, --quiet         no summary and no heartbeat (errors are still printed on stderr)\n"
 		"  --progress          progress line on stderr (default when stderr is a terminal)\n"
 		"  --heartbeat S       when stderr is not a terminal, a line with the phase and an estimate\n"
@@ -102,6 +104,7 @@ static int verify_parse(int argc, char **argv, struct verify_args *a)
 		{"reference", required_argument, 0, 'R'}, {"heartbeat", required_argument, 0, 'H'},
 		{"source-root", required_argument, 0, 'T'}, {"dims", required_argument, 0, 'D'},
 		{"progress", no_argument, 0, 'P'},	  {"help", no_argument, 0, 'h'},
+		{"no-cache", no_argument, 0, 'C'},
 		{0, 0, 0, 0},
 	};
 	struct kg_verify_opts *o = &a->o;
@@ -186,6 +189,9 @@ static int verify_parse(int argc, char **argv, struct verify_args *a)
 		}
 		case 'k':
 			o->keep_workdir = 1;
+			break;
+		case 'C':
+			o->no_cache = 1;
 			break;
 		case 'q':
 			a->quiet = 1;
