@@ -155,6 +155,24 @@ static json_t *verdict_json(const struct kg_verdict *v)
 		json_object_set_new(t, "roofline", json_real(v->roofline));
 		json_object_set_new(root, "timing", t);
 	}
+	if (v->n_baselines) {
+		/* what the speed was measured against: each baseline, timed or why not, and the best */
+		json_t *bl = json_array();
+		for (int i = 0; i < v->n_baselines; i++) {
+			const struct kg_baseline *b = &v->baselines[i];
+			json_array_append_new(bl, json_pack("{s:o,s:b,s:o,s:o,s:o}", "name", kg_report_jstr(&rc, b->name),
+							    "timed", b->timed, "median_ms",
+							    b->timed ? json_real(b->median_ms) : json_null(), "speedup",
+							    b->timed ? json_real(b->speedup) : json_null(), "status",
+							    kg_report_jstr(&rc, b->status)));
+		}
+		json_object_set_new(root, "baselines", bl);
+		json_object_set_new(root, "best_baseline",
+				    v->best_baseline >= 0 ? kg_report_jstr(&rc, v->baselines[v->best_baseline].name)
+							  : json_null());
+	}
+	if (v->input_order[0])
+		json_object_set_new(root, "input_order", kg_report_jstr(&rc, v->input_order));
 	json_object_set_new(root, "durations",
 			    json_pack("{s:o,s:b,s:o,s:o,s:o,s:o}", "compile_s", json_real(v->t_compile_s), "compile_cached",
 				      v->compile_cached, "sandbox_start_s", json_real(v->t_reference_s), "checks_s",
@@ -471,6 +489,18 @@ int kg_report_text_file(const struct kg_verdict *v, FILE *f)
 			fprintf(f, ", %.2f GFLOP/s", v->cand_gflops);
 		fputc('\n', f);
 	}
+	for (int i = 0; v->timed && i < v->n_baselines; i++) {
+		const struct kg_baseline *b = &v->baselines[i];
+		if (b->timed)
+			fprintf(f, "  baseline  %-9s %.4f ms, speedup %.3fx%s\n", ts(&tp, b->name), b->median_ms, b->speedup,
+				i == v->best_baseline ? " (best baseline)" : "");
+		else
+			fprintf(f, "  baseline  %-9s %s\n", ts(&tp, b->name), ts(&tp, b->status));
+	}
+	if (v->input_order[0] && !v->accepted)
+		fprintf(f, "note: kg_forward gets this task's inputs in this order (the Model's parameters and buffers "
+			   "in state_dict order): %s\n",
+			ts(&tp, v->input_order));
 	if (v->layers_active[0])
 		fprintf(f, "sandbox: %s%s%s\n", ts(&tp, v->layers_active), v->layers_failed[0] ? "; not available: " : "",
 			ts(&tp, v->layers_failed));

@@ -79,6 +79,21 @@ struct kg_verdict {
 	int timed; /* timing section valid */
 	struct kg_timing cand, ref;
 	double speedup; /* ref median / candidate median */
+	/* The implementations the speed was measured against, timed with the same protocol: kgate's
+	 * own reference (a C or CUDA one), eager PyTorch (a module task's Model is its reference), and
+	 * torch.compile where the installed torch has it (else its status says why not); best is the
+	 * fastest one timed, the speedup a reader should quote. */
+	int n_baselines;
+	struct kg_baseline {
+		char name[24]; /* "reference", "eager", "compile" */
+		int timed;
+		double median_ms, speedup;
+		char status[120]; /* "" when timed, else why not ("unavailable: torch 1.13 has none") */
+	} baselines[3];
+	int best_baseline; /* index into baselines; -1 when none was timed */
+	/* a module task: its inputs in the order kg_forward gets them (activations, then the Model's
+	 * parameters and buffers in state_dict order), named in a rejection */
+	char input_order[400];
 	double bytes, flops; /* cost of one call at the nominal dims, 0 when unknown */
 	double cand_gbps, cand_gflops, roofline; /* roofline: fraction of the measured ceiling */
 	double ceiling_gbps;
