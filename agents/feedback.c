@@ -124,8 +124,9 @@ Kgate__V1__Task *kg_feedback_task(struct kg_pool *p, const struct kg_task *t, co
 	m->name = kg_pool_strdup(p, t->name);
 	m->description = kg_pool_strdup(p, t->description);
 	m->manifest = pool_file(p, t->path);
-	/* The proto has one field per reference: the C one (every task has it) and the CUDA one. */
-	m->reference_source = pool_file(p, t->ref[KG_BACKEND_CPU]);
+	/* The proto has one field per reference: the C one (or, for a task derived from a PyTorch
+	 * module, the module: its Model is the reference) and the CUDA one. */
+	m->reference_source = pool_file(p, t->ref[KG_BACKEND_CPU][0] ? t->ref[KG_BACKEND_CPU] : t->ref[KG_BACKEND_TORCH]);
 	m->reference_cuda = pool_file(p, t->ref[KG_BACKEND_CUDA]);
 	m->abi_header = pool_file(p, abi_header_path);
 	if (!(m->inputs = specs(p, t->inputs, t->n_inputs)) || !(m->outputs = specs(p, t->outputs, t->n_outputs)))

@@ -67,7 +67,17 @@ static void task_section(const Kgate__V1__ProposeRequest *r, kg_buf *b)
 		kg_buf_printf(b, "Minimum cost per call: bytes %s, flops %s.\n", t->cost_bytes[0] ? t->cost_bytes : "?",
 			      t->cost_flops[0] ? t->cost_flops : "?");
 	kg_buf_printf(b, "\n## Manifest (task.yaml)\n```yaml\n%s\n```\n", t->manifest);
-	kg_buf_printf(b, "\n## Trusted reference implementation (C)\n```c\n%s\n```\n", t->reference_source);
+	/* a task derived from a KernelBench-format module: its Model is the reference, and the weights
+	 * are inputs the candidate gets after get_inputs()'s tensors, in state_dict order */
+	if (strstr(t->reference_source, "class Model") && strstr(t->reference_source, "def get_inputs"))
+		kg_buf_printf(b,
+			      "\n## Trusted reference implementation (PyTorch module, run by torch)\nkg_forward receives "
+			      "get_inputs()'s tensors first, then the Model's parameters and buffers in state_dict order "
+			      "(the inputs listed above with role weight or bias); they are random on every call, never "
+			      "their default initialisation. Compute forward() exactly.\n```python\n%s\n```\n",
+			      t->reference_source);
+	else
+		kg_buf_printf(b, "\n## Trusted reference implementation (C)\n```c\n%s\n```\n", t->reference_source);
 	if (lang == KGATE__V1__LANGUAGE__LANGUAGE_CUDA && t->reference_cuda[0])
 		kg_buf_printf(b, "\n## CUDA reference\n```cuda\n%s\n```\n", t->reference_cuda);
 	kg_buf_printf(b, "\n## The candidate ABI (<kgate/kernel.h>)\n```c\n%s\n```\n", t->abi_header);
