@@ -52,7 +52,10 @@ static struct kg_cache *open_cache(const struct kg_plan *p)
 	static int told;
 	struct kg_cache *c = NULL;
 	kg_error e = {0};
-	if (p->no_cache)
+	/* A layer the policy requires but --no-layer refuses fails the compile sandbox as
+	 * sandbox.setup; a hit would skip that sandbox and leave the failure to the runners, which
+	 * name it only as an internal error. The run is lost either way: compile, and name it. */
+	if (p->no_cache || (p->required_layers & p->disabled_layers))
 		return NULL;
 	int rc = kg_cache_open(NULL, &c, &e);
 	if (rc && rc != -ECANCELED && !told++)

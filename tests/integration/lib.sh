@@ -6,6 +6,9 @@ failures=0
 checked=0
 tmp=$(mktemp -d /tmp/kgate-it-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+# each script gets its own compile cache (warm within the script, cold at its start): the tests
+# neither fill the user's ~/.cache nor depend on what an earlier run left there
+export KGATE_CACHE_DIR="${KGATE_CACHE_DIR:-$tmp/cache}"
 
 # expect EXIT REASON TASK CANDIDATE [kgate args...]
 # REASON is a reason code that must appear in the report, or "-" for none (accepted runs must
