@@ -302,7 +302,7 @@ static int hash_headers(kg_sha256_ctx *h, const char *include_dir, kg_error *e)
 	DIR *d = opendir(dir);
 	if (!d)
 		return kg_err(e, -errno, "kgate headers %s: %s", dir, strerror(errno));
-	char *names[256];
+	char *names[256] = {0};
 	int n = 0, rc = 0;
 	struct dirent *de;
 	while (!rc && (de = readdir(d)) && n < (int)KG_ARRAY_LEN(names)) {
@@ -314,6 +314,9 @@ static int hash_headers(kg_sha256_ctx *h, const char *include_dir, kg_error *e)
 			n++;
 	}
 	closedir(d);
+	/* more files than any kgate ships: hashing only some would let the rest change unseen */
+	if (!rc && n == (int)KG_ARRAY_LEN(names))
+		rc = kg_err(e, -E2BIG, "kgate headers %s: more than %d files", dir, n);
 	qsort(names, (size_t)n, sizeof(names[0]), name_cmp);
 	for (int i = 0; i < n && !rc; i++) {
 		char p[4500];
