@@ -24,6 +24,25 @@ if t:
 PY
 }
 
+# Side by side, one run: kgate against an unhardened plain harness (bench/plain_harness.c) doing the
+# same trials: one per input class at softmax 1024x65536 (a 256 MiB tensor), compile included,
+# no timing. The task is the shipped one plus a `bench` shape set, in a scratch copy.
+echo "kgate bench: CPU verification against a plain harness, softmax 1024x65536, one trial per class"
+mkdir -p "$out/task" && cp tasks/softmax/task.yaml tasks/softmax/reference.c tasks/softmax/reference.cu "$out/task/"
+sed -i 's/^  ci: {R: 64, C: 1000}$/&\n  bench: {R: 1024, C: 65536}/' "$out/task/task.yaml"
+ncls=$("$K" verify "$out/task/task.yaml" examples/softmax/online.c --policy bench/cpu.yaml --no-cache --quiet \
+	--report json:"$out/cpu-vs.json"; python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['trials'])" "$out/cpu-vs.json")
+"$B/bench/peer/plain_harness" "$out/task/reference.c" examples/softmax/online.c 1024 65536 "$ncls" 1e-5 1e-3 | tee "$out/plain.txt"
+python3 - "$out/cpu-vs.json" "$out/plain.txt" <<'PY'
+import json, re, sys
+d = json.load(open(sys.argv[1])); du = d["durations"]
+plain = float(re.search(r"in ([0-9.]+) s", open(sys.argv[2]).read()).group(1))
+print(f"kgate: {d['verdict']} in {du['total_s']:.2f} s = compile {du['compile_s']:.2f} + sandbox start "
+      f"{du['sandbox_start_s']:.2f} + checks {du['checks_s']:.2f} ({d['trials']} trials)")
+print(f"kgate / plain harness: {du['total_s'] / plain:.2f}x (goal <= 1.2x)")
+PY
+echo
+
 echo "kgate bench: verification (CPU backend, ci shapes)"
 "$K" verify softmax examples/softmax/online.c --policy policy/ci.yaml --quiet --report json:"$out/cpu.json"
 summary "$out/cpu.json" "softmax online.c (cpu)"

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "verifier/dtype.h"
+#include "verifier/parallel.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010 /* Linux >= 5.1 */
@@ -339,15 +340,47 @@ void kg_arena_poison(struct kg_arena *a, uint64_t id)
 	}
 }
 
+/* The first element of [lo, hi) that holds the poison where exp (if any) does not; words of
+ * the element's size, so the fp32 case is a plain compare of 32-bit words. */
+#define UNWRITTEN_RANGE(T)                                                                         \
+	static int64_t unwritten_##T(const void *pv, const void *xv, uint64_t poison, size_t lo, size_t hi) \
+	{                                                                                          \
+		const T *p = pv, *x = xv, w = (T)poison;                                           \
+		for (size_t i = lo; i < hi; i++)                                                   \
+			if (p[i] == w && (!x || x[i] != w))                                        \
+				return (int64_t)i;                                                 \
+		return -1;                                                                         \
+	}
+UNWRITTEN_RANGE(uint8_t)
+UNWRITTEN_RANGE(uint16_t)
+UNWRITTEN_RANGE(uint32_t)
+UNWRITTEN_RANGE(uint64_t)
+
+struct unwritten_job {
+	const void *p, *x;
+	uint64_t poison;
+	size_t es;
+	int64_t first[KG_PAR_MAX_PARTS];
+};
+
+static void unwritten_part(void *arg, int part, size_t lo, size_t hi)
+{
+	struct unwritten_job *j = arg;
+	j->first[part] = j->es == 4   ? unwritten_uint32_t(j->p, j->x, j->poison, lo, hi)
+			 : j->es == 2 ? unwritten_uint16_t(j->p, j->x, j->poison, lo, hi)
+			 : j->es == 8 ? unwritten_uint64_t(j->p, j->x, j->poison, lo, hi)
+				      : unwritten_uint8_t(j->p, j->x, j->poison, lo, hi);
+}
+
 int64_t kg_arena_unwritten(const struct kg_arena *a, int slot, const void *exp)
 {
 	const struct kg_arena_slot *s = &a->slot[slot];
-	size_t es = kg_dtype_size(s->dtype);
-	const unsigned char *p = a->base + s->off, *x = exp;
-	for (int64_t i = 0; i < s->numel; i++) {
-		if (!memcmp(p + (size_t)i * es, &s->poison, es) && (!x || memcmp(x + (size_t)i * es, &s->poison, es)))
-			return i;
-	}
+	/* bit patterns compared as words: a float poison that is a NaN still compares equal */
+	struct unwritten_job j = {.p = a->base + s->off, .x = exp, .poison = s->poison, .es = kg_dtype_size(s->dtype)};
+	int parts = kg_parallel_for((size_t)s->numel, 1u << 20, unwritten_part, &j);
+	for (int i = 0; i < parts; i++) /* in index order: the first of the first part that has one */
+		if (j.first[i] >= 0)
+			return j.first[i];
 	return -1;
 }
 

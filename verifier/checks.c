@@ -9,6 +9,7 @@
 
 #include "verifier/compare.h"
 #include "verifier/dtype.h"
+#include "verifier/parallel.h"
 
 static struct kg_finding *add(struct kg_findings *out, enum kg_reason_code code, int slot, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -53,13 +54,35 @@ int kg_check_canaries(const struct kg_view *v, struct kg_findings *out)
 	return 1;
 }
 
+struct differ_job {
+	const unsigned char *a, *b;
+	int differs[KG_PAR_MAX_PARTS];
+};
+
+static void differ_part(void *arg, int part, size_t lo, size_t hi)
+{
+	struct differ_job *j = arg;
+	j->differs[part] = memcmp(j->a + lo, j->b + lo, hi - lo) != 0;
+}
+
+/* memcmp on every core: an input of a gigabyte is compared after every call */
+static int bytes_differ(const void *a, const void *b, size_t n)
+{
+	struct differ_job j = {.a = a, .b = b};
+	int parts = kg_parallel_for(n, 4u << 20, differ_part, &j);
+	for (int i = 0; i < parts; i++)
+		if (j.differs[i])
+			return 1;
+	return 0;
+}
+
 int kg_check_inputs(const struct kg_view *v, struct kg_findings *out)
 {
 	int n = 0;
 	for (int i = 0; i < v->arena->n_in; i++) {
 		const struct kg_arena_slot *s = &v->arena->slot[i];
 		const unsigned char *got = kg_arena_ptr(v->arena, i), *want = v->shadow[i];
-		if (!memcmp(got, want, s->bytes))
+		if (!bytes_differ(got, want, s->bytes))
 			continue;
 		size_t es = kg_dtype_size(s->dtype), k = 0;
 		while (k < s->bytes && got[k] == want[k])
@@ -153,27 +176,81 @@ int kg_check_tail(uint64_t tail_ns, uint64_t call_ns, struct kg_findings *out)
 	return 1;
 }
 
+/* Sum and count of the finite elements; then whether every element is finite and within the
+ * tolerance of a constant c. Both per part, for kg_check_degenerate. */
+struct degen_job {
+	const void *ref;
+	kg_dtype dt;
+	double c, atol, rtol;
+	double sum[KG_PAR_MAX_PARTS];
+	int64_t nfin[KG_PAR_MAX_PARTS];
+	int all[KG_PAR_MAX_PARTS];
+};
+
+KG_HOT void sum_range(struct degen_job *j, kg_dtype dt, int part, size_t lo, size_t hi)
+{
+	double sum = 0;
+	int64_t nfin = 0;
+	for (size_t i = lo; i < hi; i++) {
+		double x = kg_load(j->ref, dt, i);
+		if (isfinite(x)) {
+			sum += x;
+			nfin++;
+		}
+	}
+	j->sum[part] = sum;
+	j->nfin[part] = nfin;
+}
+
+static void sum_part(void *arg, int part, size_t lo, size_t hi)
+{
+	struct degen_job *j = arg;
+	if (j->dt == KG_F32)
+		sum_range(j, KG_F32, part, lo, hi);
+	else
+		sum_range(j, j->dt, part, lo, hi);
+}
+
+KG_HOT void near_range(struct degen_job *j, kg_dtype dt, int part, size_t lo, size_t hi)
+{
+	int all = 1;
+	for (size_t i = lo; i < hi && all; i++) {
+		double x = kg_load(j->ref, dt, i);
+		all = isfinite(x) && fabs(j->c - x) <= j->atol + j->rtol * fabs(x);
+	}
+	j->all[part] = all;
+}
+
+static void near_part(void *arg, int part, size_t lo, size_t hi)
+{
+	struct degen_job *j = arg;
+	if (j->dt == KG_F32)
+		near_range(j, KG_F32, part, lo, hi);
+	else
+		near_range(j, j->dt, part, lo, hi);
+}
+
 int kg_check_degenerate(const struct kg_view *v)
 {
 	const struct kg_arena *a = v->arena;
 	for (int j = 0; j < a->n_out; j++) {
 		const struct kg_arena_slot *sl = &a->slot[a->n_in + j];
+		struct degen_job d = {.ref = v->ref[j], .dt = sl->dtype, .atol = v->tol[j].atol, .rtol = v->tol[j].rtol};
+		size_t n = (size_t)sl->numel;
+		int parts = kg_parallel_for(n, 1u << 20, sum_part, &d);
 		double sum = 0;
 		int64_t nfin = 0;
-		for (int64_t i = 0; i < sl->numel; i++) {
-			double x = kg_load(v->ref[j], sl->dtype, (size_t)i);
-			if (isfinite(x)) {
-				sum += x;
-				nfin++;
-			}
+		for (int i = 0; i < parts; i++) { /* in part order: one result for a given core count */
+			sum += d.sum[i];
+			nfin += d.nfin[i];
 		}
 		const double consts[2] = {0.0, nfin ? sum / (double)nfin : 0.0};
 		for (int k = 0; k < 2; k++) {
+			d.c = consts[k];
+			parts = kg_parallel_for(n, 1u << 20, near_part, &d);
 			int all = 1;
-			for (int64_t i = 0; i < sl->numel && all; i++) {
-				double x = kg_load(v->ref[j], sl->dtype, (size_t)i);
-				all = isfinite(x) && fabs(consts[k] - x) <= v->tol[j].atol + v->tol[j].rtol * fabs(x);
-			}
+			for (int i = 0; i < parts; i++)
+				all &= d.all[i];
 			/* one output that a constant passes is enough for a shortcut on that output */
 			if (all)
 				return 1;
@@ -182,11 +259,8 @@ int kg_check_degenerate(const struct kg_view *v)
 	return 0;
 }
 
-/* A fast hash over whole words, for telling outputs apart between calls (not a secret). */
-static uint64_t content_hash(const void *p, size_t n)
+static uint64_t hash_bytes(const unsigned char *s, size_t n, uint64_t h)
 {
-	const unsigned char *s = p;
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
 		uint64_t w;
@@ -196,6 +270,37 @@ static uint64_t content_hash(const void *p, size_t n)
 	}
 	for (; i < n; i++)
 		h = (h ^ s[i]) * 0xc4ceb9fe1a85ec53ull;
+	return h;
+}
+
+/* Hashed in 1 MiB blocks on every core, folded in order. The value depends on the size and the
+ * core count only, so it is stable across the calls of one run, which is all it is compared
+ * over (st->out_hash). */
+#define HASH_BLOCK ((size_t)1 << 20)
+struct hash_job {
+	const unsigned char *p;
+	size_t n;
+	uint64_t part[KG_PAR_MAX_PARTS];
+};
+
+static void hash_part(void *arg, int part, size_t lo, size_t hi)
+{
+	struct hash_job *j = arg;
+	uint64_t h = 0;
+	for (size_t b = lo; b < hi; b++) {
+		size_t off = b * HASH_BLOCK, len = j->n - off < HASH_BLOCK ? j->n - off : HASH_BLOCK;
+		h = h * 0x9e3779b97f4a7c15ull + hash_bytes(j->p + off, len, 0x9e3779b97f4a7c15ull ^ b);
+	}
+	j->part[part] = h;
+}
+
+static uint64_t content_hash(const void *p, size_t n)
+{
+	struct hash_job j = {.p = p, .n = n};
+	int parts = kg_parallel_for((n + HASH_BLOCK - 1) / HASH_BLOCK, 16, hash_part, &j);
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	for (int i = 0; i < parts; i++)
+		h = (h ^ j.part[i]) * 0xff51afd7ed558ccdull;
 	return h;
 }
 
