@@ -5,6 +5,7 @@
 #define KG_RUN_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "verifier/arena.h"
@@ -31,6 +32,19 @@ struct kg_run {
 	int shape; /* index into plan->shapes of the current layout */
 	const char *names[2 * KG_RUN_MAX_T]; /* per arena slot */
 	void *shadow[KG_RUN_MAX_T]; /* the inputs as generated, kept by the trusted side */
+	/* The next trial's inputs and its reference call, run while this trial's checks do (the
+	 * candidate is idle then: nothing it could time overlaps), taken by the next trial. */
+	void *shadow_next[KG_RUN_MAX_T];
+	struct kg_ref_ahead {
+		int active; /* a thread runs a reference call on rs */
+		int ready; /* its result belongs to (cls, seed), not yet taken */
+		enum kg_input_class cls;
+		uint64_t seed;
+		pthread_t th;
+		int rc;
+		struct kg_call_result res;
+		kg_error e;
+	} ahead;
 	void *refout[KG_RUN_MAX_T]; /* the reference's outputs of the current trial */
 	void *snap[KG_RUN_MAX_T]; /* outputs as the call returned them (async check) */
 	void *terms[KG_RUN_MAX_T]; /* per output with `terms: abs_inputs`: the reference on |inputs| */
