@@ -8,7 +8,7 @@ AGENTS_SRCS := agents/search.c agents/history.c agents/workers.c agents/feedback
 AGENTS_LIB := $(BUILD)/libkgagents.a
 $(AGENTS_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/cli/extra.o: | $(BUILD)/proto/kgate.pb-c.h
 $(AGENTS_LIB): $(AGENTS_SRCS:%.c=$(BUILD)/%.o)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^ # afresh: a moved or deleted source must not linger as a member
 CLI_EXTRA_LIBS += $(AGENTS_LIB) $(BUILD)/libkgplugins.a $(BUILD)/libkgproto.a
 CPPCHECK_DIRS += agents
 

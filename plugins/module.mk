@@ -12,7 +12,7 @@ PLUGINS_ALL_OBJS := $(PLUGINS_CORE_SRCS:%.c=$(BUILD)/%.o) $(LLM_OBJS) \
 $(PLUGINS_ALL_OBJS): | $(BUILD)/proto/kgate.pb-c.h
 
 $(PLUGINS_LIB): $(PLUGINS_CORE_SRCS:%.c=$(BUILD)/%.o)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^ # afresh: a moved or deleted source must not linger as a member
 
 # Only kg_agent_plugin_v1 is exported (plugins/plugin.map); --as-needed drops the libraries of
 # $(PKG_LIBS) a plugin does not use.
@@ -33,9 +33,9 @@ CPPCHECK_DIRS += plugins
 
 # The LLM helpers and the tuner's core as libraries too, for the unit tests.
 $(BUILD)/libkgllm.a: $(LLM_OBJS)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^ # afresh: a moved or deleted source must not linger as a member
 $(BUILD)/libkgtune.a: $(BUILD)/plugins/tuner/tune.o
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^ # afresh: a moved or deleted source must not linger as a member
 
 # Installed for vendors: the ABI header (the top install copies include/kgate/*.h), the .proto
 # they run protoc-c on, the sample vendor agent; for users, the built-in plugins.

@@ -2,5 +2,5 @@
 POLICY_SRCS := policy/policy.c
 $(POLICY_LIB): $(POLICY_SRCS:%.c=$(BUILD)/%.o)
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^ # afresh: a moved or deleted source must not linger as a member
 CPPCHECK_DIRS += policy

@@ -28,7 +28,9 @@ static const char *const default_symbols[] = {
 
 static const char *const thread_symbols[] = {
 	"pthread_create", "pthread_join", "pthread_barrier_*", "pthread_mutex_*", "pthread_cond_*",
-	"pthread_attr_*", "GOMP_*", "omp_*", NULL,
+	"pthread_attr_*", "GOMP_*", "omp_*",
+	/* how many CPUs a threaded kernel may use (CPU_COUNT is __sched_cpucount): read-only */
+	"sched_getaffinity", "__sched_cpucount", NULL,
 };
 
 static const char *const default_flags[] = {

@@ -19,7 +19,7 @@ $(PROTO_OBJ): $(PROTO_GEN_C) $(PROTO_HDR)
 	$(Q)$(CC) $(KG_CFLAGS) -c $< -o $@
 
 $(PROTO_LIB): $(PROTO_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^ # afresh: a moved or deleted source must not linger as a member
 
 # cppcheck does not read system headers, so the generated header's version guard would see
 # PROTOBUF_C_VERSION_NUMBER undefined and hit its #error: give cppcheck the installed version.

@@ -4,7 +4,7 @@ SANDBOX_SRCS := $(wildcard sandbox/*.c)
 SANDBOX_LIB := $(BUILD)/libkgsandbox.a
 $(SANDBOX_LIB): $(SANDBOX_SRCS:%.c=$(BUILD)/%.o)
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^ # afresh: a moved or deleted source must not linger as a member
 all: $(SANDBOX_LIB)
 CPPCHECK_DIRS += sandbox
 

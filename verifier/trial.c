@@ -241,6 +241,13 @@ void kg_run_start_sessions(struct kg_run *r)
 	so.threads = 1;
 	int rc = kg_session_start(&r->rs, &so, &r->ra, &e);
 	r->rs_up = 1;
+	if (rc == -EPERM) {
+		/* a layer the policy requires that this host refuses: the sandbox's finding, named as such
+		 * (with a cached build, the reference's runner is the first sandbox to come up) */
+		kg_verdict_add_reason(r->v, KG_R_SANDBOX_SETUP, "%s", e.msg);
+		r->cand_dead = 1;
+		return;
+	}
 	if (rc) {
 		char what[700];
 		ref_failure(r, rc, &e, what, sizeof(what));
