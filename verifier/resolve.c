@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sandbox/sandbox.h"
+
 /* A name, not a path: the search paths are only searched for plain names. */
 static int is_path(const char *s)
 {
@@ -336,4 +338,21 @@ int kg_path_python(char *out, size_t outsz, char *version, size_t versz)
 		snprintf(version, versz, "%s", py_ver);
 	pthread_mutex_unlock(&py_mu);
 	return rc;
+}
+
+void kg_python_sandbox_paths(const char *py, const char *script, char *prefix, size_t prefix_sz,
+			     struct kg_sb_path *paths, int *n)
+{
+	if (strncmp(script, "/usr/", 5))
+		paths[(*n)++] = (struct kg_sb_path){.host = script, .inside = NULL, .flags = 0};
+	char *real = realpath(py, NULL);
+	snprintf(prefix, prefix_sz, "%s", real ? real : py);
+	free(real);
+	for (int up = 0; up < 2; up++) { /* PREFIX/bin/python3 -> PREFIX */
+		char *slash = strrchr(prefix, '/');
+		if (slash && slash != prefix)
+			*slash = '\0';
+	}
+	if (strncmp(prefix, "/usr", 4) || (prefix[4] && prefix[4] != '/'))
+		paths[(*n)++] = (struct kg_sb_path){.host = prefix, .inside = NULL, .flags = KG_SB_PATH_EXEC};
 }

@@ -43,6 +43,12 @@ int kg_path_runner_script(const char *name, char *out, size_t outsz);
  * (when not NULL) what it said: "torch 1.13.0 (no torch.compile)". -ENOENT, with why in version,
  * when none has torch. */
 int kg_path_python(char *out, size_t outsz, char *version, size_t versz);
+/* What a Python runner's sandbox shows beside /usr: the script where it is not under /usr, and a
+ * Python installed elsewhere (a virtual environment, pyenv) with its whole prefix, executable.
+ * Appends to paths[*n] (room for two more); prefix is the caller's storage for the latter. */
+struct kg_sb_path;
+void kg_python_sandbox_paths(const char *py, const char *script, char *prefix, size_t prefix_sz,
+			     struct kg_sb_path *paths, int *n);
 /* NVIDIA's compute-sanitizer binary itself (not the bin/ wrapper): $KGATE_COMPUTE_SANITIZER, else
  * under $CUDA_HOME, else /usr/local/cuda. */
 int kg_path_compute_sanitizer(char *out, size_t outsz);

@@ -258,19 +258,7 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 					   "OMP_NUM_THREADS=1", NULL};
 	struct kg_sb_path paths[3] = {{.host = o->so_path, .inside = "/kgate/lib/problem.py", .flags = 0}};
 	int n_paths = 1;
-	if (strncmp(script, "/usr/", 5))
-		paths[n_paths++] = (struct kg_sb_path){.host = script, .inside = NULL, .flags = 0};
-	/* a Python outside /usr (a virtual environment, pyenv) is shown with its whole prefix */
-	char *real = realpath(py, NULL);
-	snprintf(prefix, sizeof(prefix), "%s", real ? real : py);
-	free(real);
-	for (int up = 0; up < 2; up++) {
-		char *slash = strrchr(prefix, '/');
-		if (slash && slash != prefix)
-			*slash = '\0';
-	}
-	if (strncmp(prefix, "/usr", 4) || (prefix[4] && prefix[4] != '/'))
-		paths[n_paths++] = (struct kg_sb_path){.host = prefix, .inside = NULL, .flags = KG_SB_PATH_EXEC};
+	kg_python_sandbox_paths(py, script, prefix, sizeof(prefix), paths, &n_paths);
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return kg_err(e, -errno, "socketpair: %s", strerror(errno));

@@ -104,18 +104,7 @@ int kg_torch_derive(const char *module, const char *dims, const char *name, kg_b
 	char prefix[PATH_MAX];
 	struct kg_sb_path paths[3] = {{.host = file, .inside = inside}};
 	int n_paths = 1;
-	if (strncmp(script, "/usr/", 5))
-		paths[n_paths++] = (struct kg_sb_path){.host = script};
-	char *real = realpath(py, NULL);
-	snprintf(prefix, sizeof(prefix), "%s", real ? real : py);
-	free(real);
-	for (int up = 0; up < 2; up++) {
-		char *slash = strrchr(prefix, '/');
-		if (slash && slash != prefix)
-			*slash = '\0';
-	}
-	if (strncmp(prefix, "/usr", 4) || (prefix[4] && prefix[4] != '/'))
-		paths[n_paths++] = (struct kg_sb_path){.host = prefix, .flags = KG_SB_PATH_EXEC};
+	kg_python_sandbox_paths(py, script, prefix, sizeof(prefix), paths, &n_paths);
 	struct kg_sb_spec spec = {
 		.profile = KG_SB_PROFILE_RUN,
 		.name = "derive-torch",
