@@ -88,7 +88,11 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
 	/* With threads the bound is CPU time over every CPU: it caps the reported time, and is too
 	 * loose to call a claim a lie. */
 	int judged = !cal->cpu_clock || cal->par <= 1;
-	int lies_forge = cal->cpu_clock ? 2 * t->lies > n : t->lies == n;
+	/* A forger lies in every call; a busy host has made honest short calls look like lies in 3 of
+	 * 5 (cpu_hostile, layernorm_pairwise.c at 70 us, ~0.3 ms of CPU time unexplained), so on the
+	 * CPU clock three quarters of the calls must lie. The reported time is the trusted bound
+	 * either way (kg_timing_reported): this only decides whether to name the forgery. */
+	int lies_forge = cal->cpu_clock ? 4 * t->lies >= 3 * n : t->lies == n;
 	t->forged = n > 0 && (t->impossible >= 0 || 2 * t->flush_skipped > n || (judged && t->lies && lies_forge));
 }
 

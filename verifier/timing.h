@@ -54,8 +54,8 @@ struct kg_tamper {
 	int forged; /* the verdict: the claims contradict the parent's clocks */
 };
 void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_clock_cal *cal, struct kg_tamper *t);
-/* A claim below KG_TAMPER_SHARE of the CPU bound, less KG_TAMPER_SLACK_NS, is a lie; a majority of
- * lies is forgery. A device bound (wall clock) is noisier: a lie there is a gap of at least 1 ms
+/* A claim below KG_TAMPER_SHARE of the CPU bound, less KG_TAMPER_SLACK_NS, is a lie; lies in three
+ * quarters of the calls are forgery. A device bound (wall clock) is noisier: a lie there is a gap of at least 1 ms
  * and half the span, and only a lie in every call is forgery (contention makes some). */
 #define KG_TAMPER_SHARE 0.75
 #define KG_TAMPER_SLACK_NS 50000u
