@@ -239,6 +239,35 @@ static int calibrate(struct kg_session *s, kg_error *e)
 	return 0;
 }
 
+/* The run sandbox of a runner, kgate-run or a script, from the backend's data: what the two
+ * differ in (when the filter applies, threads, sealed opens) the caller sets. */
+static struct kg_sb_spec run_spec(const struct kg_session_opts *o, const struct kg_arena *a, const char *const *argv,
+				  const char *const *envp, const int *fds, const struct kg_sb_path *paths, int n_paths)
+{
+	struct kg_sb_spec spec = {
+		.profile = KG_SB_PROFILE_RUN,
+		.name = o->be->sandbox_name,
+		.argv = argv,
+		.envp = envp,
+		.cwd = "/tmp",
+		.fds = fds,
+		.n_fds = a->fd_in >= 0 ? 3 : 2,
+		.paths = paths,
+		.n_paths = n_paths,
+		.limits = o->limits,
+		.required = o->required_layers,
+		.disabled = o->disabled_layers,
+		.stdin_fd = -1,
+		.devices = o->be->devices,
+		.proc = o->be->proc,
+		.sys_ro = o->be->sys_ro,
+		.syscalls = o->be->syscalls,
+		.readonly_opens = o->be->readonly_opens,
+	};
+	spec.limits.address_space_unbounded = o->be->address_space_unbounded;
+	return spec;
+}
+
 static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o, const char *load_path, kg_error *e);
 
 /* An interpreted runner (torch_runner.py): the Python kg_path_python found runs the script from
@@ -266,29 +295,8 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 	setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 	struct kg_arena *a = s->arena;
 	int fds[3] = {sv[1], a->fd, a->fd_in};
-	struct kg_sb_spec spec = {
-		.profile = KG_SB_PROFILE_RUN,
-		.name = o->be->sandbox_name,
-		.argv = argv,
-		.envp = envp,
-		.cwd = "/tmp",
-		.fds = fds,
-		.n_fds = a->fd_in >= 0 ? 3 : 2,
-		.paths = paths,
-		.n_paths = n_paths,
-		.limits = o->limits,
-		.required = o->required_layers,
-		.disabled = o->disabled_layers,
-		.seccomp_deferred = 0,
-		.allow_threads = 1,
-		.stdin_fd = -1,
-		.devices = o->be->devices,
-		.proc = o->be->proc,
-		.sys_ro = o->be->sys_ro,
-		.syscalls = o->be->syscalls,
-		.readonly_opens = o->be->readonly_opens,
-	};
-	spec.limits.address_space_unbounded = o->be->address_space_unbounded;
+	struct kg_sb_spec spec = run_spec(o, a, argv, envp, fds, paths, n_paths);
+	spec.allow_threads = 1; /* the interpreter's own threads; its filter applies before exec */
 	/* importing torch takes seconds on a small machine: HELLO may come late */
 	double keep = s->call_timeout_s;
 	if (s->call_timeout_s < 120)
@@ -365,30 +373,10 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 			*slash = '\0';
 		paths[n_paths++] = (struct kg_sb_path){.host = tool_dir, .inside = NULL, .flags = KG_SB_PATH_EXEC};
 	}
-	struct kg_sb_spec spec = {
-		.profile = KG_SB_PROFILE_RUN,
-		.name = o->be->sandbox_name,
-		.argv = argv,
-		.envp = envp,
-		.cwd = "/tmp",
-		.fds = fds,
-		.n_fds = a->fd_in >= 0 ? 3 : 2,
-		.paths = paths,
-		.n_paths = n_paths,
-		.limits = o->limits,
-		.required = o->required_layers,
-		.disabled = o->disabled_layers,
-		.seccomp_deferred = 1,
-		.allow_threads = o->threads,
-		.stdin_fd = -1,
-		.devices = o->be->devices,
-		.proc = o->be->proc,
-		.sys_ro = o->be->sys_ro,
-		.syscalls = o->be->syscalls,
-		.readonly_opens = o->be->readonly_opens,
-		.sealed_opens = o->be->sealed_opens,
-	};
-	spec.limits.address_space_unbounded = o->be->address_space_unbounded;
+	struct kg_sb_spec spec = run_spec(o, a, argv, envp, fds, paths, n_paths);
+	spec.seccomp_deferred = 1; /* kgate-run applies it itself, after sealing, before LOAD */
+	spec.allow_threads = o->threads;
+	spec.sealed_opens = o->be->sealed_opens;
 	rc = kg_sb_spawn(&spec, &s->sb, e);
 	close(sv[1]);
 	sv[1] = -1;
