@@ -25,6 +25,8 @@ typedef int (*kg_forward_fn)(const kg_tensor *, int, kg_tensor *, int, void *);
 
 struct call {
 	kg_forward_fn fwd;
+	kg_forward_fn terms; /* kg_error_terms, where the library exports one (a task's reference) */
+	kg_forward_fn entry; /* the one this RUN calls */
 	kg_tensor in[KG_WIRE_MAX_TENSORS], out[KG_WIRE_MAX_TENSORS];
 	int n_in, n_out;
 	void *stream;
@@ -96,7 +98,7 @@ static void call_nothing(void *arg)
 static void call_forward(void *arg)
 {
 	struct call *c = arg;
-	c->rc = c->fwd(c->in, c->n_in, c->out, c->n_out, c->stream);
+	c->rc = c->entry(c->in, c->n_in, c->out, c->n_out, c->stream);
 }
 
 static int send_reply(int fd, struct kg_wire_reply *r)
@@ -165,6 +167,7 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
 			}
 			const int *abi = dlsym(handle, "kg_abi_version");
 			call.fwd = (kg_forward_fn)dlsym(handle, "kg_forward");
+			call.terms = (kg_forward_fn)dlsym(handle, "kg_error_terms");
 			if (!abi || *abi != KG_ABI_VERSION) {
 				r.status = KG_WS_ABI;
 				snprintf(r.msg, sizeof(r.msg), abi ? "kg_abi_version is %d, kgate speaks %d"
@@ -211,6 +214,15 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
 			if (!call.fwd) {
 				r.status = KG_WS_ERROR;
 				snprintf(r.msg, sizeof(r.msg), "RUN before a successful LOAD");
+				break;
+			}
+			call.entry = cmd.entry == KG_ENTRY_FORWARD ? call.fwd : cmd.entry == KG_ENTRY_TERMS ? call.terms : NULL;
+			if (!call.entry) {
+				r.status = KG_WS_NOSYM;
+				if (cmd.entry == KG_ENTRY_TERMS)
+					snprintf(r.msg, sizeof(r.msg), "kg_error_terms is not exported");
+				else
+					snprintf(r.msg, sizeof(r.msg), "unknown entry %u", cmd.entry);
 				break;
 			}
 			/* Descriptors are rebuilt for every call: the candidate may have scribbled on the

@@ -17,7 +17,7 @@ CMD = struct.Struct("<IIQQII" + TENSOR * 16 + "II512s")
 REPLY = struct.Struct("<IIQiiQQQII400s")
 MAGIC = 0x6B67775A
 HELLO, LOAD, SETUP, UPLOAD, FLUSH, RUN, DOWNLOAD, SETTLE, NOP, QUIT = range(1, 11)
-WS_OK, WS_ERROR = 0, 1
+WS_OK, WS_ERROR, WS_NOSYM = 0, 1, 3
 CTL_FD, ARENA_FD, INPUT_FD = 3, 4, 5
 MAX_TENSORS = 8  # KG_MAX_TENSORS: inputs, and outputs, each
 BEGIN, END, FAIL = "--- kgate task ---", "--- end ---", "kgate-derive: "  # verifier/torchtask.c reads these
@@ -339,7 +339,9 @@ class Runner:
                     self.setup(f)
                     self.reply(op, seq)
                 elif op == RUN:
-                    if self.src is None:  # calibration before LOAD: a call that does nothing
+                    if f[-2] != 0:  # KG_ENTRY_TERMS: a module's forward has no error-terms entry
+                        self.reply(op, seq, WS_NOSYM, msg="a PyTorch module exports no kg_error_terms")
+                    elif self.src is None:  # calibration before LOAD: a call that does nothing
                         t0 = time.perf_counter_ns()
                         self.reply(op, seq, elapsed=time.perf_counter_ns() - t0)
                     else:

@@ -23,7 +23,7 @@ enum kg_wire_op {
 	KG_OP_SETUP, /* describe the tensors (offsets in the arena) for the next runs */
 	KG_OP_UPLOAD, /* CUDA: copy the arena (inputs, poisoned outputs, guards) to the device */
 	KG_OP_FLUSH, /* evict caches (CPU: stream over a large buffer; CUDA: overwrite L2) */
-	KG_OP_RUN, /* call kg_forward once and time it */
+	KG_OP_RUN, /* call kg_forward (or the entry cmd.entry names) once and time it */
 	KG_OP_DOWNLOAD, /* CUDA: copy the arena back; outputs as they were when the call's stream was done */
 	KG_OP_SETTLE, /* wait delay_ms (CUDA: after a device-wide sync), then DOWNLOAD the live arena */
 	KG_OP_NOP, /* round-trip calibration */
@@ -45,7 +45,7 @@ struct kg_wire_cmd {
 	uint32_t n_in, n_out;
 	struct kg_wire_tensor t[KG_WIRE_MAX_TENSORS]; /* inputs then outputs */
 	uint32_t delay_ms; /* SETTLE */
-	uint32_t pad;
+	uint32_t entry; /* RUN: which exported function, KG_ENTRY_* below */
 	char path[512]; /* LOAD: path inside the sandbox */
 };
 
@@ -71,6 +71,12 @@ struct kg_wire_reply {
 	uint32_t pad;
 	char msg[400];
 };
+
+/* RUN entries. A task's trusted reference may export kg_error_terms beside kg_forward, same
+ * signature: it writes each output element's error scale T_i (verifier/compare.h); the parent asks
+ * for it only of a reference whose task says `terms: reference`, never of a candidate. */
+#define KG_ENTRY_FORWARD 0u
+#define KG_ENTRY_TERMS 1u
 
 /* RUN flags: the candidate left a persisting-L2 set-aside (cuCtxSetLimit) or an access-policy
  * window on the given stream behind; the runner reset both (and every persisting line) already. */

@@ -127,9 +127,9 @@ int kg_check_outputs(const struct kg_view *v, enum kg_reason_code code, struct k
 			c = KG_R_CHECK_NAN;
 		/* the norm-wise error beside the element-wise ones: a few stray elements and a uniformly
 		 * imprecise output read differently */
-		char terms[64] = "";
+		char terms[80] = "";
 		if (t->terms)
-			snprintf(terms, sizeof(terms), " + %.3g*sum|terms|", t->terms_g);
+			snprintf(terms, sizeof(terms), " + %.3g*T (each element's own error scale)", t->terms_g);
 		struct kg_finding *f = add(out, c, s,
 					   "output '%s': %lld of %lld elements outside atol=%g rtol=%g%s (%lld NaN, %lld Inf "
 					   "mismatches); max abs error %g, max rel error %g, norm-wise error %g",

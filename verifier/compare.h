@@ -30,7 +30,13 @@
  * gives the measurements: honest fp32 sums reach 4*u*T on random terms at any n and 32*u*T at
  * n = 4096 on terms that are like-signed in halves, 25 % of the bound; TF32-rounded inputs reach
  * 396*u*T and bf16 2936*u*T there). The pass runs only for outputs that failed without it, so an
- * honest kernel pays nothing. */
+ * honest kernel pays nothing.
+ *
+ * Where the manifest says `terms: reference`, the task's reference computes each element's
+ * allowance E_i itself (kg_error_terms), in the output's own units, and gt = 1: a normalisation's
+ * error follows its condition and, on rows of near-equal values, rounding errors that add up
+ * instead of cancelling; only the task knows either (tasks/layernorm/reference.c says how it
+ * bounds both). */
 #ifndef KG_COMPARE_H
 #define KG_COMPARE_H
 
@@ -50,8 +56,9 @@ struct kg_tol_model {
 struct kg_tol {
 	double atol, rtol;
 	double growth; /* g: what the reduction length added to rtol and, times RMS(exp), to atol */
-	/* Per element sum|terms| (the reference on |inputs|, the output's dtype) or NULL; the bound
-	 * of element i gains terms_g * |terms[i]| */
+	/* Per element sum|terms| (the reference on |inputs|) or the reference's own allowance
+	 * (kg_error_terms), in the output's dtype, or NULL; the bound of element i gains
+	 * terms_g * |terms[i]| */
 	const void *terms;
 	double terms_g;
 };

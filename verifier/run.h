@@ -52,6 +52,9 @@ struct kg_run {
 	struct kg_cmp cmp[KG_RUN_MAX_T]; /* the last comparison per output (accuracy in the verdict) */
 	uint64_t ref_ns_last; /* the reference's last call, bounds the candidate's deadline */
 	uint64_t ref_download_ns; /* the trusted runner's last DOWNLOAD: copy cost, no work */
+	/* the trusted runner's last call: CPU time its process was charged beyond its own clock and a
+	 * call that does nothing (what the host adds to any call right now); 0 when unknown */
+	uint64_t ref_excess_ns;
 	uint64_t ref_poison_seq;
 	struct kg_shortcut_state shortcuts;
 	unsigned degenerate_mask;

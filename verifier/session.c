@@ -108,7 +108,7 @@ static uint64_t runner_cpu_ns(const struct kg_session *s)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t delay_ms, struct kg_wire_reply *r,
+int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t arg, struct kg_wire_reply *r,
 		    uint64_t *parent_ns, kg_error *e)
 {
 	struct kg_wire_cmd cmd;
@@ -121,7 +121,9 @@ int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t delay_ms,
 	cmd.magic = KG_WIRE_MAGIC;
 	cmd.op = op;
 	cmd.seq = ++s->seq;
+	uint32_t delay_ms = op == KG_OP_SETTLE ? arg : 0;
 	cmd.delay_ms = delay_ms;
+	cmd.entry = op == KG_OP_RUN ? arg : 0;
 	cmd.arena_size = s->arena->used;
 	cmd.n_in = (uint32_t)s->arena->n_in;
 	cmd.n_out = (uint32_t)s->arena->n_out;
@@ -173,7 +175,7 @@ int kg_session_run_call(struct kg_session *s, const struct kg_call *c, struct kg
 		if (c->run_timeout_s > 0)
 			s->call_timeout_s = c->run_timeout_s;
 		cpu0 = runner_cpu_ns(s);
-		rc = kg_session_call(s, KG_OP_RUN, 0, &rep, &r->parent_ns, e);
+		rc = kg_session_call(s, KG_OP_RUN, c->entry, &rep, &r->parent_ns, e);
 		s->call_timeout_s = keep;
 	}
 	if (!rc) {

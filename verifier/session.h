@@ -65,8 +65,9 @@ enum {
 int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, struct kg_arena *a, kg_error *e);
 /* Sends SETUP for the arena's current layout. */
 int kg_session_setup(struct kg_session *s, kg_error *e);
-/* One command. *r gets the reply; *parent_ns (optional) the parent's round-trip time. */
-int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t delay_ms, struct kg_wire_reply *r,
+/* One command; arg is SETTLE's delay in ms, RUN's entry (KG_ENTRY_*), 0 otherwise. *r gets the
+ * reply; *parent_ns (optional) the parent's round-trip time. */
+int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t arg, struct kg_wire_reply *r,
 		    uint64_t *parent_ns, kg_error *e);
 
 /* One call of the hosted .so on the arena as it is now: UPLOAD, FLUSH (when asked), RUN,
@@ -75,6 +76,7 @@ int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t delay_ms,
 struct kg_call {
 	int flush; /* evict caches first (timed calls) */
 	double run_timeout_s; /* limit for RUN alone; 0: the session's call_timeout_s */
+	uint32_t entry; /* KG_ENTRY_FORWARD, or KG_ENTRY_TERMS of a task's reference */
 };
 struct kg_call_result {
 	const char *step; /* where it stopped: "upload", "flush", "run", "download"; NULL when done */

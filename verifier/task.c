@@ -108,15 +108,15 @@ static int parse_tensor(kg_yaml *y, yaml_node_t *n, const char *field, struct kg
 		snprintf(sub, sizeof(sub), "%s.terms", field);
 		if ((rc = kg_yaml_str(y, tn, sub, buf, sizeof(buf), e)))
 			return rc;
-		if (strncmp(field, "outputs", 7) || !red || strcmp(buf, "abs_inputs"))
+		if (strncmp(field, "outputs", 7) || !red || (strcmp(buf, "abs_inputs") && strcmp(buf, "reference")))
 			return kg_err(e, -EINVAL,
-				      "%s:%d: field '%s': only an output with a reduction has terms, and the one "
-				      "value is abs_inputs",
+				      "%s:%d: field '%s': only an output with a reduction has terms, and the values "
+				      "are abs_inputs and reference",
 				      y->path, kg_yaml_line(tn), sub);
 		if (!kg_dtype_is_float(s->dtype))
 			return kg_err(e, -EINVAL, "%s:%d: field '%s': an integer output has no rounding error to bound",
 				      y->path, kg_yaml_line(tn), sub);
-		s->abs_terms = 1;
+		s->terms = strcmp(buf, "reference") ? KG_TERMS_ABS_INPUTS : KG_TERMS_REFERENCE;
 	}
 	return 0;
 }
@@ -385,7 +385,7 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 	    (rc = parse_tensors(y, root, "outputs", t->outputs, &t->n_outputs, e)))
 		return rc;
 	for (int j = 0; j < t->n_outputs; j++)
-		for (int i = 0; t->outputs[j].abs_terms && i < t->n_inputs; i++)
+		for (int i = 0; t->outputs[j].terms == KG_TERMS_ABS_INPUTS && i < t->n_inputs; i++)
 			if (!kg_dtype_is_float(t->inputs[i].dtype))
 				return kg_err(e, -EINVAL,
 					      "%s: output '%s' has terms: abs_inputs, but input '%s' is an integer "

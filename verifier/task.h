@@ -26,6 +26,17 @@ enum kg_role {
 	KG_ROLE_BIAS,
 };
 
+enum kg_terms {
+	KG_TERMS_NONE = 0,
+	/* `terms: abs_inputs`: the reference run on the inputs' absolute values gives each element's
+	 * sum of term magnitudes (sum |w||x|): true of sums of products passed through non-decreasing
+	 * maps (matmul, conv, ReLU, max-pool) */
+	KG_TERMS_ABS_INPUTS,
+	/* `terms: reference`: the task's reference exports kg_error_terms, which writes T_i itself
+	 * from the inputs (a normalisation: |w|(|x - mean| + mean|x|)/std, its condition) */
+	KG_TERMS_REFERENCE,
+};
+
 struct kg_tensor_spec {
 	char name[KG_NAME_LEN];
 	kg_dtype dtype;
@@ -35,11 +46,9 @@ struct kg_tensor_spec {
 	/* outputs: how many terms each element reduces over (`reduction`), "" for none (1); it sets
 	 * the tolerance's growth term (verifier/compare.h) */
 	char reduction[KG_EXPR_LEN];
-	/* outputs: `terms: abs_inputs`, the reference run on the inputs' absolute values gives each
-	 * element's sum of term magnitudes (sum |w||x|): true of sums of products passed through
-	 * non-decreasing maps (matmul, conv, ReLU, max-pool). It lets the tolerance follow each
-	 * element's own cancellation (compare.h) instead of the output's RMS alone. */
-	int abs_terms;
+	/* outputs: where each element's own error scale T_i comes from, so that the tolerance follows
+	 * each element's cancellation or conditioning (compare.h) instead of the output's RMS alone */
+	enum kg_terms terms;
 };
 
 struct kg_shapeset {

@@ -61,7 +61,7 @@ static int is_lie(const struct kg_timed_call *c, const struct kg_clock_cal *cal)
 {
 	uint64_t lb = kg_timing_bound(c, cal);
 	if (cal->cpu_clock)
-		return (double)c->child_ns + KG_TAMPER_SLACK_NS < KG_TAMPER_SHARE * (double)lb;
+		return (double)c->child_ns + KG_TAMPER_SLACK_NS + (double)cal->host_noise_ns < KG_TAMPER_SHARE * (double)lb;
 	uint64_t gap = lb > c->child_ns ? lb - c->child_ns : 0;
 	return gap >= KG_TAMPER_DEVICE_GAP_NS && 2 * gap >= c->span_ns;
 }
@@ -326,6 +326,8 @@ void kg_phase_timing(struct kg_run *r)
 			.flush_cpu_ns = c.r.flush_cpu_ns,
 			.cpu_known = c.r.cpu_known,
 		};
+		if (r->ref_excess_ns > cal.host_noise_ns)
+			cal.host_noise_ns = r->ref_excess_ns;
 		rms[i] = (double)ref_ns / 1e6;
 		/* the reported time never undercuts what the parent itself measured of the call */
 		cms[i] = (double)kg_timing_reported(&calls[i], &cal) / 1e6;

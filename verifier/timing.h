@@ -33,6 +33,10 @@ struct kg_clock_cal {
 	int cpu_clock; /* the work runs on the CPU: the runner's CPU time bounds it */
 	int par; /* threads the candidate may run at once (1 without threads) */
 	uint64_t snap_cap_ns; /* devices: the most a snapshot of these outputs may take (trusted ceiling) */
+	/* CPU: the most CPU time the host added to a call of the trusted reference's runner, timed
+	 * beside the candidate, beyond its own clock and a call that does nothing (0 when quiet): a busy
+	 * host charges any runner that much, honest or not, so a shortfall within it is no lie */
+	uint64_t host_noise_ns;
 };
 
 /* The trusted lower bound of one call's work, in ns. CPU backends: the CPU time the kernel charged
@@ -54,9 +58,10 @@ struct kg_tamper {
 	int forged; /* the verdict: the claims contradict the parent's clocks */
 };
 void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_clock_cal *cal, struct kg_tamper *t);
-/* A claim below KG_TAMPER_SHARE of the CPU bound, less KG_TAMPER_SLACK_NS, is a lie; lies in three
- * quarters of the calls are forgery. A device bound (wall clock) is noisier: a lie there is a gap of at least 1 ms
- * and half the span, and only a lie in every call is forgery (contention makes some). */
+/* A claim below KG_TAMPER_SHARE of the CPU bound, less KG_TAMPER_SLACK_NS and the host's noise, is
+ * a lie; lies in three quarters of the calls are forgery. A device bound (wall clock) is noisier: a
+ * lie there is a gap of at least 1 ms and half the span, and only a lie in every call is forgery
+ * (contention makes some). */
 #define KG_TAMPER_SHARE 0.75
 #define KG_TAMPER_SLACK_NS 50000u
 #define KG_TAMPER_DEVICE_GAP_NS 1000000u

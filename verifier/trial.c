@@ -68,7 +68,7 @@ int kg_run_alloc(struct kg_run *r, kg_error *e)
 	for (int j = 0; j < t->n_outputs; j++) {
 		uint64_t b = maxb[t->n_inputs + j] ? maxb[t->n_inputs + j] : 1;
 		if (!(r->refout[j] = malloc(b)) || !(r->snap[j] = malloc(b)) ||
-		    (t->outputs[j].abs_terms && !(r->terms[j] = malloc(b))))
+		    (t->outputs[j].terms && !(r->terms[j] = malloc(b))))
 			return kg_err(e, -ENOMEM, "out of memory for outputs (%llu bytes)", (unsigned long long)b);
 	}
 	/* host-resident runners get the paged arena (read-only inputs, guard pages); a device runner
@@ -361,12 +361,16 @@ static void ref_prepare(struct kg_run *r)
 	kg_arena_poison(&r->ra, SEED_REF_POISON + r->ref_poison_seq++);
 }
 
+/* the trusted reference may take as long as the policy lets a run session live: a CPU reference at
+ * a nominal shape (matmul N=4096) runs past a fixed minute */
+static double ref_timeout_s(const struct kg_run *r)
+{
+	return r->plan->pol.wall_s > 60 ? r->plan->pol.wall_s : 60;
+}
+
 static int ref_exec(struct kg_run *r, int flush, struct kg_call_result *res, kg_error *e)
 {
-	/* the trusted reference may take as long as the policy lets a run session live: a CPU
-	 * reference at a nominal shape (matmul N=4096) runs past a fixed minute */
-	double ref_s = r->plan->pol.wall_s > 60 ? r->plan->pol.wall_s : 60;
-	return kg_session_run_call(&r->rs, &(struct kg_call){.flush = flush, .run_timeout_s = ref_s}, res, e);
+	return kg_session_run_call(&r->rs, &(struct kg_call){.flush = flush, .run_timeout_s = ref_timeout_s(r)}, res, e);
 }
 
 static int ref_finish(struct kg_run *r, int rc, const struct kg_call_result *res, const kg_error *e,
@@ -443,6 +447,8 @@ static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, ui
 	}
 	*ns = res->child_ns;
 	r->ref_ns_last = res->child_ns;
+	uint64_t own = res->child_ns + r->rs.cal_cpu_ns;
+	r->ref_excess_ns = res->cpu_known && res->cpu_ns > own ? res->cpu_ns - own : 0;
 	return 0;
 }
 
@@ -549,12 +555,13 @@ void kg_run_view(struct kg_run *r, struct kg_view *v)
 	};
 }
 
-/* The outputs that failed under the output-wide bound and whose manifest says `terms:
- * abs_inputs` get each element's own sum|terms| (compare.h): the trusted reference runs once
- * more, on the absolute values of this call's inputs. Only then: an output that passes, honest or
- * not, costs nothing more. 1 when some output's bound was widened, 0 when none, -1 after an
- * internal error. */
-static int term_bounds(struct kg_run *r, const struct kg_findings *f)
+/* The outputs that failed under the output-wide bound and whose manifest declares `terms` get
+ * each element's own error scale T_i (compare.h) from the trusted reference, which runs once more
+ * on this call's inputs: `abs_inputs` runs kg_forward on their absolute values (T_i = sum|terms|),
+ * `reference` runs the reference's kg_error_terms on them as they are. Only then: an output that
+ * passes, honest or not, costs nothing more. 1 when some output's bound was widened, 0 when none,
+ * -1 after an internal error. */
+static int term_bounds_by(struct kg_run *r, const struct kg_findings *f, enum kg_terms how)
 {
 	const struct kg_plan *p = r->plan;
 	struct kg_arena *a = &r->ra;
@@ -562,7 +569,7 @@ static int term_bounds(struct kg_run *r, const struct kg_findings *f)
 	int need = 0;
 	for (int i = 0; i < f->n; i++) {
 		int j = f->f[i].slot - p->task.n_inputs;
-		if (j >= 0 && j < p->task.n_outputs && p->task.outputs[j].abs_terms && !r->tol[j].terms &&
+		if (j >= 0 && j < p->task.n_outputs && p->task.outputs[j].terms == how && !r->tol[j].terms &&
 		    f->f[i].code != KG_R_CHECK_NAN) {
 			dst[j] = r->terms[j];
 			need = 1;
@@ -571,7 +578,9 @@ static int term_bounds(struct kg_run *r, const struct kg_findings *f)
 	if (!need)
 		return 0;
 	ahead_drop(r);
-	for (int i = 0; i < p->task.n_inputs; i++) {
+	if (how == KG_TERMS_REFERENCE)
+		load_inputs(r, a);
+	for (int i = 0; how == KG_TERMS_ABS_INPUTS && i < p->task.n_inputs; i++) {
 		const struct kg_arena_slot *sl = &a->slot[i];
 		unsigned char *d = kg_arena_ptr(a, i);
 		const unsigned char *src = r->shadow[i];
@@ -581,7 +590,13 @@ static int term_bounds(struct kg_run *r, const struct kg_findings *f)
 			d[k] = (k % es == es - 1) ? (unsigned char)(src[k] & 0x7f) : src[k];
 	}
 	struct kg_call_result res;
-	if (ref_call(r, 0, " on |inputs|", dst, &res))
+	kg_error e = {0};
+	ref_prepare(r);
+	int rc = kg_session_run_call(&r->rs,
+				     &(struct kg_call){.run_timeout_s = ref_timeout_s(r),
+						       .entry = how == KG_TERMS_REFERENCE ? KG_ENTRY_TERMS : KG_ENTRY_FORWARD},
+				     &res, &e);
+	if (ref_finish(r, rc, &res, &e, how == KG_TERMS_REFERENCE ? "'s kg_error_terms (the task says terms: reference)" : " on |inputs|", dst))
 		return -1;
 	const struct kg_tol_model m = {.growth = p->growth, .cap = p->growth_cap};
 	for (int j = 0; j < p->task.n_outputs; j++) {
@@ -591,9 +606,17 @@ static int term_bounds(struct kg_run *r, const struct kg_findings *f)
 		kg_error re = {0};
 		kg_task_reduction(&p->task.outputs[j], &p->shapes[r->shape], &nred, &re); /* checked at load */
 		r->tol[j].terms = r->terms[j];
-		r->tol[j].terms_g = kg_tol_terms_g(&m, a->slot[p->task.n_inputs + j].dtype, nred);
+		kg_dtype dt = a->slot[p->task.n_inputs + j].dtype;
+		r->tol[j].terms_g = how == KG_TERMS_REFERENCE ? 1.0 : kg_tol_terms_g(&m, dt, nred);
 	}
 	return 1;
+}
+
+static int term_bounds(struct kg_run *r, const struct kg_findings *f)
+{
+	int a = term_bounds_by(r, f, KG_TERMS_ABS_INPUTS);
+	int b = a < 0 ? -1 : term_bounds_by(r, f, KG_TERMS_REFERENCE);
+	return a < 0 || b < 0 ? -1 : a || b;
 }
 
 int kg_run_check_outputs(struct kg_run *r, struct kg_view *v, enum kg_reason_code code, struct kg_findings *f)

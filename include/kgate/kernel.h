@@ -51,6 +51,12 @@ typedef struct kg_tensor {
  * stream is the cudaStream_t to launch on (NULL on the CPU). Returns 0 on success. */
 KG_EXPORT int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *stream);
 
+/* A task's trusted reference may export kg_error_terms too (the manifest's `terms: reference`):
+ * the same arguments, and it writes each output element's allowance in place of the result, how
+ * far an honest kernel may land from the exact value there (policy/SCHEMA.md, point 5). kgate
+ * never calls it on a candidate. */
+KG_EXPORT int kg_error_terms(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *stream);
+
 static inline int64_t kg_numel(const kg_tensor *t)
 {
 	int64_t n = 1;

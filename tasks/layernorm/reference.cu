@@ -1,6 +1,7 @@
 /* Trusted CUDA reference for LayerNorm: two passes over each row in double (mean, then centred
  * variance) spread over many blocks with double atomics, then the affine normalisation. Slower
- * than a fused kernel on purpose: it is the yardstick, not a contender. */
+ * than a fused kernel on purpose: it is the yardstick, not a contender. kg_error_terms gives each
+ * output element's allowance (the manifest's `terms: reference`; reference.c says how). */
 #include <kgate/kernel.h>
 #include <cuda_runtime.h>
 
@@ -24,17 +25,17 @@ __device__ static double block_sum(double v, double *shm)
 	return t;
 }
 
-/* pass 0: sum of x; pass 1: sum of (x - mean)^2 */
+/* pass 0: sum of x; pass 1: sum of (x - mean)^2; pass 2: sum of |x| */
 __global__ static void row_moment(const float *x, long long n, const double *mean, double *acc, int pass)
 {
 	__shared__ double shm[32];
 	long long row = blockIdx.y;
 	const float *xr = x + row * n;
 	long long lo = (long long)blockIdx.x * CHUNK, hi = lo + CHUNK < n ? lo + CHUNK : n;
-	double mu = pass ? mean[row] : 0.0, s = 0;
+	double mu = pass == 1 ? mean[row] : 0.0, s = 0;
 	for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
 		double d = (double)xr[i] - mu;
-		s += pass ? d * d : d;
+		s += pass == 1 ? d * d : pass == 2 ? fabs(d) : d;
 	}
 	s = block_sum(s, shm);
 	if (threadIdx.x == 0)
@@ -57,7 +58,85 @@ __global__ static void normalise(const float *x, const float *w, const float *b,
 		y[row * n + i] = (float)(((double)x[row * n + i] - mu) * inv * w[i] + b[i]);
 }
 
-int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *stream)
+/* The plainest honest fp32 LayerNorm's sums (reference.c, fp32_sum): each thread adds one block of
+ * SEQ_BLOCK elements in sequence, then one thread per row adds the block sums in sequence. */
+#define SEQ_BLOCK 4096
+__global__ static void twin_partial(const float *x, long long n, const float *mu32, float *part, long long nblk,
+				    int sq)
+{
+	long long row = blockIdx.y, k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	if (k >= nblk)
+		return;
+	const float *xr = x + row * n;
+	float mu = sq ? mu32[row] : 0.0f, s = 0;
+	long long hi = (k + 1) * SEQ_BLOCK < n ? (k + 1) * SEQ_BLOCK : n;
+	for (long long i = k * SEQ_BLOCK; i < hi; i++)
+		s += sq ? (xr[i] - mu) * (xr[i] - mu) : xr[i];
+	part[row * nblk + k] = s;
+}
+
+__global__ static void twin_finish(const float *part, long long nblk, long long n, long long rows, float *mu32,
+				   float *inv32, int sq)
+{
+	long long r = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+	if (r >= rows)
+		return;
+	float t = 0;
+	for (long long k = 0; k < nblk; k++)
+		t += part[r * nblk + k];
+	if (sq)
+		inv32[r] = 1.0f / sqrtf(t / (float)n + 1e-5f);
+	else
+		mu32[r] = t / (float)n;
+}
+
+/* each element's allowance: random rounding (g times its condition) and twice the plainest honest
+ * kernel's own error (reference.c says why) */
+__global__ static void error_terms(const float *x, const float *w, const float *b, float *t, long long n,
+				   const double *mean, const double *m2, const double *mabs, const float *mu32,
+				   const float *inv32)
+{
+	long long row = blockIdx.y;
+	double mu = mean[row], inv = rsqrt(m2[row] / (double)n + 1e-5), ma = mabs[row] / (double)n;
+	double g = 2.0 * sqrt((double)n + 1) / 16777216.0;
+	float m32 = mu32[row], i32 = inv32[row];
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		float xv = x[row * n + i], wv = w[i], bv = b[i];
+		double y = ((double)xv - mu) * inv * wv + bv;
+		float y32 = (xv - m32) * i32 * wv + bv;
+		double rnd = g * ((fabs((double)xv - mu) + ma) * inv * fabs((double)wv) + fabs((double)bv));
+		t[row * n + i] = (float)(rnd + 2.0 * fabs((double)y32 - y));
+	}
+}
+
+/* the twin's mean and inverse deviation per row, in scratch of its own */
+static int twin(const float *x, long long rows, long long n, cudaStream_t s, float **mu32, float **inv32)
+{
+	static float *scratch;
+	static long long scratch_len;
+	long long nblk = (n + SEQ_BLOCK - 1) / SEQ_BLOCK, len = rows * nblk + 2 * rows;
+	if (len > scratch_len) {
+		cudaFree(scratch);
+		scratch_len = 0;
+		if (cudaMalloc(&scratch, len * sizeof(float)) != cudaSuccess)
+			return -12;
+		scratch_len = len;
+	}
+	float *part = scratch + 2 * rows;
+	*mu32 = scratch;
+	*inv32 = scratch + rows;
+	dim3 grid((unsigned)((nblk + 127) / 128), (unsigned)rows);
+	unsigned rblocks = (unsigned)((rows + 127) / 128);
+	twin_partial<<<grid, 128, 0, s>>>(x, n, *mu32, part, nblk, 0);
+	twin_finish<<<rblocks, 128, 0, s>>>(part, nblk, n, rows, *mu32, *inv32, 0);
+	twin_partial<<<grid, 128, 0, s>>>(x, n, *mu32, part, nblk, 1);
+	twin_finish<<<rblocks, 128, 0, s>>>(part, nblk, n, rows, *mu32, *inv32, 1);
+	return 0;
+}
+
+/* the row moments of x into scratch (mean, centred m2, sum|x|), then one pass over the elements:
+ * the normalisation, or each element's error scale */
+static int layernorm(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *stream, int terms)
 {
 	static double *scratch;
 	static long long scratch_rows;
@@ -67,19 +146,38 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 	long long rows = in[0].shape[0], n = in[0].shape[1] * in[0].shape[2] * in[0].shape[3];
 	if (rows > scratch_rows) {
 		cudaFree(scratch);
-		if (cudaMalloc(&scratch, 2 * rows * sizeof(double)) != cudaSuccess)
+		scratch_rows = 0;
+		if (cudaMalloc(&scratch, 3 * rows * sizeof(double)) != cudaSuccess)
 			return -12;
 		scratch_rows = rows;
 	}
-	double *mean = scratch, *m2 = scratch + rows;
-	cudaMemsetAsync(scratch, 0, 2 * rows * sizeof(double), s);
+	double *mean = scratch, *m2 = scratch + rows, *mabs = scratch + 2 * rows;
+	cudaMemsetAsync(scratch, 0, 3 * rows * sizeof(double), s);
 	dim3 grid((unsigned)((n + CHUNK - 1) / CHUNK), (unsigned)rows);
 	const float *x = (const float *)in[0].data;
 	row_moment<<<grid, THREADS, 0, s>>>(x, n, mean, mean, 0);
 	finish_mean<<<(unsigned)((rows + 255) / 256), 256, 0, s>>>(mean, n, rows);
 	row_moment<<<grid, THREADS, 0, s>>>(x, n, mean, m2, 1);
 	dim3 g2((unsigned)((n + 1023) / 1024 < 4096 ? (n + 1023) / 1024 : 4096), (unsigned)rows);
-	normalise<<<g2, 1024, 0, s>>>(x, (const float *)in[1].data, (const float *)in[2].data, (float *)out[0].data, n,
-				      mean, m2);
+	const float *w = (const float *)in[1].data, *b = (const float *)in[2].data;
+	if (terms) {
+		float *mu32, *inv32;
+		if (twin(x, rows, n, s, &mu32, &inv32))
+			return -12;
+		row_moment<<<grid, THREADS, 0, s>>>(x, n, mean, mabs, 2);
+		error_terms<<<g2, 1024, 0, s>>>(x, w, b, (float *)out[0].data, n, mean, m2, mabs, mu32, inv32);
+	} else {
+		normalise<<<g2, 1024, 0, s>>>(x, w, b, (float *)out[0].data, n, mean, m2);
+	}
 	return cudaGetLastError() == cudaSuccess ? 0 : -5;
+}
+
+int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *stream)
+{
+	return layernorm(in, n_in, out, n_out, stream, 0);
+}
+
+int kg_error_terms(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *stream)
+{
+	return layernorm(in, n_in, out, n_out, stream, 1);
 }

@@ -18,6 +18,10 @@ honest softmax $U/softmax_double.c $P
 honest softmax $U/softmax_threads.c $T
 honest matmul $U/matmul_transposed.c $P
 honest layernorm $U/layernorm_pairwise.c $P
+# CI rejected it at this seed (near-duplicate rows of one value, D2=1: the row mean's rounding
+# magnified 300-fold by |w|/std, 334 % of the output-wide bound); the reference's kg_error_terms
+# (terms: reference) judges each element by its own condition
+honest layernorm $U/layernorm_pairwise.c $P --seed c1c2cbc5269ff253199b0d39641b6a532c0972ea3b8f5859eb02b27e3e25f614
 honest conv_relu_pool $U/conv_im2col.c $P
 honest softmax $H/low_precision.c --policy tests/data/bf16.yaml
 
@@ -40,6 +44,7 @@ hostile check.canary softmax $H/overread.c $P
 hostile check.shape_variant softmax $H/mod4_tail.c $P
 hostile check.mismatch softmax $H/row_cache.c $P
 hostile check.mismatch layernorm $H/onepass_var.c $P
+hostile check.mismatch layernorm $H/fake_terms.c $P
 hostile static.forbidden_symbol softmax $H/call_reference.c $P
 hostile static.forbidden_symbol softmax $H/patch_timer.c $P
 hostile static.forbidden_symbol softmax $H/persist_file.c $P
@@ -64,6 +69,16 @@ hostile timing.tampered softmax $H/stack_clock.c $P
 hostile sandbox.dlopen softmax $H/dlopen_symtab.c $P
 hostile sandbox.dlopen softmax $H/jit_exec.c $P
 hostile check.stale_result softmax $H/phase_switch.c $P
+
+# A task that says terms: reference with a reference that exports no kg_error_terms: not verified
+# (exit 3), never a verdict widened or narrowed by guesswork.
+mkdir "$tmp/noterms"
+grep -v 'cuda: reference.cu' tasks/layernorm/task.yaml >"$tmp/noterms/task.yaml"
+sed '/^\/\* The sums of the plainest/,$d' tasks/layernorm/reference.c >"$tmp/noterms/reference.c"
+"$KGATE" verify "$tmp/noterms/task.yaml" $H/onepass_var.c $P --seed 1 >"$tmp/noterms.out" 2>&1
+rc=$?
+ok "terms: reference without kg_error_terms: exit 3 naming it (got $rc)" \
+	sh -c '[ "$1" = 3 ] && grep -q "kg_error_terms is not exported" "$2"' - "$rc" "$tmp/noterms.out"
 
 echo "false positives (honest rejected): $fp of $n_honest; false negatives (hostile passed or misattributed): $fn of $n_hostile"
 finish

@@ -366,6 +366,116 @@ static void test_term_magnitudes(void **state)
 	assert_true(r.tol_used < 0.5);
 }
 
+/* LayerNorm rows against double, computed by an honest fp32 kernel (pairwise sums over leaves of 256,
+ * and, for the allowance E_i, by the plainest one (sequential sums), as
+ * tasks/layernorm/reference.c's kg_error_terms does. Rows are near-duplicates (one value, one
+ * element in 16 moved by a tenth of the spread: the case that failed
+ * examples/unusual/layernorm_pairwise.c at n = 198) or large-mean normal rows. keep: the mantissa
+ * bits the kernel under test keeps of x (23: fp32 as it is; 7: it reads x as bf16); onepass: the
+ * kernel under test takes the variance as E[x^2] - mean^2 from sequential sums. */
+static float pair_sum(const float *x, int n, float mu, int sq, int keep, int leaf)
+{
+	if (n <= leaf) {
+		float s = 0;
+		for (int i = 0; i < n; i++) {
+			float v = keep_bits(x[i], keep);
+			s += sq == 2 ? v * v : sq ? (v - mu) * (v - mu) : v;
+		}
+		return s;
+	}
+	return pair_sum(x, n / 2, mu, sq, keep, leaf) + pair_sum(x + n / 2, n - n / 2, mu, sq, keep, leaf);
+}
+
+static void layernorm_rows(int rows, int n, int near_dup, int keep, int onepass, uint64_t seed, float *got,
+			   float *ref, float *E)
+{
+	uint64_t s = seed;
+	float *x = malloc((size_t)n * sizeof(float)), *w = malloc((size_t)n * sizeof(float));
+	assert_true(x && w);
+	for (int i = 0; i < n; i++)
+		w[i] = (float)(0.5 + 3 * unif(&s));
+	double g = 2 * sqrt(n + 1.0) * KG_U_FP32;
+	for (int r = 0; r < rows; r++) {
+		double v0 = 4 * unif(&s) - 2, sc = 0.25 + unif(&s);
+		for (int i = 0; i < n; i++) {
+			double z = sqrt(-2 * log(unif(&s) + 1e-300)) * cos(6.283185307179586 * unif(&s));
+			x[i] = near_dup ? (float)(v0 + (rng(&s) % 16 == 0 ? 0.1 * sc * z : 0)) : (float)(24 + z);
+		}
+		int leaf = onepass ? n : 256; /* the one-pass kernel as examples/hostile/onepass_var.c: sequential */
+		float mu = pair_sum(x, n, 0, 0, keep, leaf) / (float)n;
+		float var = onepass ? pair_sum(x, n, 0, 2, keep, leaf) / (float)n - mu * mu
+				    : pair_sum(x, n, mu, 1, keep, leaf) / (float)n;
+		float inv = 1.0f / sqrtf((var < 0 ? 0 : var) + 1e-5f);
+		float s0 = 0, s1 = 0; /* the plainest honest kernel */
+		for (int i = 0; i < n; i++)
+			s0 += x[i];
+		float mu_p = s0 / (float)n;
+		for (int i = 0; i < n; i++)
+			s1 += (x[i] - mu_p) * (x[i] - mu_p);
+		float inv_p = 1.0f / sqrtf(s1 / (float)n + 1e-5f);
+		double m = 0, ma = 0, v = 0;
+		for (int i = 0; i < n; i++) {
+			m += x[i];
+			ma += fabs(x[i]);
+		}
+		m /= n;
+		ma /= n;
+		for (int i = 0; i < n; i++)
+			v += (x[i] - m) * (x[i] - m);
+		double dinv = 1 / sqrt(v / n + 1e-5);
+		for (int i = 0; i < n; i++) {
+			double y = (x[i] - m) * dinv * w[i];
+			got[(size_t)r * n + i] = (keep_bits(x[i], keep) - mu) * inv * w[i];
+			ref[(size_t)r * n + i] = (float)y;
+			E[(size_t)r * n + i] =
+				(float)(g * (fabs(x[i] - m) + ma) * dinv * w[i] + 2 * fabs((x[i] - mu_p) * inv_p * w[i] - y));
+		}
+	}
+	free(x);
+	free(w);
+}
+
+static void test_reference_terms(void **state)
+{
+	(void)state;
+	enum { ROWS = 40, N = 198, BIG = 2048 };
+	float *got = malloc(ROWS * BIG * sizeof(float)), *ref = malloc(ROWS * BIG * sizeof(float));
+	float *E = malloc(ROWS * BIG * sizeof(float));
+	assert_true(got && ref && E);
+	const struct kg_tol_model ln = fp32_model(1e-4, 1e-4, 1e-6);
+	struct kg_tol t;
+	struct kg_cmp r;
+	struct {
+		int n, near_dup, keep, onepass, fails;
+	} cases[] = {
+		/* the failure: the mean's rounding, magnified by |w|/std, past the output-wide bound ... */
+		{N, 1, 23, 0, 0},
+		{BIG, 1, 23, 0, 0},
+		{BIG, 0, 23, 0, 0},
+		/* ... while a kernel that reads x as bf16, or takes a one-pass variance, stays outside its
+		 * own allowance too, on near-duplicate and on large-mean rows */
+		{N, 1, 7, 0, 1},
+		{BIG, 0, 7, 0, 1},
+		{N, 1, 23, 1, 1},
+		{BIG, 0, 23, 1, 1},
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		int M = ROWS * cases[c].n;
+		layernorm_rows(ROWS, cases[c].n, cases[c].near_dup, cases[c].keep, cases[c].onepass, 11 + c, got, ref, E);
+		kg_tol_resolve(&ln, KG_F32, cases[c].n, kg_rms(ref, KG_F32, (size_t)M), &t);
+		if (c == 0)
+			assert_int_equal(kg_compare(got, ref, KG_F32, (size_t)M, &t, &r), 1);
+		t.terms = E;
+		t.terms_g = 1.0;
+		assert_int_equal(kg_compare(got, ref, KG_F32, (size_t)M, &t, &r), cases[c].fails);
+		if (!cases[c].fails)
+			assert_true(r.tol_used < 0.6);
+	}
+	free(got);
+	free(ref);
+	free(E);
+}
+
 static void layout(struct kg_arena *a)
 {
 	kg_dtype dt[2] = {KG_F32, KG_F16};
@@ -447,6 +557,7 @@ int main(void)
 		cmocka_unit_test(test_growth_term),	 cmocka_unit_test(test_normwise_and_share),
 		cmocka_unit_test(test_long_sum_noise_passes), cmocka_unit_test(test_dot_product_noise_passes),
 		cmocka_unit_test(test_shortcuts_still_fail), cmocka_unit_test(test_term_magnitudes),
+		cmocka_unit_test(test_reference_terms),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -104,11 +104,16 @@ static void test_good(void **state)
 	assert_string_equal(t->outputs[0].reduction, "2*C");
 	assert_int_equal(kg_task_reduction(&t->outputs[0], &t->shapesets[0].dims, &red, &e), 0);
 	assert_int_equal(red, 10);
-	assert_false(t->outputs[0].abs_terms);
+	assert_int_equal(t->outputs[0].terms, KG_TERMS_NONE);
 	snprintf(rtext, sizeof(rtext), "%.*sshape: [R, (C+1)/2], reduction: 2*C, terms: abs_inputs}%s", (int)(sh - good),
 		 good, sh + strlen("shape: [R, (C+1)/2]}"));
 	assert_int_equal(load_text(rtext, t, &e), 0);
-	assert_true(t->outputs[0].abs_terms);
+	assert_int_equal(t->outputs[0].terms, KG_TERMS_ABS_INPUTS);
+	char rref[4096];
+	snprintf(rref, sizeof(rref), "%.*sshape: [R, (C+1)/2], reduction: 2*C, terms: reference}%s", (int)(sh - good),
+		 good, sh + strlen("shape: [R, (C+1)/2]}"));
+	assert_int_equal(load_text(rref, t, &e), 0);
+	assert_int_equal(t->outputs[0].terms, KG_TERMS_REFERENCE);
 	/* an integer input has no absolute value to run on */
 	const char *w = strstr(rtext, "dtype: bf16");
 	memcpy((char *)w, "dtype: u8  ", 11);
@@ -155,7 +160,7 @@ static void test_malformed(void **state)
 		{"shape: [R, C]}", "shape: [R, C], reduction: C}", {":10:", "inputs[0].reduction", "only outputs"}},
 		{"shape: [R, C]}", "shape: [R, C], terms: abs_inputs}", {":10:", "inputs[0].terms", "only an output"}},
 		{"shape: [R, (C+1)/2]}", "shape: [R, C], terms: abs_inputs}", {":13:", "outputs[0].terms", "with a reduction"}},
-		{"shape: [R, (C+1)/2]}", "shape: [R, C], reduction: C, terms: abs}", {":13:", "abs_inputs", NULL}},
+		{"shape: [R, (C+1)/2]}", "shape: [R, C], reduction: C, terms: abs}", {":13:", "abs_inputs and reference", NULL}},
 		{"y, dtype: f32, shape: [R, (C+1)/2]}", "y, dtype: i32, shape: [R, C], reduction: C, terms: abs_inputs}",
 		 {":13:", "integer output", NULL}},
 		/* a variant that changes nothing over some shape set (here ci) is no coverage */

@@ -126,6 +126,23 @@ static void test_tamper_cpu(void **state)
 	kg_timing_tamper(c, 5, &cpu_cal, &t);
 	assert_int_equal(t.lies, 4);
 	assert_true(t.forged);
+	/* five in five on a busy host (CI: 64.5 us claimed, 275 us bound, layernorm_pairwise.c), when
+	 * the trusted reference's runner, timed beside it, was charged as much beyond its own clock:
+	 * the host's noise, no lie. A forger hiding 0.5 ms (stack_clock.c) still lies through it. */
+	for (int i = 0; i < 5; i++)
+		c[i] = cpu_call(64500, 400000, 275000 + 20000);
+	kg_timing_tamper(c, 5, &cpu_cal, &t);
+	assert_true(t.forged);
+	struct kg_clock_cal busy = cpu_cal;
+	busy.host_noise_ns = 220000;
+	kg_timing_tamper(c, 5, &busy, &t);
+	assert_int_equal(t.lies, 0);
+	assert_false(t.forged);
+	for (int i = 0; i < 5; i++)
+		c[i] = cpu_call(6600, 700000, 524000 + 20000);
+	busy.host_noise_ns = 150000;
+	kg_timing_tamper(c, 5, &busy, &t);
+	assert_true(t.forged);
 	/* a very short kernel: the slack keeps CPU noise of tens of microseconds quiet */
 	for (int i = 0; i < 5; i++)
 		c[i] = cpu_call(5000, 90000, 80000);
