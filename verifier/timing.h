@@ -33,9 +33,10 @@ struct kg_clock_cal {
 	int cpu_clock; /* the work runs on the CPU: the runner's CPU time bounds it */
 	int par; /* threads the candidate may run at once (1 without threads) */
 	uint64_t snap_cap_ns; /* devices: the most a snapshot of these outputs may take (trusted ceiling) */
-	/* CPU: the most CPU time the host added to a call of the trusted reference's runner, timed
-	 * beside the candidate, beyond its own clock and a call that does nothing (0 when quiet): a busy
-	 * host charges any runner that much, honest or not, so a shortfall within it is no lie */
+	/* CPU: the CPU time the host added to a call of the trusted reference's runner, timed beside
+	 * the candidate, beyond its own clock and a call that does nothing (the median over the timed
+	 * calls; 0 when quiet): a busy host charges any runner that much, honest or not, so a
+	 * shortfall within it is no lie */
 	uint64_t host_noise_ns;
 };
 

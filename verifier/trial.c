@@ -161,6 +161,8 @@ int kg_run_record(struct kg_run *r, const struct kg_findings *f, enum kg_input_c
 				     code == KG_R_CHECK_UNWRITTEN_OUTPUT)) {
 			code = KG_R_CHECK_SHAPE_VARIANT;
 			snprintf(at, sizeof(at), "at shape %s (not the base shape): ", shape_str(r));
+		} else if (r->shape > 0) {
+			snprintf(at, sizeof(at), "at shape %s: ", shape_str(r));
 		}
 		if (already_reported(r, code, cls))
 			continue;
