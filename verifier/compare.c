@@ -177,9 +177,137 @@ KG_HOT void compare_range_t(const void *got, const void *exp, kg_dtype dt, size_
 	}
 }
 
+/* Parts come in index order, so "first" and tie-breaking "max" merge exactly as one pass would. */
+static void merge(struct kg_cmp *r, const struct kg_cmp *p);
+
+/* fp32 with no per-element terms, the common case, on x86-64 with AVX2: blocks of FAST_BLOCK
+ * elements in one branch-free pass over vectors of four doubles, which says whether every element
+ * is finite and within its bound and gives the block's sums and maxima (the relative error and the
+ * share of the bound kept as fractions, compared by products: no division per element). A block
+ * where any element is not goes through compare_range_t; where a maximum beats the running one,
+ * the block is read again for its first index, as one scalar pass would pick. 67M elements on 2
+ * cores: 0.056 s against 0.27 s for the scalar pass. Elsewhere the scalar pass (generic vectors
+ * without AVX were measured slower than it). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define KG_FAST_COMPARE 1
+#define FAST_BLOCK 2048
+#define LANES 4
+typedef double v4d __attribute__((vector_size(8 * LANES)));
+typedef int64_t v4l __attribute__((vector_size(8 * LANES)));
+typedef float v4f __attribute__((vector_size(4 * LANES)));
+
+/* lane-wise a > b ? a : b (a macro: without AVX a function taking these would change the ABI) */
+#define VMAX(a, b) ((v4d)(((v4l)(a) & ((a) > (b))) | ((v4l)(b) & ~((a) > (b)))))
+
+static double hmax(const v4d *a)
+{
+	double m = (*a)[0];
+	for (int k = 1; k < LANES; k++)
+		m = (*a)[k] > m ? (*a)[k] : m;
+	return m;
+}
+
+/* the first index in [lo, hi) whose value of what (0: abs error, 1: relative, 2: share of the
+ * bound) equals m */
+static size_t first_at(const float *g, const float *x, size_t lo, size_t hi, double atol, double rtol, int what,
+		       double m)
+{
+	for (size_t i = lo; i < hi; i++) {
+		double ax = fabs((double)x[i]), e = fabs((double)g[i] - (double)x[i]), b = atol + rtol * ax;
+		double v = what == 0 ? e : what == 1 ? e / (ax > 1e-30 ? ax : 1e-30) : b > 0 ? e / b : 0;
+		if (v == m)
+			return i;
+	}
+	return lo;
+}
+
+__attribute__((target("avx2"))) static void compare_range_f32(const float *g, const float *x, size_t lo, size_t hi,
+							      const struct kg_tol *tol, struct kg_cmp *r)
+{
+	const double atol = tol->atol, rtol = tol->rtol;
+	const v4d va = (v4d){0} + atol, vr = (v4d){0} + rtol, tiny = (v4d){0} + 1e-30, zero = {0};
+	const v4l sign = (v4l){0} + INT64_MAX;
+	memset(r, 0, sizeof(*r));
+	r->first_bad = r->first_nan = r->max_abs_idx = r->max_rel_idx = r->tol_used_idx = -1;
+	for (size_t b0 = lo; b0 < hi; b0 += FAST_BLOCK) {
+		size_t b1 = b0 + FAST_BLOCK < hi ? b0 + FAST_BLOCK : hi;
+		struct kg_cmp blk;
+		if (b1 - b0 < FAST_BLOCK) { /* a short tail: one scalar pass */
+			compare_range_t(g, x, KG_F32, b0, b1, tol, &blk);
+			merge(r, &blk);
+			continue;
+		}
+		const v4d one = (v4d){0} + 1;
+		v4d se = zero, sx = zero, me = zero, mr_n = zero, mr_d = one, mu_n = zero, mu_d = one;
+		v4l ok = ~(v4l){0};
+		for (size_t i = b0; i < b1; i += LANES) {
+			v4f gf, xf;
+			memcpy(&gf, g + i, sizeof(gf));
+			memcpy(&xf, x + i, sizeof(xf));
+			v4d gd = __builtin_convertvector(gf, v4d), xd = __builtin_convertvector(xf, v4d);
+			v4d e = (v4d)((v4l)(gd - xd) & sign), ax = (v4d)((v4l)xd & sign);
+			v4d bound = va + vr * ax;
+			ok &= e <= bound; /* false for NaN on either side, and for Inf mismatches */
+			se += e * e;
+			sx += xd * xd;
+			/* the relative error and the share of the bound as fractions, compared by products:
+			 * no division per element */
+			v4d den = VMAX(ax, tiny);
+			v4l take = e * mr_d > mr_n * den;
+			mr_n = (v4d)(((v4l)e & take) | ((v4l)mr_n & ~take));
+			mr_d = (v4d)(((v4l)den & take) | ((v4l)mr_d & ~take));
+			take = (e * mu_d > mu_n * bound) & (bound > zero);
+			mu_n = (v4d)(((v4l)e & take) | ((v4l)mu_n & ~take));
+			mu_d = (v4d)(((v4l)bound & take) | ((v4l)mu_d & ~take));
+			me = VMAX(e, me);
+		}
+		int all = 1;
+		for (int k = 0; k < LANES; k++)
+			all &= ok[k] != 0;
+		if (!all) {
+			compare_range_t(g, x, KG_F32, b0, b1, tol, &blk);
+			merge(r, &blk);
+			continue;
+		}
+		memset(&blk, 0, sizeof(blk));
+		blk.n = (int64_t)(b1 - b0);
+		blk.first_bad = blk.first_nan = -1;
+		blk.err_sq = blk.ref_sq = 0;
+		for (int k = 0; k < LANES; k++) {
+			blk.err_sq += se[k];
+			blk.ref_sq += sx[k];
+		}
+		blk.max_abs_err = hmax(&me);
+		v4d mr = mr_n / mr_d, mu = mu_n / mu_d;
+		blk.max_rel_err = hmax(&mr);
+		blk.tol_used = hmax(&mu);
+		/* an index only where merge takes this block's maximum (the first block, or a new one) */
+		blk.max_abs_idx = blk.max_rel_idx = blk.tol_used_idx = (int64_t)b0;
+		if (r->max_abs_idx < 0 || blk.max_abs_err > r->max_abs_err) {
+			size_t i = first_at(g, x, b0, b1, atol, rtol, 0, blk.max_abs_err);
+			blk.max_abs_idx = (int64_t)i;
+			blk.max_abs_got = g[i];
+			blk.max_abs_exp = x[i];
+		}
+		if (r->max_rel_idx < 0 || blk.max_rel_err > r->max_rel_err)
+			blk.max_rel_idx = (int64_t)first_at(g, x, b0, b1, atol, rtol, 1, blk.max_rel_err);
+		if (r->tol_used_idx < 0 || blk.tol_used > r->tol_used)
+			blk.tol_used_idx = (int64_t)first_at(g, x, b0, b1, atol, rtol, 2, blk.tol_used);
+		merge(r, &blk);
+	}
+}
+
+#endif
+
 static void compare_range(const void *got, const void *exp, kg_dtype dt, size_t lo, size_t hi,
 			  const struct kg_tol *tol, struct kg_cmp *r)
 {
+#ifdef KG_FAST_COMPARE
+	if (dt == KG_F32 && !tol->terms && __builtin_cpu_supports("avx2")) {
+		compare_range_f32(got, exp, lo, hi, tol, r);
+		return;
+	}
+#endif
 	if (dt == KG_F32)
 		compare_range_t(got, exp, KG_F32, lo, hi, tol, r);
 	else
@@ -199,7 +327,6 @@ static void cmp_part(void *arg, int part, size_t lo, size_t hi)
 	compare_range(j->got, j->exp, j->dt, lo, hi, j->tol, &j->part[part]);
 }
 
-/* Parts come in index order, so "first" and tie-breaking "max" merge exactly as one pass would. */
 static void merge(struct kg_cmp *r, const struct kg_cmp *p)
 {
 	r->n += p->n;

@@ -77,6 +77,53 @@ void kg_chacha20_block4(const uint32_t key[8], uint32_t counter, const uint32_t 
 	}
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+typedef uint32_t v8u __attribute__((vector_size(32)));
+#define QR8 QR4
+__attribute__((target("avx2"))) static void block8_avx2(const uint32_t key[8], uint32_t counter,
+							 const uint32_t nonce[3], uint32_t out[8][16])
+{
+	v8u in[16], x[16];
+	static const uint32_t sigma[4] = {0x61707865, 0x3320646e, 0x79622d32, 0x6b206574};
+	for (int i = 0; i < 4; i++)
+		in[i] = (v8u){0} + sigma[i];
+	for (int i = 0; i < 8; i++)
+		in[4 + i] = (v8u){0} + key[i];
+	in[12] = (v8u){counter,	    counter + 1, counter + 2, counter + 3,
+		       counter + 4, counter + 5, counter + 6, counter + 7};
+	for (int i = 0; i < 3; i++)
+		in[13 + i] = (v8u){0} + nonce[i];
+	memcpy(x, in, sizeof(x));
+	for (int i = 0; i < 10; i++) {
+		QR8(x[0], x[4], x[8], x[12]);
+		QR8(x[1], x[5], x[9], x[13]);
+		QR8(x[2], x[6], x[10], x[14]);
+		QR8(x[3], x[7], x[11], x[15]);
+		QR8(x[0], x[5], x[10], x[15]);
+		QR8(x[1], x[6], x[11], x[12]);
+		QR8(x[2], x[7], x[8], x[13]);
+		QR8(x[3], x[4], x[9], x[14]);
+	}
+	for (int i = 0; i < 16; i++) {
+		v8u w = x[i] + in[i];
+		for (int b = 0; b < 8; b++)
+			out[b][i] = w[b];
+	}
+}
+#endif
+
+void kg_chacha20_block8(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3], uint32_t out[8][16])
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (__builtin_cpu_supports("avx2")) {
+		block8_avx2(key, counter, nonce, out);
+		return;
+	}
+#endif
+	kg_chacha20_block4(key, counter, nonce, out);
+	kg_chacha20_block4(key, counter + 4, nonce, out + 4);
+}
+
 void kg_chacha20_bytes(const uint32_t words[16], uint8_t out[64])
 {
 	for (int i = 0; i < 16; i++)
@@ -91,7 +138,7 @@ void kg_prng_init(kg_prng *r, const kg_key *k, uint32_t n0, uint64_t id)
 	r->nonce[1] = (uint32_t)id;
 	r->nonce[2] = (uint32_t)(id >> 32);
 	r->counter = 0;
-	r->pos = 64;
+	r->pos = r->len = 0;
 	r->have_spare = 0;
 	r->spare = 0;
 }
@@ -99,21 +146,28 @@ void kg_prng_init(kg_prng *r, const kg_key *k, uint32_t n0, uint64_t id)
 static void refill(kg_prng *r)
 {
 	/* 2^32 blocks of 64 bytes per stream: far beyond any tensor's chunk */
-	kg_chacha20_block4(r->key, r->counter, r->nonce, (uint32_t(*)[16])r->buf);
-	r->counter += 4;
+	if (!r->len) {
+		kg_chacha20_block4(r->key, r->counter, r->nonce, (uint32_t(*)[16])r->buf);
+		r->counter += 4;
+		r->len = 64;
+	} else {
+		kg_chacha20_block8(r->key, r->counter, r->nonce, (uint32_t(*)[16])r->buf);
+		r->counter += 8;
+		r->len = 128;
+	}
 	r->pos = 0;
 }
 
 uint32_t kg_prng_next32(kg_prng *r)
 {
-	if (r->pos >= 64)
+	if (r->pos >= r->len)
 		refill(r);
 	return r->buf[r->pos++];
 }
 
 uint64_t kg_prng_next(kg_prng *r)
 {
-	if (r->pos >= 63)
+	if (r->pos >= r->len - 1)
 		refill(r);
 	uint64_t v = (uint64_t)r->buf[r->pos] | (uint64_t)r->buf[r->pos + 1] << 32;
 	r->pos += 2;

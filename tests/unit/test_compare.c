@@ -476,6 +476,80 @@ static void test_reference_terms(void **state)
 	free(E);
 }
 
+/* The fp32 fast path (vector blocks, compare.c) gives what the scalar pass gives: counts, first
+ * indices, maxima and where they are; the norm-wise sums up to their order of addition. A zero
+ * terms array sends the same data through the scalar pass. */
+static void test_fast_path_matches_scalar(void **state)
+{
+	(void)state;
+	enum { N = 5 * 2048 + 123 };
+	float *got = malloc(N * sizeof(float)), *exp = malloc(N * sizeof(float)), *zero = calloc(N, sizeof(float));
+	assert_true(got && exp && zero);
+	for (int c = 0; c < 8; c++) {
+		uint64_t s = 0x1234567ull + (uint64_t)c;
+		for (int i = 0; i < N; i++) {
+			exp[i] = (float)(4 * unif(&s) - 2);
+			got[i] = exp[i] + (float)(1e-6 * (unif(&s) - 0.5));
+		}
+		struct kg_tol t = {.atol = 1e-6, .rtol = 1e-5};
+		switch (c) {
+		case 1: /* one bad element in the third block */
+			got[2 * 2048 + 17] += 0.5f;
+			break;
+		case 2: /* NaN and Inf mismatches, and a NaN where the reference has one */
+			got[3000] = NAN;
+			got[9000] = INFINITY;
+			exp[100] = got[100] = NAN;
+			break;
+		case 3: /* exact zeros under a zero atol: a zero bound */
+			t.atol = 0;
+			exp[4100] = 0;
+			got[4100] = 0;
+			exp[4200] = 0;
+			got[4200] = 1e-9f;
+			break;
+		case 4: /* the largest error in the tail past the last full block */
+			got[N - 5] += 1e-5f;
+			break;
+		case 5: /* ties: the same largest error twice, the first one counts */
+			got[10] = exp[10] + 5e-6f;
+			got[5000] = exp[5000] + 5e-6f;
+			exp[5000] = exp[10];
+			got[5000] = got[10];
+			break;
+		case 6: /* everything bad */
+			for (int i = 0; i < N; i++)
+				got[i] = -exp[i] - 1;
+			break;
+		default:
+			break;
+		}
+		struct kg_cmp fast, slow;
+		struct kg_tol ts = t;
+		ts.terms = zero;
+		ts.terms_g = 0;
+		int rf = kg_compare(got, exp, KG_F32, N, &t, &fast), rs = kg_compare(got, exp, KG_F32, N, &ts, &slow);
+		assert_int_equal(rf, rs);
+		assert_int_equal(fast.n, slow.n);
+		assert_int_equal(fast.n_bad, slow.n_bad);
+		assert_int_equal(fast.n_nan, slow.n_nan);
+		assert_int_equal(fast.n_inf, slow.n_inf);
+		assert_int_equal(fast.first_bad, slow.first_bad);
+		assert_int_equal(fast.first_nan, slow.first_nan);
+		assert_int_equal(fast.max_abs_idx, slow.max_abs_idx);
+		assert_true(fast.max_abs_err == slow.max_abs_err);
+		assert_int_equal(fast.max_rel_idx, slow.max_rel_idx);
+		assert_true(fast.max_rel_err == slow.max_rel_err);
+		assert_int_equal(fast.tol_used_idx, slow.tol_used_idx);
+		assert_true(fast.tol_used == slow.tol_used);
+		assert_true(fast.normwise_err == slow.normwise_err ||
+			    fabs(fast.normwise_err - slow.normwise_err) <= 1e-12 * fabs(slow.normwise_err));
+	}
+	free(got);
+	free(exp);
+	free(zero);
+}
+
 static void layout(struct kg_arena *a)
 {
 	kg_dtype dt[2] = {KG_F32, KG_F16};
@@ -557,7 +631,7 @@ int main(void)
 		cmocka_unit_test(test_growth_term),	 cmocka_unit_test(test_normwise_and_share),
 		cmocka_unit_test(test_long_sum_noise_passes), cmocka_unit_test(test_dot_product_noise_passes),
 		cmocka_unit_test(test_shortcuts_still_fail), cmocka_unit_test(test_term_magnitudes),
-		cmocka_unit_test(test_reference_terms),
+		cmocka_unit_test(test_reference_terms), cmocka_unit_test(test_fast_path_matches_scalar),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

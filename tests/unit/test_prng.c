@@ -89,6 +89,16 @@ static void test_chacha20_rfc8439(void **state)
 			assert_memory_equal(four[b], one, sizeof(one));
 		}
 	}
+	/* and eight (AVX2 where the CPU has it) */
+	const uint32_t c8[2] = {7, 0xfffffffcu};
+	uint32_t eight[8][16];
+	for (int c = 0; c < 2; c++) {
+		kg_chacha20_block8(kw, c8[c], nw, eight);
+		for (int b = 0; b < 8; b++) {
+			kg_chacha20_block(kw, c8[c] + (uint32_t)b, nw, one);
+			assert_memory_equal(eight[b], one, sizeof(one));
+		}
+	}
 }
 
 static void test_streams(void **state)
