@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -139,8 +140,6 @@ void kg_prng_init(kg_prng *r, const kg_key *k, uint32_t n0, uint64_t id)
 	r->nonce[2] = (uint32_t)(id >> 32);
 	r->counter = 0;
 	r->pos = r->len = 0;
-	r->have_spare = 0;
-	r->spare = 0;
 }
 
 static void refill(kg_prng *r)
@@ -179,22 +178,57 @@ double kg_prng_uniform(kg_prng *r)
 	return (double)(kg_prng_next(r) >> 11) * 0x1.0p-53;
 }
 
+/* Normal deviates by the ziggurat (Marsaglia and Tsang 2000, 128 layers): ~99 % of draws cost one
+ * 64-bit word, a table look-up and a multiply, where the polar method took a logarithm, a square
+ * root and a division (and 1.27 pairs of words) for every two; input generation over gigabyte
+ * tensors was a third of the parent's time. The layer comes from bits the value does not use
+ * (Doornik 2005: sharing them skews the result). */
+#define ZIG_R 3.442619855899
+static uint32_t zig_k[128];
+static double zig_w[128], zig_f[128];
+static pthread_once_t zig_once = PTHREAD_ONCE_INIT;
+
+static void zig_init(void)
+{
+	const double m = 2147483648.0, v = 9.91256303526217e-3;
+	double d = ZIG_R, t = d, q = v / exp(-0.5 * d * d);
+	zig_k[0] = (uint32_t)((d / q) * m);
+	zig_k[1] = 0;
+	zig_w[0] = q / m;
+	zig_w[127] = d / m;
+	zig_f[0] = 1.0;
+	zig_f[127] = exp(-0.5 * d * d);
+	for (int i = 126; i >= 1; i--) {
+		d = sqrt(-2.0 * log(v / d + exp(-0.5 * d * d)));
+		zig_k[i + 1] = (uint32_t)((d / t) * m);
+		t = d;
+		zig_f[i] = exp(-0.5 * d * d);
+		zig_w[i] = d / m;
+	}
+}
+
 double kg_prng_normal(kg_prng *r)
 {
-	if (r->have_spare) {
-		r->have_spare = 0;
-		return r->spare;
+	pthread_once(&zig_once, zig_init);
+	for (;;) {
+		uint64_t u = kg_prng_next(r);
+		int32_t h = (int32_t)(uint32_t)(u >> 32);
+		int i = (int)(u & 127);
+		uint32_t a = h < 0 ? (uint32_t)0 - (uint32_t)h : (uint32_t)h;
+		double x = (double)h * zig_w[i];
+		if (a < zig_k[i])
+			return x;
+		if (i == 0) { /* the tail beyond R */
+			double y;
+			do {
+				x = -log(1.0 - kg_prng_uniform(r)) / ZIG_R;
+				y = -log(1.0 - kg_prng_uniform(r));
+			} while (y + y < x * x);
+			return h > 0 ? ZIG_R + x : -ZIG_R - x;
+		}
+		if (zig_f[i] + kg_prng_uniform(r) * (zig_f[i - 1] - zig_f[i]) < exp(-0.5 * x * x))
+			return x;
 	}
-	double u, v, s;
-	do {
-		u = ((double)kg_prng_next32(r) - 0x1.0p31) * 0x1.0p-31;
-		v = ((double)kg_prng_next32(r) - 0x1.0p31) * 0x1.0p-31;
-		s = u * u + v * v;
-	} while (s >= 1.0 || s == 0.0);
-	double m = sqrt(-2.0 * log(s) / s);
-	r->spare = v * m;
-	r->have_spare = 1;
-	return u * m;
 }
 
 uint64_t kg_prng_below(kg_prng *r, uint64_t n)

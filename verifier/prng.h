@@ -36,8 +36,6 @@ typedef struct kg_prng {
 	int pos; /* next unused word of buf */
 	int len; /* words in buf: 0 before the first refill, which makes 4 blocks (a stream read for a
 		  * word or two costs no more), then 8 a time */
-	int have_spare;
-	double spare;
 } kg_prng;
 
 void kg_prng_init(kg_prng *r, const kg_key *k, uint32_t n0, uint64_t id);

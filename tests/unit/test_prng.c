@@ -178,6 +178,28 @@ static void test_moments(void **state)
 	assert_true(fabs(s / n) < 0.01);
 	assert_true(fabs(s2 / n - 1.0) < 0.02);
 	assert_true(fabs(us / n - 0.5) < 0.01);
+	/* the normal's shape (ziggurat): kurtosis 3, the tail past the base strip (3.44) and far
+	 * out, and a histogram of 0.25-wide bins over [-4, 4] against the exact probabilities */
+	const int m = 2000000;
+	double s4 = 0;
+	int past3 = 0, past4 = 0, hist[32] = {0};
+	for (int i = 0; i < m; i++) {
+		double x = kg_prng_normal(&r);
+		s4 += x * x * x * x;
+		past3 += fabs(x) > 3.5;
+		past4 += fabs(x) > 4.5;
+		if (x > -4 && x < 4)
+			hist[(int)((x + 4) * 4)]++;
+	}
+	assert_true(fabs(s4 / m - 3.0) < 0.05);
+	assert_true(fabs(past3 - m * 4.6525e-4) < 5 * sqrt(m * 4.6525e-4)); /* P(|x| > 3.5) */
+	assert_true(fabs(past4 - m * 6.795e-6) < 5 * sqrt(m * 6.795e-6) + 1); /* P(|x| > 4.5) */
+	double chi2 = 0;
+	for (int b = 0; b < 32; b++) {
+		double lo = -4 + b * 0.25, p = 0.5 * (erf((lo + 0.25) / sqrt(2.0)) - erf(lo / sqrt(2.0)));
+		chi2 += (hist[b] - m * p) * (hist[b] - m * p) / (m * p);
+	}
+	assert_true(chi2 < 70); /* 31 degrees of freedom: 70 is past p = 1e-4 */
 	for (int i = 0; i < 1000; i++)
 		assert_true(kg_prng_below(&r, 3) < 3);
 }
