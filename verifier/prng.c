@@ -19,22 +19,28 @@
 		c += d, b ^= c, b = ROTL32(b, 7);        \
 	} while (0)
 
+/* ten double rounds (column, then diagonal) with a quarter-round for one lane or several */
+#define CHACHA_ROUNDS(Q, x)                                  \
+	do {                                                 \
+		for (int i_ = 0; i_ < 10; i_++) {            \
+			Q(x[0], x[4], x[8], x[12]);          \
+			Q(x[1], x[5], x[9], x[13]);          \
+			Q(x[2], x[6], x[10], x[14]);         \
+			Q(x[3], x[7], x[11], x[15]);         \
+			Q(x[0], x[5], x[10], x[15]);         \
+			Q(x[1], x[6], x[11], x[12]);         \
+			Q(x[2], x[7], x[8], x[13]);          \
+			Q(x[3], x[4], x[9], x[14]);          \
+		}                                            \
+	} while (0)
+
 void kg_chacha20_block(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3], uint32_t out[16])
 {
 	const uint32_t in[16] = {0x61707865, 0x3320646e, 0x79622d32, 0x6b206574, key[0], key[1], key[2], key[3],
 				 key[4],     key[5],     key[6],     key[7],     counter, nonce[0], nonce[1], nonce[2]};
 	uint32_t x[16];
 	memcpy(x, in, sizeof(x));
-	for (int i = 0; i < 10; i++) {
-		QR(x[0], x[4], x[8], x[12]);
-		QR(x[1], x[5], x[9], x[13]);
-		QR(x[2], x[6], x[10], x[14]);
-		QR(x[3], x[7], x[11], x[15]);
-		QR(x[0], x[5], x[10], x[15]);
-		QR(x[1], x[6], x[11], x[12]);
-		QR(x[2], x[7], x[8], x[13]);
-		QR(x[3], x[4], x[9], x[14]);
-	}
+	CHACHA_ROUNDS(QR, x);
 	for (int i = 0; i < 16; i++)
 		out[i] = x[i] + in[i];
 }
@@ -61,16 +67,7 @@ void kg_chacha20_block4(const uint32_t key[8], uint32_t counter, const uint32_t 
 	for (int i = 0; i < 3; i++)
 		in[13 + i] = (v4u){nonce[i], nonce[i], nonce[i], nonce[i]};
 	memcpy(x, in, sizeof(x));
-	for (int i = 0; i < 10; i++) {
-		QR4(x[0], x[4], x[8], x[12]);
-		QR4(x[1], x[5], x[9], x[13]);
-		QR4(x[2], x[6], x[10], x[14]);
-		QR4(x[3], x[7], x[11], x[15]);
-		QR4(x[0], x[5], x[10], x[15]);
-		QR4(x[1], x[6], x[11], x[12]);
-		QR4(x[2], x[7], x[8], x[13]);
-		QR4(x[3], x[4], x[9], x[14]);
-	}
+	CHACHA_ROUNDS(QR4, x);
 	for (int i = 0; i < 16; i++) {
 		v4u w = x[i] + in[i];
 		for (int b = 0; b < 4; b++)
@@ -80,7 +77,6 @@ void kg_chacha20_block4(const uint32_t key[8], uint32_t counter, const uint32_t 
 
 #if defined(__x86_64__) && defined(__GNUC__)
 typedef uint32_t v8u __attribute__((vector_size(32)));
-#define QR8 QR4
 __attribute__((target("avx2"))) static void block8_avx2(const uint32_t key[8], uint32_t counter,
 							 const uint32_t nonce[3], uint32_t out[8][16])
 {
@@ -95,16 +91,7 @@ __attribute__((target("avx2"))) static void block8_avx2(const uint32_t key[8], u
 	for (int i = 0; i < 3; i++)
 		in[13 + i] = (v8u){0} + nonce[i];
 	memcpy(x, in, sizeof(x));
-	for (int i = 0; i < 10; i++) {
-		QR8(x[0], x[4], x[8], x[12]);
-		QR8(x[1], x[5], x[9], x[13]);
-		QR8(x[2], x[6], x[10], x[14]);
-		QR8(x[3], x[7], x[11], x[15]);
-		QR8(x[0], x[5], x[10], x[15]);
-		QR8(x[1], x[6], x[11], x[12]);
-		QR8(x[2], x[7], x[8], x[13]);
-		QR8(x[3], x[4], x[9], x[14]);
-	}
+	CHACHA_ROUNDS(QR4, x);
 	for (int i = 0; i < 16; i++) {
 		v8u w = x[i] + in[i];
 		for (int b = 0; b < 8; b++)

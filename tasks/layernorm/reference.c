@@ -1,10 +1,26 @@
 /* Trusted CPU reference for LayerNorm over the trailing dimensions: two passes in double
- * (mean, then centred variance), biased variance, eps 1e-5, as torch.nn.LayerNorm; and the error
- * scale of each output element (kg_error_terms, the manifest's `terms: reference`). */
+ * (mean, then centred variance), biased variance, eps 1e-5, as torch.nn.LayerNorm; and each output
+ * element's allowance (kg_error_terms, the manifest's `terms: reference`). */
 #include <kgate/kernel.h>
 #include <math.h>
 
 KG_CANDIDATE;
+
+/* A row's mean, biased variance and mean |x|, in double, two passes. */
+static void moments(const float *x, int64_t n, double *mean, double *var, double *mabs)
+{
+	double m = 0, a = 0, v = 0;
+	for (int64_t i = 0; i < n; i++) {
+		m += x[i];
+		a += fabs((double)x[i]);
+	}
+	m /= (double)n;
+	for (int64_t i = 0; i < n; i++)
+		v += ((double)x[i] - m) * ((double)x[i] - m);
+	*mean = m;
+	*var = v / (double)n;
+	*mabs = a / (double)n;
+}
 
 int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *stream)
 {
@@ -18,13 +34,8 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 	for (int64_t r = 0; r < rows; r++) {
 		const float *xr = x + r * n;
 		float *yr = y + r * n;
-		double mean = 0, var = 0;
-		for (int64_t i = 0; i < n; i++)
-			mean += xr[i];
-		mean /= (double)n;
-		for (int64_t i = 0; i < n; i++)
-			var += ((double)xr[i] - mean) * ((double)xr[i] - mean);
-		var /= (double)n;
+		double mean, var, mabs;
+		moments(xr, n, &mean, &var, &mabs);
 		double inv = 1.0 / sqrt(var + 1e-5);
 		for (int64_t i = 0; i < n; i++)
 			yr[i] = (float)(((double)xr[i] - mean) * inv * w[i] + b[i]);
@@ -69,16 +80,9 @@ int kg_error_terms(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, voi
 	double g = 2.0 * sqrt((double)n + 1) / 16777216.0;
 	for (int64_t r = 0; r < rows; r++) {
 		const float *xr = x + r * n;
-		double mean = 0, mabs = 0, var = 0;
-		for (int64_t i = 0; i < n; i++) {
-			mean += xr[i];
-			mabs += fabs((double)xr[i]);
-		}
-		mean /= (double)n;
-		mabs /= (double)n;
-		for (int64_t i = 0; i < n; i++)
-			var += ((double)xr[i] - mean) * ((double)xr[i] - mean);
-		double inv = 1.0 / sqrt(var / (double)n + 1e-5);
+		double mean, var, mabs;
+		moments(xr, n, &mean, &var, &mabs);
+		double inv = 1.0 / sqrt(var + 1e-5);
 		float mu32 = fp32_sum(xr, n, 0, 0) / (float)n;
 		float inv32 = 1.0f / sqrtf(fp32_sum(xr, n, mu32, 1) / (float)n + 1e-5f);
 		for (int64_t i = 0; i < n; i++) {
