@@ -135,7 +135,7 @@ static int twin(const float *x, long long rows, long long n, cudaStream_t s, flo
 }
 
 /* the row moments of x into scratch (mean, centred m2, sum|x|), then one pass over the elements:
- * the normalisation, or each element's error scale */
+ * the normalisation, or each element's allowance */
 static int layernorm(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *stream, int terms)
 {
 	static double *scratch;
