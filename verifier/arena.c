@@ -221,25 +221,46 @@ static int check_range(const struct kg_arena *a, uint64_t lo, uint64_t hi, uint6
 	return 0;
 }
 
+/* Guard band i: before slot i (i < n), or after the last slot (i == n), cur the end of slot i-1.
+ * Flat: everything between the tensors. Paged: only the slack inside a tensor's first page (its
+ * end is page-aligned); every other byte of the layout sits on a page the runner never maps, where
+ * the hardware faults any access, so writing and reading it back (up to the input region's whole
+ * capacity at a small variant shape: a gigabyte a call at softmax's nominal size) guards nothing. */
+static void band(const struct kg_arena *a, int i, uint64_t cur, uint64_t *lo, uint64_t *hi)
+{
+	int n = a->n_in + a->n_out;
+	if (!a->paged) {
+		*lo = cur;
+		*hi = i < n ? a->slot[i].off : a->used;
+	} else if (i < n) {
+		*hi = a->slot[i].off;
+		*lo = *hi / KG_ARENA_PAGE * KG_ARENA_PAGE;
+	} else {
+		*lo = cur;
+		*hi = align_up(cur, KG_ARENA_PAGE);
+	}
+}
+
 void kg_arena_canary_fill(struct kg_arena *a, uint64_t id)
 {
 	a->canary_id = id;
-	uint64_t cur = 0;
+	uint64_t cur = 0, lo, hi;
 	int n = a->n_in + a->n_out;
-	for (int i = 0; i < n; i++) {
-		fill_range(a, cur, a->slot[i].off);
-		cur = a->slot[i].off + a->slot[i].bytes;
+	for (int i = 0; i <= n; i++) {
+		band(a, i, cur, &lo, &hi);
+		fill_range(a, lo, hi);
+		if (i < n)
+			cur = a->slot[i].off + a->slot[i].bytes;
 	}
-	fill_range(a, cur, a->used);
 }
 
 int kg_arena_canary_check(const struct kg_arena *a, int *slot, int *side, uint64_t *distance)
 {
-	uint64_t cur = 0, bad;
+	uint64_t cur = 0, bad, lo, end;
 	int n = a->n_in + a->n_out;
 	for (int i = 0; i <= n; i++) {
-		uint64_t end = i < n ? a->slot[i].off : a->used;
-		if (check_range(a, cur, end, &bad)) {
+		band(a, i, cur, &lo, &end);
+		if (check_range(a, lo, end, &bad)) {
 			/* Attribute the hit to the nearer buffer edge. */
 			uint64_t after_prev = i > 0 ? bad - cur : UINT64_MAX;
 			uint64_t before_next = i < n ? end - 1 - bad : UINT64_MAX;

@@ -113,13 +113,13 @@ static void test_keyed_canaries(void **state)
 	assert_int_equal(side, -1);
 	assert_int_equal(dist, 2);
 	out[-3] ^= 0x40;
-	/* a byte right after the input, in the file's guard page */
+	/* a byte right after the input is on its guard page, which the runner never maps (the
+	 * hardware faults any access there): no band, never written or read back. Filling such pages
+	 * cost a gigabyte a call at softmax's nominal size, the input region's whole capacity at a
+	 * small variant shape. */
 	unsigned char *in = kg_arena_ptr(a, 0);
 	in[a->slot[0].bytes] ^= 1;
-	assert_int_equal(kg_arena_canary_check(a, &slot, &side, &dist), 1);
-	assert_int_equal(slot, 0);
-	assert_int_equal(side, 1);
-	assert_int_equal(dist, 0);
+	assert_int_equal(kg_arena_canary_check(a, &slot, &side, &dist), 0);
 	in[a->slot[0].bytes] ^= 1;
 }
 
