@@ -22,6 +22,8 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 		for (int64_t c = 0; c < cols; c++) {
 			float v = xr[c];
 			nan |= isnan(v);
+			if (v == -INFINITY)
+				continue; /* adds nothing; before any finite value, expf(-inf - -inf) is NaN */
 			if (v > m) {
 				s = s * expf(m - v);
 				m = v;
