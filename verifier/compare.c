@@ -196,8 +196,10 @@ typedef double v4d __attribute__((vector_size(8 * LANES)));
 typedef int64_t v4l __attribute__((vector_size(8 * LANES)));
 typedef float v4f __attribute__((vector_size(4 * LANES)));
 
-/* lane-wise a > b ? a : b (a macro: without AVX a function taking these would change the ABI) */
-#define VMAX(a, b) ((v4d)(((v4l)(a) & ((a) > (b))) | ((v4l)(b) & ~((a) > (b)))))
+/* lane-wise m ? a : b, and a > b ? a : b (macros: outside a target("avx2") function, one taking
+ * these would change the ABI) */
+#define VSEL(m, a, b) ((v4d)(((v4l)(a) & (m)) | ((v4l)(b) & ~(m))))
+#define VMAX(a, b) VSEL((a) > (b), a, b)
 
 static double hmax(const v4d *a)
 {
@@ -226,6 +228,7 @@ __attribute__((target("avx2"))) static void compare_range_f32(const float *g, co
 {
 	const double atol = tol->atol, rtol = tol->rtol;
 	const v4d va = (v4d){0} + atol, vr = (v4d){0} + rtol, tiny = (v4d){0} + 1e-30, zero = {0};
+	const v4d one = (v4d){0} + 1;
 	const v4l sign = (v4l){0} + INT64_MAX;
 	memset(r, 0, sizeof(*r));
 	r->first_bad = r->first_nan = r->max_abs_idx = r->max_rel_idx = r->tol_used_idx = -1;
@@ -237,7 +240,6 @@ __attribute__((target("avx2"))) static void compare_range_f32(const float *g, co
 			merge(r, &blk);
 			continue;
 		}
-		const v4d one = (v4d){0} + 1;
 		v4d se = zero, sx = zero, me = zero, mr_n = zero, mr_d = one, mu_n = zero, mu_d = one;
 		v4l ok = ~(v4l){0};
 		for (size_t i = b0; i < b1; i += LANES) {
@@ -254,11 +256,11 @@ __attribute__((target("avx2"))) static void compare_range_f32(const float *g, co
 			 * no division per element */
 			v4d den = VMAX(ax, tiny);
 			v4l take = e * mr_d > mr_n * den;
-			mr_n = (v4d)(((v4l)e & take) | ((v4l)mr_n & ~take));
-			mr_d = (v4d)(((v4l)den & take) | ((v4l)mr_d & ~take));
+			mr_n = VSEL(take, e, mr_n);
+			mr_d = VSEL(take, den, mr_d);
 			take = (e * mu_d > mu_n * bound) & (bound > zero);
-			mu_n = (v4d)(((v4l)e & take) | ((v4l)mu_n & ~take));
-			mu_d = (v4d)(((v4l)bound & take) | ((v4l)mu_d & ~take));
+			mu_n = VSEL(take, e, mu_n);
+			mu_d = VSEL(take, bound, mu_d);
 			me = VMAX(e, me);
 		}
 		int all = 1;

@@ -328,7 +328,7 @@ void kg_phase_timing(struct kg_run *r)
 			.flush_cpu_ns = c.r.flush_cpu_ns,
 			.cpu_known = c.r.cpu_known,
 		};
-		ex[i] = (double)r->ref_excess_ns;
+		ex[i] = (double)r->ref_excess_ns / 1e6;
 		rms[i] = (double)ref_ns / 1e6;
 		/* the reported time never undercuts what the parent itself measured of the call */
 		cms[i] = (double)kg_timing_reported(&calls[i], &cal) / 1e6;
@@ -345,7 +345,7 @@ void kg_phase_timing(struct kg_run *r)
 	 * them, while one call's spike (seen: 0.4 ms on a quiet machine) would hide a forger's lies */
 	struct kg_timing et;
 	kg_timing_stats(ex, n, &et);
-	cal.host_noise_ns = (uint64_t)et.median_ms; /* ns: the samples were */
+	cal.host_noise_ns = (uint64_t)(et.median_ms * 1e6);
 	if (judge(r, calls, n, &cal)) {
 		/* a forged claim makes every derived figure meaningless: report the parent's view only */
 		kg_verdict_add_check(r->v, "timing", KG_CHECK_FAIL, kg_secs_since(t0),

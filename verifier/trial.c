@@ -363,16 +363,14 @@ static void ref_prepare(struct kg_run *r)
 	kg_arena_poison(&r->ra, SEED_REF_POISON + r->ref_poison_seq++);
 }
 
-/* the trusted reference may take as long as the policy lets a run session live: a CPU reference at
- * a nominal shape (matmul N=4096) runs past a fixed minute */
-static double ref_timeout_s(const struct kg_run *r)
+/* entry: KG_ENTRY_FORWARD, or KG_ENTRY_TERMS (the reference's kg_error_terms) */
+static int ref_exec(struct kg_run *r, int flush, uint32_t entry, struct kg_call_result *res, kg_error *e)
 {
-	return r->plan->pol.wall_s > 60 ? r->plan->pol.wall_s : 60;
-}
-
-static int ref_exec(struct kg_run *r, int flush, struct kg_call_result *res, kg_error *e)
-{
-	return kg_session_run_call(&r->rs, &(struct kg_call){.flush = flush, .run_timeout_s = ref_timeout_s(r)}, res, e);
+	/* the trusted reference may take as long as the policy lets a run session live: a CPU
+	 * reference at a nominal shape (matmul N=4096) runs past a fixed minute */
+	double ref_s = r->plan->pol.wall_s > 60 ? r->plan->pol.wall_s : 60;
+	return kg_session_run_call(&r->rs, &(struct kg_call){.flush = flush, .run_timeout_s = ref_s, .entry = entry},
+				   res, e);
 }
 
 static int ref_finish(struct kg_run *r, int rc, const struct kg_call_result *res, const kg_error *e,
@@ -404,11 +402,12 @@ static int ref_finish(struct kg_run *r, int rc, const struct kg_call_result *res
 	return 0;
 }
 
-static int ref_call(struct kg_run *r, int flush, const char *what, void *const *dst, struct kg_call_result *res)
+static int ref_call(struct kg_run *r, int flush, uint32_t entry, const char *what, void *const *dst,
+		    struct kg_call_result *res)
 {
 	kg_error e = {0};
 	ref_prepare(r);
-	int rc = ref_exec(r, flush, res, &e);
+	int rc = ref_exec(r, flush, entry, res, &e);
 	return ref_finish(r, rc, res, &e, what, dst);
 }
 
@@ -420,7 +419,7 @@ int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns)
 	struct kg_call_result res;
 	ahead_drop(r); /* one call on rs at a time */
 	load_inputs(r, &r->ra);
-	if (ref_call(r, flush, "", r->refout, &res))
+	if (ref_call(r, flush, KG_ENTRY_FORWARD, "", r->refout, &res))
 		return -1;
 	return ref_tolerances(r, &res, ns);
 }
@@ -457,7 +456,7 @@ static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, ui
 static void *ahead_main(void *arg)
 {
 	struct kg_run *r = arg;
-	r->ahead.rc = ref_exec(r, 0, &r->ahead.res, &r->ahead.e);
+	r->ahead.rc = ref_exec(r, 0, KG_ENTRY_FORWARD, &r->ahead.res, &r->ahead.e);
 	return NULL;
 }
 
@@ -557,12 +556,26 @@ void kg_run_view(struct kg_run *r, struct kg_view *v)
 	};
 }
 
+/* The reference arena's inputs: this call's, each element's sign cleared (floats only, task.c: the
+ * sign is the top bit of each little-endian element). */
+static void abs_inputs(struct kg_run *r, struct kg_arena *a)
+{
+	for (int i = 0; i < r->plan->task.n_inputs; i++) {
+		const struct kg_arena_slot *sl = &a->slot[i];
+		unsigned char *d = kg_arena_ptr(a, i);
+		const unsigned char *src = r->shadow[i];
+		size_t es = kg_dtype_size(sl->dtype);
+		for (size_t k = 0; k < sl->bytes; k++)
+			d[k] = (k % es == es - 1) ? (unsigned char)(src[k] & 0x7f) : src[k];
+	}
+}
+
 /* The outputs that failed under the output-wide bound and whose manifest declares `terms` get
- * each element's own error scale T_i (compare.h) from the trusted reference, which runs once more
- * on this call's inputs: `abs_inputs` runs kg_forward on their absolute values (T_i = sum|terms|),
- * `reference` runs the reference's kg_error_terms on them as they are. Only then: an output that
- * passes, honest or not, costs nothing more. 1 when some output's bound was widened, 0 when none,
- * -1 after an internal error. */
+ * each element's own allowance (compare.h) from the trusted reference, which runs once more on
+ * this call's inputs: `abs_inputs` runs kg_forward on their absolute values (sum|terms|, scaled
+ * by the reduction's gt), `reference` runs the reference's kg_error_terms on them as they are (an
+ * allowance in the output's own units). Only then: an output that passes, honest or not, costs
+ * nothing more. 1 when some output's bound was widened, 0 when none, -1 after an internal error. */
 static int term_bounds_by(struct kg_run *r, const struct kg_findings *f, enum kg_terms how)
 {
 	const struct kg_plan *p = r->plan;
@@ -580,36 +593,27 @@ static int term_bounds_by(struct kg_run *r, const struct kg_findings *f, enum kg
 	if (!need)
 		return 0;
 	ahead_drop(r);
-	if (how == KG_TERMS_REFERENCE)
+	int by_ref = how == KG_TERMS_REFERENCE;
+	if (by_ref)
 		load_inputs(r, a);
-	for (int i = 0; how == KG_TERMS_ABS_INPUTS && i < p->task.n_inputs; i++) {
-		const struct kg_arena_slot *sl = &a->slot[i];
-		unsigned char *d = kg_arena_ptr(a, i);
-		const unsigned char *src = r->shadow[i];
-		size_t es = kg_dtype_size(sl->dtype);
-		/* floats only (task.c): the sign is the top bit of each little-endian element */
-		for (size_t k = 0; k < sl->bytes; k++)
-			d[k] = (k % es == es - 1) ? (unsigned char)(src[k] & 0x7f) : src[k];
-	}
+	else
+		abs_inputs(r, a);
 	struct kg_call_result res;
-	kg_error e = {0};
-	ref_prepare(r);
-	int rc = kg_session_run_call(&r->rs,
-				     &(struct kg_call){.run_timeout_s = ref_timeout_s(r),
-						       .entry = how == KG_TERMS_REFERENCE ? KG_ENTRY_TERMS : KG_ENTRY_FORWARD},
-				     &res, &e);
-	if (ref_finish(r, rc, &res, &e, how == KG_TERMS_REFERENCE ? "'s kg_error_terms (the task says terms: reference)" : " on |inputs|", dst))
+	if (ref_call(r, 0, by_ref ? KG_ENTRY_TERMS : KG_ENTRY_FORWARD,
+		     by_ref ? "'s kg_error_terms (the task says terms: reference)" : " on |inputs|", dst, &res))
 		return -1;
 	const struct kg_tol_model m = {.growth = p->growth, .cap = p->growth_cap};
 	for (int j = 0; j < p->task.n_outputs; j++) {
 		if (!dst[j])
 			continue;
+		r->tol[j].terms = r->terms[j];
+		r->tol[j].terms_g = 1.0;
+		if (by_ref)
+			continue;
 		int64_t nred = 1;
 		kg_error re = {0};
 		kg_task_reduction(&p->task.outputs[j], &p->shapes[r->shape], &nred, &re); /* checked at load */
-		r->tol[j].terms = r->terms[j];
-		kg_dtype dt = a->slot[p->task.n_inputs + j].dtype;
-		r->tol[j].terms_g = how == KG_TERMS_REFERENCE ? 1.0 : kg_tol_terms_g(&m, dt, nred);
+		r->tol[j].terms_g = kg_tol_terms_g(&m, a->slot[p->task.n_inputs + j].dtype, nred);
 	}
 	return 1;
 }
