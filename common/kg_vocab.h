@@ -49,6 +49,20 @@
 	   "Once the candidate is loaded its runner is sealed: no file opens and no new executable mappings. "    \
 	   "The candidate opened a file (a dlopen found at run time) or mapped executable memory (a JIT), and "   \
 	   "the seal ended its process.")                                                                         \
+	XX(SANDBOX_PROTOCOL, "sandbox.protocol", REJECTED, "correctness",                                         \
+	   "The candidate's process broke the control protocol.",                                                 \
+	   "Something in the candidate's process answered the parent out of turn (a second, early, malformed "   \
+	   "or out-of-order message on the control channel) or failed a command the parent gave its runner; "    \
+	   "what the runner said is quoted as its claim.")                                                       \
+	XX(SANDBOX_THREAD, "sandbox.thread", REJECTED, "correctness",                                             \
+	   "The candidate's process ran a thread it may not.",                                                    \
+	   "Counted from outside while the process was stopped: the loader thread, on which the candidate's "    \
+	   "constructors ran, outlived the load, or a thread the policy does not allow was running.")            \
+	XX(SANDBOX_TAMPER, "sandbox.tamper", REJECTED, "correctness",                                             \
+	   "The candidate tried to change the rules of its own process.",                                         \
+	   "After it was loaded, the candidate stacked a seccomp filter or tried to change a sealed mapping "   \
+	   "(the runner's code, its measurement state, a guard page, a read-only input) with mprotect, munmap, " \
+	   "mremap, madvise or mmap(MAP_FIXED); the supervisor refused the call and ended the process.")        \
 	XX(SANDBOX_SETUP, "sandbox.setup", INTERNAL, "correctness",                                               \
 	   "A sandbox layer that the policy requires could not be set up.",                                       \
 	   "This host cannot build a sandbox layer that the policy requires; nothing of the candidate ran. The "  \

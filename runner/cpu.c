@@ -1,7 +1,8 @@
-/* CPU backend of the runner: the candidate works directly on the shared arena; the cache flush
- * streams over a buffer twice the size of the last-level cache, allocated before the filter. The
- * backend and its state (flush buffer and size) live on one page that is sealed before the
- * candidate is loaded; the parent also checks the CPU time every flush took. */
+/* CPU backend of the runner: the candidate works directly on the shared arena. There is no cache
+ * flush here: the parent writes the arena (inputs, poisoned outputs, canaries) with streaming
+ * stores, which leave none of it in any cache level of any core, and it writes the inputs only once
+ * the call's clock runs. The backend's state lives on one page sealed before the candidate is
+ * loaded. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +16,6 @@
 
 struct cpu_state {
 	unsigned char *arena;
-	unsigned char *flushbuf;
-	size_t flushsz;
 };
 
 struct cpu_sealed {
@@ -27,28 +26,10 @@ static struct kg_rbackend cpu_backend;
 KG_RUNNER_SEALED(struct cpu_sealed, sealed);
 #define cpu (sealed.v.s)
 
-
 static int cpu_init(struct kg_rbackend *b, void *arena, size_t arena_size, char *err, size_t errsz)
 {
-	(void)arena_size;
+	(void)arena_size, (void)err, (void)errsz;
 	cpu.arena = arena;
-	long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-	if (llc <= 0)
-		llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
-	/* Virtual machines often report the whole socket's L3 (hundreds of MB) while a core only ever
-	 * sees its own complex's slice: twice 32 MB covers the real thing at a bearable cost. */
-	size_t sz = llc > 0 ? 2 * (size_t)llc : 64u << 20;
-	if (sz < (8u << 20))
-		sz = 8u << 20;
-	if (sz > (64u << 20))
-		sz = 64u << 20;
-	cpu.flushbuf = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (cpu.flushbuf == MAP_FAILED) {
-		snprintf(err, errsz, "cannot map a %zu-byte cache flush buffer: %s", sz, strerror(errno));
-		return -errno;
-	}
-	memset(cpu.flushbuf, 1, sz); /* fault it in now, not inside the first flush */
-	cpu.flushsz = sz;
 	b->state = &cpu;
 	return 0;
 }
@@ -79,17 +60,10 @@ static int cpu_noop(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz
 
 static int cpu_flush(struct kg_rbackend *b, uint64_t *bytes, char *err, size_t errsz)
 {
-	(void)b, (void)err, (void)errsz;
-	/* Writing (not only reading) makes every line dirty and ours, evicting the candidate's data
-	 * from all levels; the volatile sum keeps the compiler from dropping the pass. */
-	volatile unsigned char sink = 0;
-	for (size_t i = 0; i < cpu.flushsz; i += 64) {
-		cpu.flushbuf[i] = (unsigned char)(cpu.flushbuf[i] + 1);
-		sink ^= cpu.flushbuf[i];
-	}
-	(void)sink;
-	*bytes = cpu.flushsz;
-	return 0;
+	(void)b;
+	*bytes = 0;
+	snprintf(err, errsz, "FLUSH is no CPU command: the parent's streaming stores leave nothing cached");
+	return -EINVAL;
 }
 
 static int cpu_run(struct kg_rbackend *b, void (*fn)(void *), void *arg, struct kg_wire_reply *r, char *err,

@@ -1,7 +1,11 @@
-/* kgate-run: hosts one candidate or reference inside the sandbox. It maps the arena, initialises
- * its backend, seals its own image and measurement state, applies the seccomp filter, and only
- * then loads the untrusted .so, so that even its constructors run filtered; once it is loaded, no
- * file opens and no new code (kg_sb_seal_calls). It obeys the parent's commands (runner/wire.h). */
+/* kgate-run: hosts one candidate or reference inside the sandbox. Before anything untrusted
+ * exists in it, it maps the arena (a paged one laid out and sealed in full), initialises its
+ * backend, seals its own image and measurement state, applies the seccomp filter, seals the thread
+ * that serves the parent (no opens, no new code, no file mappings) and restricts the thread that
+ * will load the .so; only then does it say HELLO. The .so's constructors run on that loader
+ * thread, which must be gone once LOAD is answered (the parent counts the threads from outside).
+ * It obeys the parent's commands (runner/wire.h); nothing it says is trusted, and it has no
+ * signal handler: a fault ends the process, and the parent names it from the wait status. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -34,13 +38,16 @@ struct call {
 };
 
 /* The untrusted .so is loaded on a thread of its own, started before any filter: its constructors
- * run there, while this thread (which serves the parent and calls kg_forward) seals itself first
- * (kg_sb_seal_calls), a seal that nothing on the loader thread can lift. */
+ * run there, restricted (kg_sb_seal_loader), while this thread (which serves the parent and calls
+ * kg_forward) sealed itself before HELLO (kg_sb_seal_calls), a seal that nothing on the loader
+ * thread can lift. */
 struct loader {
 	pthread_t tid;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	int state; /* 0 idle, 1 asked, 2 done, 3 cancelled */
+	int state; /* 0 idle, 4 asked to restrict itself, 5 restricted, 1 asked to load, 2 done */
+	int seal_rc;
+	pid_t os_tid;
 	const char *path;
 	void *handle;
 	char err[300];
@@ -50,7 +57,16 @@ static void *loader_main(void *arg)
 {
 	struct loader *l = arg;
 	pthread_mutex_lock(&l->mu);
-	while (l->state == 0)
+	l->os_tid = gettid();
+	while (l->state != 4)
+		pthread_cond_wait(&l->cv, &l->mu);
+	kg_error se = {0};
+	l->seal_rc = kg_sb_seal_loader(&se);
+	if (l->seal_rc)
+		snprintf(l->err, sizeof(l->err), "restricting the loader thread: %s", se.msg);
+	l->state = 5;
+	pthread_cond_broadcast(&l->cv);
+	while (l->state == 5 && !l->seal_rc)
 		pthread_cond_wait(&l->cv, &l->mu);
 	if (l->state == 1) {
 		l->handle = dlopen(l->path, RTLD_NOW | RTLD_LOCAL);
@@ -65,6 +81,21 @@ static void *loader_main(void *arg)
 
 static struct loader loader = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 static int loader_up;
+
+/* Asks the loader thread to restrict itself (after the process's filter), and waits for it. */
+static int loader_restrict(char *err, size_t errsz)
+{
+	pthread_mutex_lock(&loader.mu);
+	loader.state = 4;
+	pthread_cond_broadcast(&loader.cv);
+	while (loader.state == 4)
+		pthread_cond_wait(&loader.cv, &loader.mu);
+	int rc = loader.seal_rc;
+	if (rc)
+		snprintf(err, errsz, "%s", loader.err);
+	pthread_mutex_unlock(&loader.mu);
+	return rc;
+}
 
 /* dlopen on the loader thread (or here, where there is none); NULL with err filled on failure. */
 static void *load_so(const char *path, char *err, size_t errsz)
@@ -190,8 +221,8 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
 			call.n_in = (int)cmd.n_in;
 			call.n_out = (int)cmd.n_out;
 			in_use = cmd.arena_size;
-			/* paged arena: this layout's tensor pages mapped, every other page left unmapped */
-			if (kg_rarena_guard(&rarena, cmd.t, call.n_in + call.n_out, r.msg, sizeof(r.msg)))
+			/* paged arena: laid out and sealed at start; nothing is mapped here */
+			if (kg_rarena_check(&rarena, cmd.t, call.n_in + call.n_out, r.msg, sizeof(r.msg)))
 				r.status = KG_WS_ERROR;
 			else if (b->setup && b->setup(b, cmd.t, call.n_in + call.n_out, call.n_in, r.msg, sizeof(r.msg)))
 				r.status = KG_WS_CUDA;
@@ -308,7 +339,6 @@ int main(int argc, char **argv)
 		hello.status = KG_WS_ERROR;
 		goto fail;
 	}
-	kg_rarena_fault_names(&rarena);
 	if (b->init(b, rarena.base, rarena.size, hello.msg, sizeof(hello.msg))) {
 		hello.status = b->device ? KG_WS_CUDA : KG_WS_ERROR;
 		goto fail;
@@ -350,16 +380,23 @@ int main(int argc, char **argv)
 			goto fail;
 		}
 	}
-	hello.info = b->ceiling_mbps;
-	if (send_reply(ctl, &hello))
-		return 3;
-	/* This thread runs the candidate: no opens and no new code from here on (the loader thread
-	 * still may, for LOAD alone). */
-	if (seal && kg_sb_seal_calls(&se)) {
+	/* This thread runs the candidate: no opens, no new code and (a host arena, mapped in full
+	 * already) no file mappings from here on; the loader thread may still map the .so, but
+	 * nothing else becomes code and no file is written. Both before HELLO: once the parent has
+	 * it, it refuses every filter (kg_sb_distrust). */
+	if (seal && loader_restrict(hello.msg, sizeof(hello.msg))) {
+		hello.status = KG_WS_ERROR;
+		goto fail;
+	}
+	if (seal && kg_sb_seal_calls(b->device ? 0 : KG_SB_SEAL_NO_FILE_MAPS, &se)) {
 		hello.status = KG_WS_ERROR;
 		snprintf(hello.msg, sizeof(hello.msg), "sealing the runner's calls: %s", se.msg);
 		goto fail;
 	}
+	hello.info = b->ceiling_mbps;
+	hello.tid = seal ? (uint32_t)loader.os_tid : 0;
+	if (send_reply(ctl, &hello))
+		return 3;
 	return serve(ctl, b, rarena.size, seal);
 fail:
 	send_reply(ctl, &hello);

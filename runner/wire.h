@@ -16,19 +16,40 @@
 #define KG_WIRE_CTL_FD 3 /* SOCK_SEQPACKET to the parent */
 #define KG_WIRE_ARENA_FD 4 /* memfd holding the arena (a paged arena: its outputs) */
 #define KG_WIRE_INPUT_FD 5 /* a paged arena's inputs: sealed, mapped read-only before the outputs */
+#define KG_WIRE_MAP_FD 6 /* a paged arena's page map (below): what to map at start, the rest guards */
+
+/* The page map of a paged arena, a sealed memfd: a header, then count ranges of arena offsets
+ * (page-aligned, each within one file): the tensor pages of every shape of the run. The runner maps
+ * them at start and seals the whole arena, so that no guard page can be opened later. */
+#define KG_WIRE_MAX_RANGES 512
+struct kg_wire_pagemap {
+	uint32_t magic; /* KG_WIRE_MAGIC */
+	uint32_t count;
+};
+struct kg_wire_range {
+	uint64_t lo, hi;
+};
 
 enum kg_wire_op {
 	KG_OP_HELLO = 1, /* runner -> parent once it is initialised and filtered */
 	KG_OP_LOAD, /* dlopen the .so at path, check kg_abi_version, resolve kg_forward */
-	KG_OP_SETUP, /* describe the tensors (offsets in the arena) for the next runs */
+	KG_OP_SETUP, /* describe the tensors (offsets in the arena) for the next runs; maps nothing */
 	KG_OP_UPLOAD, /* CUDA: copy the arena (inputs, poisoned outputs, guards) to the device */
-	KG_OP_FLUSH, /* evict caches (CPU: stream over a large buffer; CUDA: overwrite L2) */
+	KG_OP_FLUSH, /* CUDA: overwrite L2 (a host arena is written by the parent with streaming
+		      * stores, which leave nothing of it in any cache: no flush to ask for) */
 	KG_OP_RUN, /* call kg_forward (or the entry cmd.entry names) once and time it */
 	KG_OP_DOWNLOAD, /* CUDA: copy the arena back; outputs as they were when the call's stream was done */
 	KG_OP_SETTLE, /* wait delay_ms (CUDA: after a device-wide sync), then DOWNLOAD the live arena */
 	KG_OP_NOP, /* round-trip calibration */
 	KG_OP_QUIT,
 };
+
+static inline const char *kg_wire_op_name(uint32_t op)
+{
+	static const char *const names[] = {"?",     "HELLO", "LOAD",   "SETUP", "UPLOAD", "FLUSH",
+					    "RUN",   "DOWNLOAD", "SETTLE", "NOP", "QUIT"};
+	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "an unknown command";
+}
 
 struct kg_wire_tensor {
 	uint64_t offset; /* byte offset in the arena */
@@ -68,7 +89,8 @@ struct kg_wire_reply {
 			* RUN: ns the device stayed busy after the call's stream */
 	uint64_t snap_ns; /* RUN (CUDA): the stream-done snapshot of the outputs, by the runner's events */
 	uint32_t flags; /* RUN: KG_RUN_* below, what the runner found and undid after the call */
-	uint32_t pad;
+	uint32_t tid; /* HELLO: the loader thread's id as the runner sees it (0: none); it must be gone
+		       * once LOAD is answered */
 	char msg[400];
 };
 

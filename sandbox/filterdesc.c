@@ -43,8 +43,8 @@ int sb_filter_desc_format(const struct sb_filter_desc *d, char *out, size_t n)
 		return -EINVAL;
 	if (d->mem_bytes)
 		snprintf(mem, sizeof(mem), "%" PRIu64, d->mem_bytes);
-	int len = snprintf(out, n, "%s;threads=%d;mem=%s;ro_opens=%d;syscalls=", kg_sb_profile_name(d->profile),
-			   !!d->allow_threads, mem, !!d->readonly_opens);
+	int len = snprintf(out, n, "%s;threads=%d;mem=%s;ro_opens=%d;watched=%d;syscalls=",
+			   kg_sb_profile_name(d->profile), !!d->allow_threads, mem, !!d->readonly_opens, !!d->watched);
 	if (len < 0 || (size_t)len >= n)
 		return -ENAMETOOLONG;
 	for (int i = 0; i < d->n_syscalls; i++) {
@@ -113,7 +113,7 @@ int sb_filter_desc_parse(const char *s, struct sb_filter_desc *d)
 		return -EINVAL;
 	s = semi + 1;
 	if (flag(&s, "threads=", &d->allow_threads) || lit(&s, "mem=") || mem_value(&s, &d->mem_bytes) ||
-	    flag(&s, "ro_opens=", &d->readonly_opens) || lit(&s, "syscalls="))
+	    flag(&s, "ro_opens=", &d->readonly_opens) || flag(&s, "watched=", &d->watched) || lit(&s, "syscalls="))
 		return -EINVAL;
 	while (*s) {
 		size_t len = strcspn(s, ",");

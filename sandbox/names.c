@@ -78,6 +78,7 @@ static const char *const end_names[] = {
 	[KG_SB_END_OUTPUT_LIMIT] = "output_limit",
 	[KG_SB_END_SETUP] = "setup",
 	[KG_SB_END_KILLED] = "killed",
+	[KG_SB_END_TAMPER] = "tamper",
 };
 
 const char *kg_sb_end_name(enum kg_sb_end end)

@@ -124,6 +124,12 @@ struct kg_sb_spec {
 	 * "r:/path" (read) or "rw:/path" (read, write, device ioctl) entries, a driver's needs. NULL:
 	 * nothing, and an open after the seal kills the program. */
 	const char *const *sealed_opens;
+	/* Run profiles with seccomp_deferred: memory-map changes (mprotect, munmap, mremap, madvise,
+	 * mmap with MAP_FIXED) and seccomp() go to the supervisor, which lets them through until the
+	 * caller distrusts the program (kg_sb_distrust) and from then on refuses and names those that
+	 * touch a sealed range, and every filter stacked; a handler for a fault signal (SEGV, BUS,
+	 * ILL, FPE, TRAP, SYS) is never allowed. For a program that hosts untrusted code. */
+	int watched;
 };
 
 /* How a sandboxed program ended. The sandbox says what happened; what it means for a verdict is
@@ -138,6 +144,9 @@ enum kg_sb_end {
 	KG_SB_END_OUTPUT_LIMIT, /* printed more than output_max */
 	KG_SB_END_SETUP, /* a required layer could not be set up */
 	KG_SB_END_KILLED, /* the caller killed it for its own reasons */
+	/* a distrusted, watched program stacked a filter or touched a sealed range (detail says
+	 * which call, on what) */
+	KG_SB_END_TAMPER,
 };
 /* A stable one-word name for an end ("timeout", "syscall"), for logs and tests. */
 const char *kg_sb_end_name(enum kg_sb_end end);
@@ -206,6 +215,43 @@ const char *kg_sb_notes(const struct kg_sb_child *c);
 /* Kills the child if it still runs, reaps it, frees everything. NULL is fine. */
 void kg_sb_free(struct kg_sb_child *c);
 
+/* --- the program's process, watched from outside (proc.c): the kernel's account, never its own --- */
+
+#define KG_SB_MAX_TASKS 1024
+struct kg_sb_process {
+	int pidfd; /* signals go through it: a recycled pid is never hit */
+	pid_t pid; /* in the caller's pid namespace */
+	int stopped;
+	int n_tasks; /* after kg_sb_proc_tasks or kg_sb_proc_stop */
+	pid_t tasks[KG_SB_MAX_TASKS];
+};
+int kg_sb_proc_attach(struct kg_sb_process *p, pid_t pid, kg_error *e);
+void kg_sb_proc_detach(struct kg_sb_process *p);
+/* SIGSTOP, then waits until the kernel reports every thread stopped (tasks filled): from then on
+ * nothing in the process runs and its memory holds still. -ESRCH when it ended, -ETIMEDOUT when a
+ * thread did not stop in time. */
+int kg_sb_proc_stop(struct kg_sb_process *p, int timeout_ms, kg_error *e);
+/* SIGCONT after a stop (no-op otherwise). */
+int kg_sb_proc_cont(struct kg_sb_process *p, kg_error *e);
+/* Lists the threads (tasks, n_tasks). */
+int kg_sb_proc_tasks(struct kg_sb_process *p, kg_error *e);
+/* The caller's tid of the task the program knows as inner (its own pid namespace), from the tasks
+ * listed last; 0 when none. */
+pid_t kg_sb_proc_outer_tid(const struct kg_sb_process *p, pid_t inner);
+
+struct kg_sb_range {
+	uint64_t lo, hi;
+};
+/* The process's sealed mappings (mseal, "sl" in smaps' VmFlags), adjacent ones merged: the count,
+ * or -errno. */
+int kg_sb_sealed_ranges(pid_t pid, struct kg_sb_range *out, int max, kg_error *e);
+
+/* From now on the program is untrusted (it is about to load untrusted code): with a `watched`
+ * spec, a filter stacked by any of its threads and a mapping, protection or advice call over one of
+ * its sealed ranges (read now from /proc/pid/smaps) are refused and end it as KG_SB_END_TAMPER,
+ * named. pid is the program's, as the caller knows it. */
+int kg_sb_distrust(struct kg_sb_child *c, pid_t pid, kg_error *e);
+
 /* When kgate runs as root, the sandboxed program runs as the unprivileged outer uid/gid 65534
  * (uid 0 inside its user namespace), so a scratch tree it must write to (KG_SB_PATH_RW) has to
  * belong to that id: this chowns the tree at dir, which the caller created, to it (symlinks are not
@@ -242,12 +288,21 @@ int kg_sb_seccomp_apply(const struct kg_sb_filter_opts *o, kg_error *e);
  * object's code, read-only data and RELRO (the GOT under -z now). */
 int kg_sb_seal_memory(void *addr, size_t len, int prot, kg_error *e);
 int kg_sb_seal_image(kg_error *e);
+/* Seals [addr, addr+len) as it is mapped now (its protections unchanged), where the layer is
+ * active: the range must be mapped in full. */
+int kg_sb_seal_range(void *addr, size_t len, kg_error *e);
 /* No new code from now on, for the calling thread and the threads it starts later: a stacked
  * Landlock domain grants only the spec's sealed_opens, and a stacked filter kills the process on
  * any PROT_EXEC mapping and, when sealed_opens is empty, on any open (the supervisor then reports
  * an unnamed SIGSYS, denials_named set). Call it after kg_sb_seccomp_apply, on the thread that
  * will run the untrusted code, and load that code on a thread started before the filter: the
  * code's constructors run there, and cannot undo a seal that another thread holds. */
-int kg_sb_seal_calls(kg_error *e);
+#define KG_SB_SEAL_NO_FILE_MAPS 0x1u /* and no file mapped at all (a program that mapped its files before) */
+int kg_sb_seal_calls(unsigned flags, kg_error *e);
+/* For the thread that loads untrusted code while the others are sealed: its constructors may read
+ * files and map a file executable (what a dynamic loader does), never make anonymous memory
+ * executable, change a mapping to executable, or write, create or truncate a file. Call it on
+ * that thread after kg_sb_seccomp_apply and before the load. */
+int kg_sb_seal_loader(kg_error *e);
 
 #endif

@@ -20,6 +20,7 @@
 #define SB_OUTER_ID 65534u
 #define SB_MAX_FDS 64
 #define SB_MAX_LISTENERS 4
+#define SB_MAX_SEALED 256
 
 enum sb_mnt_kind {
 	SB_MNT_BIND, /* host src at dst: read-only unless RW, noexec unless EXEC */
@@ -133,7 +134,7 @@ void sb_cgroup_kill(const struct sb_cgroup *cg);
 void sb_cgroup_destroy(struct sb_cgroup *cg);
 
 /* The filter a spec describes (filterdesc.c), and its text form in KG_SB_ENV_FILTER:
- *   <profile>;threads=<0|1>;mem=<none|bytes>;ro_opens=<0|1>;syscalls=<name>[,<name>]...
+ *   <profile>;threads=<0|1>;mem=<none|bytes>;ro_opens=<0|1>;watched=<0|1>;syscalls=<name>[,<name>]...
  * Every field present, in this order, nothing else; mem is decimal without leading zeros. */
 #define SB_FILTER_MAX_NAMES 64
 #define SB_FILTER_NAME_LEN 40 /* with room: the longest x86_64 name has 23 characters */
@@ -143,6 +144,7 @@ struct sb_filter_desc {
 	int allow_threads;
 	int readonly_opens;
 	uint64_t mem_bytes; /* 0: no mmap/mremap length rule */
+	int watched; /* memory-map changes and seccomp() go to the supervisor (kg_sb_spec.watched) */
 	int n_syscalls;
 	char syscalls[SB_FILTER_MAX_NAMES][SB_FILTER_NAME_LEN];
 };
@@ -213,6 +215,12 @@ struct kg_sb_child {
 	char env_filter[sizeof(KG_SB_ENV_FILTER) + SB_FILTER_DESC_MAX];
 	char env_mseal[40], env_seal[sizeof(KG_SB_ENV_SEAL) + 512];
 	struct kg_sb_outcome oc;
+	/* kg_sb_distrust: from then on a watched program's filters and its calls over these ranges
+	 * are refused (supervise.c) */
+	int watched; /* the program's filter sends map changes and filters here (kg_sb_spec.watched) */
+	int distrusted;
+	int n_sealed;
+	struct kg_sb_range sealed[SB_MAX_SEALED];
 };
 
 static inline void sb_close_fd(int *fd)

@@ -3,6 +3,7 @@
  * (mseal(2), Linux >= 6.10), then, once the untrusted code is loaded, shuts the doors to new code:
  * no file opens (Landlock, and a killing seccomp rule) and no new executable mappings. */
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,12 @@ static int seal_range(uintptr_t lo, uintptr_t hi, int must, kg_error *e)
 		return kg_err(e, -errno, "mseal of %#lx..%#lx: %s", (unsigned long)lo, (unsigned long)hi,
 			      strerror(errno));
 	return 0;
+}
+
+int kg_sb_seal_range(void *addr, size_t len, kg_error *e)
+{
+	uintptr_t lo = PAGE_DOWN(addr), hi = PAGE_UP((uintptr_t)addr + len);
+	return seal_range(lo, hi, 1, e);
 }
 
 int kg_sb_seal_memory(void *addr, size_t len, int prot, kg_error *e)
@@ -137,32 +144,68 @@ static int seal_paths(char *s, struct sb_seal_path *out, int max)
  * a thread the program kept unsealed can still load the untrusted code, and the untrusted code,
  * whatever it does in that thread, cannot lift a seal on another (TSYNC fails on a diverged
  * thread). NNP is already set by the sandbox; the filter may not call prctl for it. */
-static int seal_filter(int opens_allowed, kg_error *e)
+static int kill_rule(scmp_filter_ctx ctx, const char *name, unsigned n, const struct scmp_arg_cmp *c)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	int rc = 0;
-	if (!ctx)
-		return kg_err(e, -ENOMEM, "seal: cannot create a filter");
-	static const char *const exec_calls[] = {"mmap", "mprotect", "pkey_mprotect"};
-	for (size_t i = 0; i < KG_ARRAY_LEN(exec_calls) && !rc; i++) {
-		int nr = seccomp_syscall_resolve_name(exec_calls[i]);
-		struct scmp_arg_cmp x = SCMP_A2_64(SCMP_CMP_MASKED_EQ, PROT_EXEC, PROT_EXEC);
-		if (nr != __NR_SCMP_ERROR)
-			rc = seccomp_rule_add_array(ctx, SCMP_ACT_KILL_PROCESS, nr, 1, &x);
-	}
-	static const char *const opens[] = {"open", "openat", "openat2", "creat", "open_by_handle_at"};
-	for (size_t i = 0; i < KG_ARRAY_LEN(opens) && !rc && !opens_allowed; i++) {
-		int nr = seccomp_syscall_resolve_name(opens[i]);
-		if (nr != __NR_SCMP_ERROR)
-			rc = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, nr, 0);
-	}
+	int nr = seccomp_syscall_resolve_name(name);
+	return nr == __NR_SCMP_ERROR ? 0 : seccomp_rule_add_array(ctx, SCMP_ACT_KILL_PROCESS, nr, n, c);
+}
+
+static int load_seal(scmp_filter_ctx ctx, int rc, kg_error *e)
+{
 	if (!rc && !(rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)))
 		rc = seccomp_load(ctx);
 	seccomp_release(ctx);
 	return rc ? kg_err(e, rc, "seal: loading the filter: %s", strerror(-rc)) : 0;
 }
 
-int kg_sb_seal_calls(kg_error *e)
+static int seal_filter(int opens_allowed, unsigned flags, kg_error *e)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int rc = 0;
+	if (!ctx)
+		return kg_err(e, -ENOMEM, "seal: cannot create a filter");
+	static const char *const exec_calls[] = {"mmap", "mprotect", "pkey_mprotect"};
+	struct scmp_arg_cmp x = SCMP_A2_64(SCMP_CMP_MASKED_EQ, PROT_EXEC, PROT_EXEC);
+	for (size_t i = 0; i < KG_ARRAY_LEN(exec_calls) && !rc; i++)
+		rc = kill_rule(ctx, exec_calls[i], 1, &x);
+	/* a file mapped after the seal (the arena's memfds again, at another place or over a guard) */
+	struct scmp_arg_cmp file = SCMP_A3_64(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, 0);
+	if (!rc && (flags & KG_SB_SEAL_NO_FILE_MAPS))
+		rc = kill_rule(ctx, "mmap", 1, &file);
+	static const char *const opens[] = {"open", "openat", "openat2", "creat", "open_by_handle_at"};
+	for (size_t i = 0; i < KG_ARRAY_LEN(opens) && !rc && !opens_allowed; i++)
+		rc = kill_rule(ctx, opens[i], 0, NULL);
+	return load_seal(ctx, rc, e);
+}
+
+int kg_sb_seal_loader(kg_error *e)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int rc = 0;
+	if (!ctx)
+		return kg_err(e, -ENOMEM, "seal: cannot create a filter");
+	/* the loader maps the library's own file executable; nothing else may become code */
+	struct scmp_arg_cmp anon_exec[2] = {SCMP_A2_64(SCMP_CMP_MASKED_EQ, PROT_EXEC, PROT_EXEC),
+					    SCMP_A3_64(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, MAP_ANONYMOUS)};
+	struct scmp_arg_cmp x = SCMP_A2_64(SCMP_CMP_MASKED_EQ, PROT_EXEC, PROT_EXEC);
+	if (!(rc = kill_rule(ctx, "mmap", 2, anon_exec)) && !(rc = kill_rule(ctx, "mprotect", 1, &x)))
+		rc = kill_rule(ctx, "pkey_mprotect", 1, &x);
+	/* reads only: a constructor writes no file (a cache persisted to disk) */
+	static const uint64_t writes[][2] = {{O_ACCMODE, O_WRONLY}, {O_ACCMODE, O_RDWR}, {O_CREAT, O_CREAT},
+					     {O_TRUNC, O_TRUNC}, {O_APPEND, O_APPEND}};
+	for (size_t i = 0; i < KG_ARRAY_LEN(writes) && !rc; i++) {
+		struct scmp_arg_cmp at = SCMP_A2_64(SCMP_CMP_MASKED_EQ, writes[i][0], writes[i][1]);
+		struct scmp_arg_cmp op = SCMP_A1_64(SCMP_CMP_MASKED_EQ, writes[i][0], writes[i][1]);
+		if (!(rc = kill_rule(ctx, "openat", 1, &at)))
+			rc = kill_rule(ctx, "open", 1, &op);
+	}
+	static const char *const never[] = {"creat", "openat2", "open_by_handle_at", "memfd_create"};
+	for (size_t i = 0; i < KG_ARRAY_LEN(never) && !rc; i++)
+		rc = kill_rule(ctx, never[i], 0, NULL);
+	return load_seal(ctx, rc, e);
+}
+
+int kg_sb_seal_calls(unsigned flags, kg_error *e)
 {
 	struct sb_seal_path paths[SB_SEAL_MAX_PATHS];
 	const char *env = getenv(KG_SB_ENV_SEAL);
@@ -183,7 +226,7 @@ int kg_sb_seal_calls(kg_error *e)
 		rc = kg_err(e, rc, "seal: Landlock: %s", strerror(-rc));
 		goto out;
 	}
-	rc = seal_filter(n > 0, e);
+	rc = seal_filter(n > 0, flags, e);
 out:
 	free(copy);
 	return rc;

@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -38,16 +40,20 @@ static const char *const run_allow[] = {
 	"fstat", "newfstatat", "statx", "stat", "lstat",
 	"access", "faccessat", "faccessat2", /* paths: mounts + Landlock */
 	"readlink", "getcwd", "getdents64",
-	"munmap", "mprotect", "madvise", "brk",
+	"brk",
 	"futex", "set_robust_list", "rseq", "set_tid_address",
 	"exit", "exit_group", "restart_syscall",
-	"rt_sigreturn", "rt_sigaction", "rt_sigprocmask", "sigaltstack",
+	"rt_sigreturn", "rt_sigprocmask", "sigaltstack",
 	"clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time",
 	"getrandom", "sched_yield", "sched_getaffinity", "getcpu",
 	"getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid", "uname",
 	"sysinfo", "getrusage", "times", "getrlimit",
 	"dup", "dup2", "dup3", "poll", "ppoll",
 };
+
+/* Changes to the memory map: allowed outright, or (watched) left to the filter's default action,
+ * the supervisor, which checks them against the program's sealed ranges (supervise.c). */
+static const char *const map_calls[] = {"munmap", "mprotect", "madvise"};
 
 /* Derived with strace -f on gcc/cc1/as/collect2/ld (cc -O2 -shared -fPIC, with and without errors,
  * g++ -pthread) and nvcc/cudafe++/cicc/ptxas/fatbinary/nvlink, plus the close relatives of each
@@ -154,20 +160,45 @@ static scmp_filter_ctx new_ctx(uint32_t def)
 	return ctx;
 }
 
-static int memory_rules(scmp_filter_ctx ctx, uint64_t mem)
+static int memory_rules(scmp_filter_ctx ctx, uint64_t mem, int watched, int map_calls_too)
 {
 	int rc;
-	if (!mem) {
-		if ((rc = add(ctx, SCMP_ACT_ALLOW, "mmap", 0, NULL)))
-			return rc;
-		return add(ctx, SCMP_ACT_ALLOW, "mremap", 0, NULL);
-	}
-	/* a longer mapping goes to the parent, which reports it as over the memory bound */
-	struct scmp_arg_cmp len = SCMP_A1(SCMP_CMP_LE, mem);
-	if ((rc = add(ctx, SCMP_ACT_ALLOW, "mmap", 1, &len)))
+	/* a longer mapping goes to the parent, which reports it as over the memory bound; watched,
+	 * so does every MAP_FIXED one (it may land on a sealed range) and every mremap (it may move
+	 * one), which the parent checks and lets through */
+	struct scmp_arg_cmp c[2];
+	unsigned n = 0;
+	if (mem)
+		c[n++] = SCMP_A1(SCMP_CMP_LE, mem);
+	if (watched)
+		c[n++] = SCMP_A3_64(SCMP_CMP_MASKED_EQ, MAP_FIXED, 0);
+	if ((rc = add(ctx, SCMP_ACT_ALLOW, "mmap", n, n ? c : NULL)))
 		return rc;
+	for (size_t i = 0; i < KG_ARRAY_LEN(map_calls) && !watched && map_calls_too; i++)
+		if ((rc = add(ctx, SCMP_ACT_ALLOW, map_calls[i], 0, NULL)))
+			return rc;
+	if (watched)
+		return 0;
 	struct scmp_arg_cmp newlen = SCMP_A2(SCMP_CMP_LE, mem);
-	return add(ctx, SCMP_ACT_ALLOW, "mremap", 1, &newlen);
+	return add(ctx, SCMP_ACT_ALLOW, "mremap", mem ? 1 : 0, mem ? &newlen : NULL);
+}
+
+/* Signal handlers: any, except (watched) for the faults: a guard page or a read-only input must
+ * end the process, not be mapped away or stepped over by a handler of the program's own. Queries
+ * (no new action) are always fine. */
+static int signal_rules(scmp_filter_ctx ctx, int watched)
+{
+	if (!watched)
+		return add(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 0, NULL);
+	struct scmp_arg_cmp query = SCMP_A1_64(SCMP_CMP_EQ, 0);
+	int rc = add(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, &query);
+	for (int sig = 1; sig <= 64 && !rc; sig++) {
+		if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS)
+			continue;
+		struct scmp_arg_cmp c = SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)sig);
+		rc = add(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, &c);
+	}
+	return rc;
 }
 
 static int open_rules(scmp_filter_ctx ctx, int readonly)
@@ -204,7 +235,12 @@ int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, k
 	/* glibc tries clone3 first and falls back to clone, whose flags a filter can see */
 	if ((rc = add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL)))
 		goto out;
-	if ((rc = memory_rules(ctx, d->mem_bytes)) || (rc = open_rules(ctx, d->readonly_opens)))
+	/* watched needs someone to answer: without a listener its calls would be killed */
+	int watched = d->watched && fp->notify && d->profile == KG_SB_PROFILE_RUN;
+	/* the compile profile's list has the map calls and rt_sigaction */
+	int run = d->profile == KG_SB_PROFILE_RUN;
+	if ((run && (rc = signal_rules(ctx, watched))) || (rc = memory_rules(ctx, d->mem_bytes, watched, run)) ||
+	    (rc = open_rules(ctx, d->readonly_opens)))
 		goto out;
 	if ((rc = allow_arg_in(ctx, "ioctl", 1, tty_ioctls, KG_ARRAY_LEN(tty_ioctls))) ||
 	    (rc = allow_arg_in(ctx, "prctl", 0, prctl_ops, KG_ARRAY_LEN(prctl_ops))) ||
@@ -253,7 +289,9 @@ int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, k
 	static const uint64_t seccomp_ops[] = {1, 2, 3};
 	static const char *const landlock_calls[] = {"landlock_create_ruleset", "landlock_add_rule",
 		"landlock_restrict_self"};
-	if ((rc = allow_arg_in(ctx, "seccomp", 0, seccomp_ops, KG_ARRAY_LEN(seccomp_ops))) ||
+	/* watched: filters go to the supervisor, which lets the program's own through until it is
+	 * distrusted */
+	if ((!watched && (rc = allow_arg_in(ctx, "seccomp", 0, seccomp_ops, KG_ARRAY_LEN(seccomp_ops)))) ||
 	    (rc = allow_all(ctx, landlock_calls, KG_ARRAY_LEN(landlock_calls))))
 		goto out;
 	/* rlimits may be read, never set (raising is the point of a call) */

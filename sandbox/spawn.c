@@ -83,6 +83,8 @@ static int describe_filter(const struct kg_sb_child *c, const struct kg_sb_spec 
 	 * loads it), its allocator's regions later */
 	d->mem_bytes = c->plan.sanitize ? 0 : c->plan.lim.mem_bytes;
 	d->readonly_opens = !!s->readonly_opens;
+	/* only a program that applies its own filter can be distrusted after it initialised */
+	d->watched = s->watched && s->seccomp_deferred && s->profile == KG_SB_PROFILE_RUN;
 	return sb_filter_desc_names(d, s->syscalls, e);
 }
 
@@ -409,6 +411,7 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 	if ((rc = describe_filter(c, s, &want, e)) || (rc = sb_mounts_plan(p, s, e)) ||
 	    (rc = build_env(c, s, &want, e)))
 		goto fail;
+	c->watched = want.watched;
 	/* Stacks for the clone and for pid 2, each above a guard page. They stay mapped until the
 	 * child is reaped: with CLONE_VM, init runs on its stack for the sandbox's whole life. */
 	p->stack_sz = 256 * 1024;

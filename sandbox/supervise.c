@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -174,6 +175,102 @@ static void learn_note(const char *name, int nr)
 	fprintf(stderr, "kgate-sandbox: learn: %s (%d)\n", name, nr);
 }
 
+static void respond(int fd, struct seccomp_notif_resp *resp, uint64_t id, int error, int cont)
+{
+	memset(resp, 0, sizeof(*resp));
+	resp->id = id;
+	resp->error = error;
+	resp->flags = cont ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0;
+	seccomp_notify_respond(fd, resp);
+}
+
+static int overlaps_sealed(const struct kg_sb_child *c, uint64_t addr, uint64_t len, struct kg_sb_range *hit)
+{
+	uint64_t lo = addr & ~(uint64_t)4095, hi = addr + (len ? len : 1);
+	if (hi < addr)
+		hi = UINT64_MAX; /* a wrapped range covers everything above addr */
+	for (int i = 0; i < c->n_sealed; i++)
+		if (lo < c->sealed[i].hi && hi > c->sealed[i].lo) {
+			*hit = c->sealed[i];
+			return 1;
+		}
+	return 0;
+}
+
+/* A watched program's memory-map change or filter (its profile routes them here): let through, or
+ * refused and named once the caller distrusts it. Returns 0 for a call this does not handle (a
+ * mapping over the memory bound, which is a plain denial). The arguments are registers, not
+ * pointers into the program's memory, so what is checked is what runs. */
+static int service_watched(struct kg_sb_child *c, int fd, const struct seccomp_notif *req)
+{
+	const struct seccomp_data *d = &req->data;
+	uint64_t mem = c->plan.lim.mem_bytes && !c->plan.sanitize ? c->plan.lim.mem_bytes : UINT64_MAX;
+	uint64_t a = 0, len = 0, a2 = 0, len2 = 0;
+	int two = 0;
+	const char *nm;
+	switch (d->nr) {
+	case SYS_mmap:
+		if (d->args[1] > mem || !(d->args[3] & MAP_FIXED))
+			return 0;
+		nm = "mmap(MAP_FIXED)", a = d->args[0], len = d->args[1];
+		break;
+	case SYS_mremap:
+		if (d->args[2] > mem)
+			return 0;
+		nm = "mremap", a = d->args[0], len = d->args[1];
+		if (d->args[3] & MREMAP_FIXED)
+			two = 1, a2 = d->args[4], len2 = d->args[2];
+		break;
+	case SYS_munmap:
+		nm = "munmap", a = d->args[0], len = d->args[1];
+		break;
+	case SYS_mprotect:
+		nm = "mprotect", a = d->args[0], len = d->args[1];
+		break;
+	case SYS_madvise:
+		nm = "madvise", a = d->args[0], len = d->args[1];
+		break;
+	case SYS_seccomp:
+		if (!c->distrusted) {
+			respond(fd, c->resp, req->id, 0, 1);
+			return 1;
+		}
+		sb_set_why(c, KG_SB_END_TAMPER,
+			   "seccomp(%llu, %#llx, ...) after it was distrusted: a filter stacked on its own threads "
+			   "(pid %u)",
+			   (unsigned long long)d->args[0], (unsigned long long)d->args[1], req->pid);
+		goto tamper;
+	default:
+		return 0;
+	}
+	struct kg_sb_range hit;
+	if (!c->distrusted || (!overlaps_sealed(c, a, len, &hit) && !(two && overlaps_sealed(c, a2, len2, &hit)))) {
+		respond(fd, c->resp, req->id, 0, 1);
+		return 1;
+	}
+	sb_set_why(c, KG_SB_END_TAMPER, "%s(%#llx, %#llx, %#llx) over its sealed range %#llx..%#llx (pid %u)", nm,
+		   (unsigned long long)d->args[0], (unsigned long long)d->args[1], (unsigned long long)d->args[2],
+		   (unsigned long long)hit.lo, (unsigned long long)hit.hi, req->pid);
+tamper:
+	/* kill first, as for a denial: the attempt is the finding, and the call never returns */
+	c->killed = 1;
+	sb_kill_tree(c);
+	respond(fd, c->resp, req->id, -EPERM, 0);
+	return 1;
+}
+
+int kg_sb_distrust(struct kg_sb_child *c, pid_t pid, kg_error *e)
+{
+	if (!c->watched)
+		return 0;
+	int n = kg_sb_sealed_ranges(pid, c->sealed, SB_MAX_SEALED, e);
+	if (n < 0)
+		return n;
+	c->n_sealed = n;
+	c->distrusted = 1;
+	return 0;
+}
+
 static void service_listener(struct kg_sb_child *c, int i)
 {
 	if (!c->req && seccomp_notify_alloc(&c->req, &c->resp)) {
@@ -203,6 +300,8 @@ static void service_listener(struct kg_sb_child *c, int i)
 		seccomp_notify_respond(fd, c->resp);
 		return;
 	}
+	if (c->watched && service_watched(c, fd, c->req))
+		return;
 	record_denial(c, c->req);
 	/* kill first: the call never returns to the program, whatever we answer */
 	c->killed = 1;

@@ -16,6 +16,81 @@
 #define F_SEAL_FUTURE_WRITE 0x0010 /* Linux >= 5.1 */
 #endif
 
+#include "runner/wire.h"
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#define HAVE_STREAMING 1
+#endif
+
+/* Streaming (non-temporal) stores: the data goes to memory and every cached copy of its lines, in
+ * any core, is invalidated, so a runner's next call reads it cold, as if the caches had been
+ * flushed. The bytes before the first and after the last 16-byte boundary are written plainly and
+ * their lines flushed. Elsewhere a plain copy (and warm caches: say so where timing matters). */
+static void evict(const unsigned char *p, size_t n)
+{
+#ifdef HAVE_STREAMING
+	if (!n)
+		return;
+	for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < (uintptr_t)p + n; a += 64)
+		_mm_clflush((const void *)a);
+#else
+	(void)p, (void)n;
+#endif
+}
+
+/* dst[0..n) from src, or (src NULL) from the 16-byte pattern pat whose phase is dst's 16-byte
+ * alignment (pat holds whole elements, and dst starts on one). */
+static void stream_write(unsigned char *dst, const unsigned char *src, const unsigned char *pat, size_t n)
+{
+#ifdef HAVE_STREAMING
+	size_t head = (size_t)(-(uintptr_t)dst & 15);
+	if (head > n)
+		head = n;
+	for (size_t i = 0; i < head; i++)
+		dst[i] = src ? src[i] : pat[((uintptr_t)dst + i) & 15];
+	size_t i = head;
+	__m128i v = src ? _mm_setzero_si128() : _mm_loadu_si128((const __m128i *)pat);
+	for (; i + 16 <= n; i += 16) {
+		if (src)
+			v = _mm_loadu_si128((const __m128i *)(src + i));
+		_mm_stream_si128((__m128i *)(dst + i), v);
+	}
+	size_t tail = i;
+	for (; i < n; i++)
+		dst[i] = src ? src[i] : pat[((uintptr_t)dst + i) & 15];
+	_mm_sfence();
+	evict(dst, head);
+	evict(dst + tail, n - tail);
+#else
+	if (src)
+		memcpy(dst, src, n);
+	else
+		for (size_t i = 0; i < n; i++)
+			dst[i] = pat[((uintptr_t)dst + i) & 15];
+#endif
+}
+
+struct stream_job {
+	unsigned char *dst;
+	const unsigned char *src, *pat;
+	size_t es;
+};
+
+static void stream_part(void *arg, int part, size_t lo, size_t hi)
+{
+	(void)part;
+	const struct stream_job *j = arg;
+	stream_write(j->dst + lo * j->es, j->src ? j->src + lo * j->es : NULL, j->pat, (hi - lo) * j->es);
+}
+
+/* Over elements of es bytes, on every core for large tensors. */
+static void stream_elements(unsigned char *dst, const void *src, const unsigned char *pat, size_t numel, size_t es)
+{
+	struct stream_job j = {.dst = dst, .src = src, .pat = pat, .es = es};
+	kg_parallel_for(numel, (1u << 20) / (es ? es : 1), stream_part, &j);
+}
+
 static uint64_t align_up(uint64_t v, uint64_t a)
 {
 	return (v + a - 1) / a * a;
@@ -46,7 +121,7 @@ void kg_arena_paged_size_for(const uint64_t *bytes, int n_in, int n_out, size_t 
 static void arena_init(struct kg_arena *a)
 {
 	memset(a, 0, sizeof(*a));
-	a->fd = a->fd_in = -1;
+	a->fd = a->fd_in = a->fd_map = -1;
 	a->base = MAP_FAILED;
 }
 
@@ -94,15 +169,28 @@ int kg_arena_create(struct kg_arena *a, size_t capacity, kg_error *e)
 	return 0;
 }
 
-int kg_arena_create_paged(struct kg_arena *a, size_t in_bytes, size_t out_bytes, kg_error *e)
+int kg_arena_create_paged(struct kg_arena *a, int n_regions, const size_t *in_sizes, const size_t *out_sizes,
+			  kg_error *e)
 {
 	int rc;
 	arena_init(a);
 	if (sysconf(_SC_PAGESIZE) != KG_ARENA_PAGE)
 		return kg_err(e, -ENOTSUP, "paged arena: the host's page is %ld bytes, kgate lays out %d",
 			      sysconf(_SC_PAGESIZE), KG_ARENA_PAGE);
-	in_bytes = (size_t)align_up(in_bytes, KG_ARENA_PAGE);
-	out_bytes = (size_t)align_up(out_bytes, KG_ARENA_PAGE);
+	if (n_regions < 1 || n_regions > KG_ARENA_MAX_REGIONS)
+		return kg_err(e, -E2BIG, "paged arena: %d regions (1 to %d)", n_regions, KG_ARENA_MAX_REGIONS);
+	uint64_t in_bytes = 0, out_bytes = 0;
+	for (int r = 0; r < n_regions; r++) {
+		a->region_in[r] = in_bytes;
+		a->region_out[r] = out_bytes;
+		a->region_in_size[r] = align_up(in_sizes[r], KG_ARENA_PAGE);
+		a->region_out_size[r] = align_up(out_sizes[r], KG_ARENA_PAGE);
+		in_bytes += a->region_in_size[r];
+		out_bytes += a->region_out_size[r];
+	}
+	for (int r = 0; r < n_regions; r++)
+		a->region_out[r] += in_bytes; /* arena offsets: the outputs' file follows the inputs' */
+	a->n_regions = n_regions;
 	a->paged = 1;
 	a->in_cap = in_bytes;
 	a->capacity = in_bytes + out_bytes;
@@ -144,8 +232,62 @@ void kg_arena_destroy(struct kg_arena *a)
 		close(a->fd);
 	if (a->fd_in >= 0)
 		close(a->fd_in);
+	if (a->fd_map >= 0)
+		close(a->fd_map);
 	a->base = MAP_FAILED;
-	a->fd = a->fd_in = -1;
+	a->fd = a->fd_in = a->fd_map = -1;
+}
+
+void kg_arena_map_region(struct kg_arena *a)
+{
+	for (int i = 0; a->paged && i < a->n_in + a->n_out; i++) {
+		if ((size_t)a->n_map >= KG_ARRAY_LEN(a->map))
+			return; /* cannot happen: regions and slots are bounded (kg_arena_create_paged) */
+		const struct kg_arena_slot *sl = &a->slot[i];
+		a->map[a->n_map].lo = sl->off / KG_ARENA_PAGE * KG_ARENA_PAGE;
+		a->map[a->n_map].hi = align_up(sl->off + (sl->bytes ? sl->bytes : 1), KG_ARENA_PAGE);
+		a->n_map++;
+	}
+}
+
+int kg_arena_map_seal(struct kg_arena *a, kg_error *e)
+{
+	if (!a->paged)
+		return 0;
+	if (a->n_map > KG_WIRE_MAX_RANGES)
+		return kg_err(e, -E2BIG, "paged arena: %d tensor ranges, the runner takes %d", a->n_map,
+			      KG_WIRE_MAX_RANGES);
+	size_t bytes = sizeof(struct kg_wire_pagemap) + (size_t)a->n_map * sizeof(struct kg_wire_range);
+	int fd = memfd_sized("kgate-pagemap", bytes, e);
+	if (fd < 0)
+		return fd;
+	struct kg_wire_pagemap h = {.magic = KG_WIRE_MAGIC, .count = (uint32_t)a->n_map};
+	int ok = pwrite(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h);
+	for (int i = 0; i < a->n_map && ok; i++) {
+		struct kg_wire_range r = {.lo = a->map[i].lo, .hi = a->map[i].hi};
+		ok = pwrite(fd, &r, sizeof(r), (off_t)(sizeof(h) + (size_t)i * sizeof(r))) == (ssize_t)sizeof(r);
+	}
+	int rc = ok ? seal(fd, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL, "page map", e)
+		    : kg_err(e, -EIO, "writing the page map");
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	if (a->fd_map >= 0)
+		close(a->fd_map);
+	a->fd_map = fd;
+	return 0;
+}
+
+void kg_arena_put(struct kg_arena *a, int slot, const void *src)
+{
+	const struct kg_arena_slot *sl = &a->slot[slot];
+	if (!a->paged) {
+		memcpy(a->base + sl->off, src, sl->bytes);
+		return;
+	}
+	size_t es = kg_dtype_size(sl->dtype);
+	stream_elements(a->base + sl->off, src, NULL, (size_t)sl->numel, es ? es : 1);
 }
 
 void kg_arena_set_keys(struct kg_arena *a, const kg_key *canary, const kg_key *poison)
@@ -244,11 +386,13 @@ static void band(const struct kg_arena *a, int i, uint64_t cur, uint64_t *lo, ui
 void kg_arena_canary_fill(struct kg_arena *a, uint64_t id)
 {
 	a->canary_id = id;
-	uint64_t cur = 0, lo, hi;
+	uint64_t cur = a->paged ? a->region_in[a->region] : 0, lo, hi;
 	int n = a->n_in + a->n_out;
 	for (int i = 0; i <= n; i++) {
 		band(a, i, cur, &lo, &hi);
 		fill_range(a, lo, hi);
+		if (a->paged) /* a band's lines share pages with tensors: none stays cached */
+			evict(a->base + lo, (size_t)(hi - lo));
 		if (i < n)
 			cur = a->slot[i].off + a->slot[i].bytes;
 	}
@@ -256,7 +400,7 @@ void kg_arena_canary_fill(struct kg_arena *a, uint64_t id)
 
 int kg_arena_canary_check(const struct kg_arena *a, int *slot, int *side, uint64_t *distance)
 {
-	uint64_t cur = 0, bad, lo, end;
+	uint64_t cur = a->paged ? a->region_in[a->region] : 0, bad, lo, end;
 	int n = a->n_in + a->n_out;
 	for (int i = 0; i <= n; i++) {
 		band(a, i, cur, &lo, &end);
@@ -281,13 +425,19 @@ int kg_arena_canary_check(const struct kg_arena *a, int *slot, int *side, uint64
 	return 0;
 }
 
-int kg_arena_layout(struct kg_arena *a, int n_in, int n_out, const kg_dtype *dt, const int *ndim,
+int kg_arena_layout(struct kg_arena *a, int region, int n_in, int n_out, const kg_dtype *dt, const int *ndim,
 		    const int64_t (*shape)[KG_MAX_DIMS], kg_error *e)
 {
 	int n = n_in + n_out;
 	if (n > KG_ARENA_MAX_SLOTS)
 		return kg_err(e, -E2BIG, "more than %d tensors", KG_ARENA_MAX_SLOTS);
-	uint64_t cur = a->paged ? KG_ARENA_PAGE : 0;
+	if (region < 0 || (a->paged ? region >= a->n_regions : region != 0))
+		return kg_err(e, -EINVAL, "arena region %d does not exist", region);
+	/* paged: region r's inputs [guard][tensor][guard]..., its outputs [tensor][guard]...; the
+	 * page in front of its first output is the last guard of the region before it in the
+	 * outputs' file, or of the inputs' file */
+	uint64_t in_end = a->paged ? a->region_in[region] + a->region_in_size[region] : 0;
+	uint64_t cur = a->paged ? a->region_in[region] + KG_ARENA_PAGE : 0;
 	for (int i = 0; i < n; i++) {
 		struct kg_arena_slot *s = &a->slot[i];
 		memset(s, 0, sizeof(*s));
@@ -306,17 +456,20 @@ int kg_arena_layout(struct kg_arena *a, int n_in, int n_out, const kg_dtype *dt,
 		/* the tensor's last byte is its last page's: an overrun of one byte is in the guard page;
 		 * its start is then aligned to its size's alignment (its element size at least) */
 		if (i == n_in)
-			cur = a->in_cap;
+			cur = a->region_out[region];
 		uint64_t end = cur + align_up(s->bytes ? s->bytes : 1, KG_ARENA_PAGE);
 		s->off = end - s->bytes;
 		cur = end + KG_ARENA_PAGE;
-		if (i < n_in && cur > a->in_cap)
-			return kg_err(e, -ENOSPC, "inputs need more than the arena's %zu bytes", a->in_cap);
+		if (i < n_in && cur > in_end)
+			return kg_err(e, -ENOSPC, "inputs need more than the region's %llu bytes",
+				      (unsigned long long)a->region_in_size[region]);
 	}
-	uint64_t used = a->paged ? (n_out ? cur : a->in_cap) : align_up(cur + KG_ARENA_GUARD, 4096);
-	if (used > a->capacity)
-		return kg_err(e, -ENOSPC, "layout needs %llu bytes, the arena has %zu", (unsigned long long)used,
-			      a->capacity);
+	uint64_t used = a->paged ? (n_out ? cur : in_end) : align_up(cur + KG_ARENA_GUARD, 4096);
+	uint64_t limit = a->paged && n_out ? a->region_out[region] + a->region_out_size[region] : a->capacity;
+	if (used > limit)
+		return kg_err(e, -ENOSPC, "layout needs %llu bytes, the arena has %llu", (unsigned long long)used,
+			      (unsigned long long)limit);
+	a->region = region;
 	a->n_in = n_in;
 	a->n_out = n_out;
 	a->used = (size_t)used;
@@ -347,6 +500,13 @@ void kg_arena_poison(struct kg_arena *a, uint64_t id)
 		unsigned char pat[8];
 		memcpy(pat, &s->poison, 8); /* little-endian: the element's bytes are the low bytes */
 		unsigned char *p = a->base + s->off;
+		if (a->paged) {
+			unsigned char pat16[16];
+			for (size_t k = 0; k < 16; k++)
+				pat16[k] = pat[k % es];
+			stream_elements(p, NULL, pat16, (size_t)s->numel, es);
+			continue;
+		}
 		if (es == 1) {
 			memset(p, pat[0], s->bytes);
 			continue;

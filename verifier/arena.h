@@ -1,8 +1,12 @@
 /* The shared memory through which tensors reach the runner. Two layouts:
  * - paged (host-resident backends): inputs in their own memfd, sealed against writes once the
  *   parent has mapped it (F_SEAL_FUTURE_WRITE), so the candidate's process can only map it
- *   read-only; every tensor ends exactly at a page boundary with a page after it that the runner
- *   leaves unmapped, and keyed canary words fill the bytes in front of it;
+ *   read-only; every shape of the run has a region of its own, laid out before the runner starts
+ *   (its page map, a sealed memfd, tells the runner which pages hold tensors), so that the runner
+ *   maps and seals all of it at once and never maps again; every tensor ends exactly at a page
+ *   boundary with a page after it that the runner leaves inaccessible, and keyed canary words fill
+ *   the bytes in front of it. The parent writes it with streaming stores (kg_arena_put, poison,
+ *   canaries): nothing it wrote stays in any cache, so no call starts warm;
  * - flat (device backends, which mirror it byte for byte): one memfd, every buffer 256-byte
  *   aligned and surrounded by 4 KiB canary bands.
  * The parent sees both memfds as one contiguous range: offsets below in_cap are the input file. */
@@ -21,6 +25,7 @@
 #define KG_ARENA_ALIGN 256 /* flat: buffer start alignment (what cudaMalloc gives) */
 #define KG_ARENA_PAGE 4096 /* paged: the protection unit, checked against the host's at create */
 #define KG_ARENA_MAX_SLOTS 16
+#define KG_ARENA_MAX_REGIONS 32 /* paged: one per shape of the run */
 
 struct kg_arena_slot {
 	uint64_t off;
@@ -40,6 +45,18 @@ struct kg_arena {
 	size_t capacity; /* bytes mapped at base (in_cap + the output file) */
 	size_t in_cap; /* paged: size of the input file, where outputs' offsets start */
 	size_t used; /* end of the last guard band of the current layout */
+	/* paged: each region's start in the input and the output file (arena offsets) and its sizes;
+	 * region is the one the current layout uses */
+	int n_regions, region;
+	uint64_t region_in[KG_ARENA_MAX_REGIONS], region_out[KG_ARENA_MAX_REGIONS];
+	uint64_t region_in_size[KG_ARENA_MAX_REGIONS], region_out_size[KG_ARENA_MAX_REGIONS];
+	/* paged: the tensor pages of every region laid out so far (kg_arena_map_region), then the
+	 * sealed memfd that carries them to the runner (kg_arena_map_seal; -1 before) */
+	int n_map;
+	struct {
+		uint64_t lo, hi;
+	} map[KG_ARENA_MAX_REGIONS * KG_ARENA_MAX_SLOTS];
+	int fd_map;
 	int n_in, n_out; /* slots: inputs first, then outputs */
 	struct kg_arena_slot slot[KG_ARENA_MAX_SLOTS];
 	kg_key canary_key, poison_key; /* kg_arena_set_keys; zero until then */
@@ -56,13 +73,23 @@ int kg_arena_create(struct kg_arena *a, size_t capacity, kg_error *e);
 /* Paged layout: the input file's and the output file's sizes for buffers of the given sizes
  * (inputs first). */
 void kg_arena_paged_size_for(const uint64_t *bytes, int n_in, int n_out, size_t *in_bytes, size_t *out_bytes);
-int kg_arena_create_paged(struct kg_arena *a, size_t in_bytes, size_t out_bytes, kg_error *e);
+/* n_regions regions (one per shape), each with its input and output file sizes. */
+int kg_arena_create_paged(struct kg_arena *a, int n_regions, const size_t *in_bytes, const size_t *out_bytes,
+			  kg_error *e);
 void kg_arena_destroy(struct kg_arena *a);
 /* The secret keys of canary words and poison patterns (independent of the inputs' key). */
 void kg_arena_set_keys(struct kg_arena *a, const kg_key *canary, const kg_key *poison);
-/* Lays out n_in inputs and n_out outputs (dtype and shape each) and writes fresh canaries. */
-int kg_arena_layout(struct kg_arena *a, int n_in, int n_out, const kg_dtype *dt, const int *ndim,
+/* Lays out n_in inputs and n_out outputs (dtype and shape each) in region (paged; 0 when flat)
+ * and writes fresh canaries. */
+int kg_arena_layout(struct kg_arena *a, int region, int n_in, int n_out, const kg_dtype *dt, const int *ndim,
 		    const int64_t (*shape)[KG_MAX_DIMS], kg_error *e);
+/* Paged: adds the current layout's tensor pages to the page map (call after laying out each
+ * region once), then writes the map into a sealed memfd (fd_map) for the runner. */
+void kg_arena_map_region(struct kg_arena *a);
+int kg_arena_map_seal(struct kg_arena *a, kg_error *e);
+/* Copies the input slot's bytes from src into the arena with streaming stores (paged) or plain
+ * ones (flat, which a device runner copies on anyway). */
+void kg_arena_put(struct kg_arena *a, int slot, const void *src);
 static inline void *kg_arena_ptr(const struct kg_arena *a, int slot)
 {
 	return a->base + a->slot[slot].off;

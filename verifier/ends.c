@@ -18,6 +18,8 @@ enum kg_reason_code kg_end_reason(enum kg_sb_end end)
 		return KG_R_SANDBOX_OUTPUT_LIMIT;
 	case KG_SB_END_SETUP:
 		return KG_R_SANDBOX_SETUP;
+	case KG_SB_END_TAMPER:
+		return KG_R_SANDBOX_TAMPER;
 	case KG_SB_END_SIGNAL:
 	case KG_SB_END_KILLED:
 	case KG_SB_END_EXIT:

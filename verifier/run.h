@@ -56,6 +56,7 @@ struct kg_run {
 	 * call that does nothing (what the host adds to any call right now); 0 when unknown */
 	uint64_t ref_excess_ns;
 	uint64_t ref_poison_seq;
+	void *const *ref_src; /* the inputs the reference's next call writes into its arena (NULL: none) */
 	struct kg_shortcut_state shortcuts;
 	unsigned degenerate_mask;
 	int n_trials, n_class_checks, n_degenerate;
@@ -102,8 +103,13 @@ void kg_run_view(struct kg_run *r, struct kg_view *v);
  * check.shape_variant. when ("after the call") starts each message. Returns the count recorded. */
 int kg_run_record(struct kg_run *r, const struct kg_findings *f, enum kg_input_class cls, uint64_t seed,
 		  const char *when);
-/* The candidate's process ended: its reason from how it ended. */
+/* The candidate's process ended: its reason from how it ended (or from what the parent caught it
+ * doing, the session's fault). */
 void kg_run_cand_ended(struct kg_run *r, const char *during, enum kg_input_class cls, uint64_t seed, int trial);
+/* A command to the candidate's runner did not succeed (rc: a kg_session code, or negative for the
+ * parent's own channel error): the reason it earns the candidate, or kgate's internal error. */
+void kg_run_cand_failed(struct kg_run *r, int rc, const kg_error *e, const char *during, const char *cmd,
+			enum kg_input_class cls, uint64_t seed, int trial);
 void kg_phase_correctness(struct kg_run *r);
 
 /* ---- build.c ---- */

@@ -1,14 +1,24 @@
 /* Parent side of the runner protocol: spawning kgate-run (or an interpreted runner, the torch
- * reference's) in the sandbox, handing it the arena and
- * the control socket, calibrating the trusted clock on calls that do nothing before the .so is
- * loaded, measuring every call with the parent's clocks (its wall clock, and the CPU time the
- * kernel charges the runner), and turning every way the runner can end into a structured outcome. */
+ * reference's) in the sandbox, handing it the arena and the control socket, calibrating the trusted
+ * clock on calls that do nothing before the .so is loaded, measuring every call with the parent's
+ * clocks (its wall clock, and the CPU time the kernel charges the runner), and turning every way the
+ * runner can end into a structured outcome.
+ *
+ * The runner's process is a black box once the .so is loaded. So: it runs only while a command is
+ * outstanding (the parent stops it with SIGSTOP as soon as the reply is in, and resumes it right
+ * before the next command): nothing in it computes between commands, and its memory holds still
+ * while the parent reads the outputs. A host backend's call is timed from before the parent writes
+ * the call's inputs (they are not readable earlier) to the moment the process is stopped, in the CPU
+ * time the kernel charged it. Every command has a deadline scaled to its work. Exactly one
+ * well-formed reply per command: anything else on the channel (a second or early message, a wrong
+ * op or sequence number, a torn record) is the candidate's fault, named and ended at once. */
 #include "verifier/session.h"
 
 #include "verifier/resolve.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +26,43 @@
 #include <time.h>
 #include <unistd.h>
 
+/* How long a stopped runner may take to hold still (a thread in uninterruptible sleep) */
+#define STOP_TIMEOUT_MS 3000
+
 static int ended(struct kg_session *s)
 {
 	if (!s->ended) {
+		/* the process may still run with its channel closed: it ends now, not at the watchdog */
+		if (s->sb && kg_sb_wait_fd(s->sb, -1, s->linger_ms) != KG_SB_ENDED)
+			kg_sb_kill(s->sb, KG_SB_END_KILLED);
 		kg_sb_wait(s->sb, &s->outcome);
 		s->ended = 1;
+		if (s->proc)
+			kg_sb_proc_detach(s->proc);
 	}
 	return KG_SESSION_ENDED;
+}
+
+/* The candidate broke the rules in a way the parent saw: named, and its process ended at once. */
+static int fault(struct kg_session *s, enum kg_reason_code code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fault(struct kg_session *s, enum kg_reason_code code, const char *fmt, ...)
+{
+	if (!s->fault_code) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(s->fault, sizeof(s->fault), fmt, ap);
+		va_end(ap);
+		s->fault_code = (int)code;
+	}
+	if (!s->ended && s->sb) {
+		kg_sb_kill(s->sb, KG_SB_END_KILLED);
+		kg_sb_wait(s->sb, &s->outcome);
+		s->ended = 1;
+		if (s->proc)
+			kg_sb_proc_detach(s->proc);
+	}
+	return KG_SESSION_FAULT;
 }
 
 /* One record off the channel; with pid set, the sender's pid as the kernel vouches for it
@@ -37,6 +77,8 @@ static ssize_t recv_record(int fd, struct kg_wire_reply *r, pid_t *pid)
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = pid ? u.buf : NULL,
 			    .msg_controllen = pid ? sizeof(u.buf) : 0};
 	ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n > 0 && (mh.msg_flags & MSG_TRUNC))
+		n = (ssize_t)sizeof(*r) + 1; /* longer than any reply: torn */
 	if (pid) {
 		*pid = 0;
 		for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c)) {
@@ -51,9 +93,9 @@ static ssize_t recv_record(int fd, struct kg_wire_reply *r, pid_t *pid)
 	return n;
 }
 
-/* Receives one reply for seq, servicing the sandbox while waiting. */
-static int recv_reply_from(struct kg_session *s, uint64_t seq, struct kg_wire_reply *r, double timeout_s,
-			   pid_t *pid)
+/* Receives the one reply to (op, seq), servicing the sandbox while waiting. */
+static int recv_reply_from(struct kg_session *s, uint32_t op, uint64_t seq, struct kg_wire_reply *r,
+			   double timeout_s, pid_t *pid)
 {
 	uint64_t deadline = kg_now_ns() + (uint64_t)(timeout_s * 1e9);
 	for (;;) {
@@ -72,19 +114,17 @@ static int recv_reply_from(struct kg_session *s, uint64_t seq, struct kg_wire_re
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
 		if (n <= 0)
-			return ended(s); /* EOF: the runner is gone */
-		if (n != (ssize_t)sizeof(*r) || r->magic != KG_WIRE_MAGIC) {
-			/* The runner only ever sends whole records: this came from the candidate. */
-			s->forged++;
-			continue;
-		}
-		if (r->seq != seq) {
-			/* The runner answers each command exactly once, before the next is sent: any other
-			 * message was written by someone else in its process (the candidate). The real
-			 * reply is still due. */
-			s->forged++;
-			continue;
-		}
+			return ended(s); /* EOF: the runner is gone, or closed its end */
+		/* The runner sends whole records, each the one answer to the command outstanding. */
+		if (n != (ssize_t)sizeof(*r) || r->magic != KG_WIRE_MAGIC)
+			return fault(s, KG_R_SANDBOX_PROTOCOL,
+				     "a malformed record of %zd bytes on the control channel, answering %s", n,
+				     kg_wire_op_name(op));
+		if (r->op != op || r->seq != seq)
+			return fault(s, KG_R_SANDBOX_PROTOCOL,
+				     "a reply to %s #%llu on the control channel where %s #%llu was outstanding",
+				     kg_wire_op_name(r->op), (unsigned long long)r->seq, kg_wire_op_name(op),
+				     (unsigned long long)seq);
 		r->msg[sizeof(r->msg) - 1] = '\0';
 		if (r->status != KG_WS_OK) {
 			snprintf(s->msg, sizeof(s->msg), "%s", r->msg);
@@ -92,11 +132,6 @@ static int recv_reply_from(struct kg_session *s, uint64_t seq, struct kg_wire_re
 		}
 		return KG_SESSION_OK;
 	}
-}
-
-static int recv_reply(struct kg_session *s, uint64_t seq, struct kg_wire_reply *r, double timeout_s)
-{
-	return recv_reply_from(s, seq, r, timeout_s, NULL);
 }
 
 /* The runner's CPU time so far; 0 when it cannot be read (no pid, or the process is gone). */
@@ -108,6 +143,144 @@ static uint64_t runner_cpu_ns(const struct kg_session *s)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Nothing may wait on the channel while the process is stopped: it wrote no reply to anything. */
+static int channel_quiet(struct kg_session *s, const char *when)
+{
+	char c;
+	ssize_t n = recv(s->ctl, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n > 0)
+		return fault(s, KG_R_SANDBOX_PROTOCOL, "a message on the control channel %s: it answered no command",
+			     when);
+	return KG_SESSION_OK;
+}
+
+/* Before a command: the process resumes (it was stopped after the last reply). */
+static int resume(struct kg_session *s)
+{
+	if (!s->proc || !s->proc->stopped)
+		return KG_SESSION_OK;
+	int rc = channel_quiet(s, "while it was stopped");
+	if (rc)
+		return rc;
+	kg_error e = {0};
+	if (kg_sb_proc_cont(s->proc, &e))
+		return ended(s);
+	return KG_SESSION_OK;
+}
+
+static int task_allowed(const struct kg_session *s, pid_t tid)
+{
+	for (int i = 0; i < s->n_allowed; i++)
+		if (s->allowed[i] == tid)
+			return 1;
+	return 0;
+}
+
+/* After a reply: the process is stopped and holds still until the next command; a watched one's
+ * threads are held to what it may have. */
+static int hold(struct kg_session *s, uint32_t op)
+{
+	if (!s->proc)
+		return KG_SESSION_OK;
+	kg_error e = {0};
+	int rc = kg_sb_proc_stop(s->proc, STOP_TIMEOUT_MS, &e);
+	if (rc == -ESRCH)
+		return ended(s);
+	if (rc)
+		return fault(s, KG_R_SANDBOX_TIMEOUT, "%s", e.msg);
+	if ((rc = channel_quiet(s, "after its reply")))
+		return rc;
+	if (!s->watched)
+		return KG_SESSION_OK;
+	if (op == KG_OP_HELLO) {
+		/* the threads of a process nothing untrusted has run in yet: what it may keep, less
+		 * the loader once the .so is loaded */
+		s->n_allowed = 0;
+		for (int i = 0; i < s->proc->n_tasks && s->n_allowed < (int)KG_ARRAY_LEN(s->allowed); i++)
+			if (s->proc->tasks[i] != s->loader)
+				s->allowed[s->n_allowed++] = s->proc->tasks[i];
+		return KG_SESSION_OK;
+	}
+	if (!s->loaded || s->threads)
+		return KG_SESSION_OK;
+	for (int i = 0; i < s->proc->n_tasks; i++) {
+		pid_t t = s->proc->tasks[i];
+		if (task_allowed(s, t))
+			continue;
+		return fault(s, KG_R_SANDBOX_THREAD,
+			     t == s->loader ? "the loader thread (tid %d), on which the candidate's constructors ran, "
+					      "is still alive after the load (%d threads): it would run unsealed"
+					    : "thread %d runs in the candidate's process (%d threads), which may run only "
+					      "those it had before the load: threads are off",
+			     (int)t, s->proc->n_tasks);
+	}
+	return KG_SESSION_OK;
+}
+
+/* How long a command may take, scaled to its work: a stalling runner is found in seconds. The
+ * trusted runners keep the session's generous limit. */
+static double deadline_s(const struct kg_session *s, enum kg_wire_op op, uint32_t arg)
+{
+	if (!s->watched)
+		return s->call_timeout_s + (op == KG_OP_SETTLE ? arg / 1000.0 : 0);
+	/* sanitizer builds run everything several times slower */
+	double k = getenv("KGATE_SANITIZE") ? 4.0 : 1.0, base = 3.0 * k;
+	double bytes = s->arena ? (double)s->arena->used : 0;
+	switch (op) {
+	case KG_OP_LOAD:
+		return 30.0 * k; /* constructors, a device module's load */
+	case KG_OP_UPLOAD:
+	case KG_OP_DOWNLOAD:
+	case KG_OP_SETUP:
+		return base + k * bytes / 1e9; /* copies at >= 1 GB/s, device allocations */
+	case KG_OP_FLUSH:
+		return base + k * (double)s->cal_flush_cpu_ns / 1e8; /* ten times a calibrated flush */
+	case KG_OP_SETTLE:
+		return base + arg / 1000.0;
+	case KG_OP_RUN:
+		return s->call_timeout_s; /* the caller's, from the reference's time */
+	default:
+		return base;
+	}
+}
+
+static void fill_cmd(const struct kg_session *s, struct kg_wire_cmd *cmd, enum kg_wire_op op, uint32_t arg)
+{
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->magic = KG_WIRE_MAGIC;
+	cmd->op = op;
+	cmd->delay_ms = op == KG_OP_SETTLE ? arg : 0;
+	cmd->entry = op == KG_OP_RUN ? arg : 0;
+	cmd->arena_size = s->arena->used;
+	cmd->n_in = (uint32_t)s->arena->n_in;
+	cmd->n_out = (uint32_t)s->arena->n_out;
+	for (int i = 0; i < s->arena->n_in + s->arena->n_out; i++) {
+		const struct kg_arena_slot *sl = &s->arena->slot[i];
+		cmd->t[i].offset = sl->off;
+		cmd->t[i].dtype = sl->dtype;
+		cmd->t[i].ndim = sl->ndim;
+		memcpy(cmd->t[i].shape, sl->shape, sizeof(cmd->t[i].shape));
+	}
+	if (op == KG_OP_SETUP)
+		snprintf(cmd->path, sizeof(cmd->path), "%s", s->arena->dims);
+}
+
+/* Sends cmd (the process resumed already) and waits for its one reply; t_sent gets the moment it
+ * left. */
+static int exchange(struct kg_session *s, struct kg_wire_cmd *cmd, uint32_t arg, struct kg_wire_reply *r,
+		    uint64_t *t_sent, kg_error *e)
+{
+	cmd->seq = ++s->seq;
+	*t_sent = kg_now_ns();
+	ssize_t n = send(s->ctl, cmd, sizeof(*cmd), MSG_NOSIGNAL);
+	if (n != (ssize_t)sizeof(*cmd)) {
+		if (n < 0 && errno != EPIPE && errno != ECONNRESET)
+			return kg_err(e, -errno, "sending to the runner: %s", strerror(errno));
+		return ended(s);
+	}
+	return recv_reply_from(s, cmd->op, cmd->seq, r, deadline_s(s, (enum kg_wire_op)cmd->op, arg), NULL);
+}
+
 int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t arg, struct kg_wire_reply *r,
 		    uint64_t *parent_ns, kg_error *e)
 {
@@ -115,38 +288,24 @@ int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t arg, stru
 	struct kg_wire_reply tmp;
 	if (!r)
 		r = &tmp;
+	if (s->fault_code)
+		return KG_SESSION_FAULT;
 	if (s->ended)
 		return KG_SESSION_ENDED;
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.magic = KG_WIRE_MAGIC;
-	cmd.op = op;
-	cmd.seq = ++s->seq;
-	uint32_t delay_ms = op == KG_OP_SETTLE ? arg : 0;
-	cmd.delay_ms = delay_ms;
-	cmd.entry = op == KG_OP_RUN ? arg : 0;
-	cmd.arena_size = s->arena->used;
-	cmd.n_in = (uint32_t)s->arena->n_in;
-	cmd.n_out = (uint32_t)s->arena->n_out;
-	for (int i = 0; i < s->arena->n_in + s->arena->n_out; i++) {
-		const struct kg_arena_slot *sl = &s->arena->slot[i];
-		cmd.t[i].offset = sl->off;
-		cmd.t[i].dtype = sl->dtype;
-		cmd.t[i].ndim = sl->ndim;
-		memcpy(cmd.t[i].shape, sl->shape, sizeof(cmd.t[i].shape));
-	}
-	if (op == KG_OP_SETUP)
-		snprintf(cmd.path, sizeof(cmd.path), "%s", s->arena->dims);
-	uint64_t t0 = kg_now_ns();
-	ssize_t n = send(s->ctl, &cmd, sizeof(cmd), MSG_NOSIGNAL);
-	if (n != (ssize_t)sizeof(cmd)) {
-		if (n < 0 && errno != EPIPE && errno != ECONNRESET)
-			return kg_err(e, -errno, "sending to the runner: %s", strerror(errno));
-		return ended(s);
-	}
-	double timeout = s->call_timeout_s + delay_ms / 1000.0;
-	int rc = recv_reply(s, cmd.seq, r, timeout);
+	int rc = resume(s);
+	if (rc)
+		return rc;
+	fill_cmd(s, &cmd, op, arg);
+	uint64_t t0;
+	rc = exchange(s, &cmd, arg, r, &t0, e);
 	if (parent_ns)
 		*parent_ns = kg_now_ns() - t0;
+	/* a failed command is answered too: the process holds still after it all the same */
+	if (rc == KG_SESSION_OK || rc == KG_SESSION_FAILED) {
+		int h = hold(s, op);
+		if (h)
+			return h;
+	}
 	return rc;
 }
 
@@ -155,11 +314,59 @@ int kg_session_setup(struct kg_session *s, kg_error *e)
 	return kg_session_call(s, KG_OP_SETUP, 0, NULL, NULL, e);
 }
 
+/* A host backend's call: one RUN, timed from before the inputs exist in the runner's memory to the
+ * process stopped after its reply, in the CPU time the kernel charged the process. The outputs are
+ * final then: nothing in the process runs again before the parent has read them. */
+static int host_call(struct kg_session *s, const struct kg_call *c, struct kg_call_result *r, kg_error *e)
+{
+	struct kg_wire_cmd cmd;
+	struct kg_wire_reply rep = {0};
+	r->step = "run";
+	if (s->fault_code)
+		return KG_SESSION_FAULT;
+	if (s->ended)
+		return KG_SESSION_ENDED;
+	int rc = resume(s);
+	if (rc)
+		return rc;
+	double keep = s->call_timeout_s;
+	if (c->run_timeout_s > 0)
+		s->call_timeout_s = c->run_timeout_s;
+	fill_cmd(s, &cmd, KG_OP_RUN, c->entry);
+	uint64_t cpu0 = runner_cpu_ns(s), w0 = kg_now_ns(), t_sent;
+	if (c->expose)
+		c->expose(c->expose_arg);
+	rc = exchange(s, &cmd, c->entry, &rep, &t_sent, e);
+	s->call_timeout_s = keep;
+	r->parent_ns = kg_now_ns() - t_sent;
+	if (rc == KG_SESSION_OK || rc == KG_SESSION_FAILED) {
+		int h = hold(s, KG_OP_RUN);
+		if (h)
+			return h;
+	}
+	if (rc)
+		return rc;
+	uint64_t cpu1 = runner_cpu_ns(s);
+	r->span_ns = kg_now_ns() - w0;
+	r->ret = rep.rc;
+	r->child_ns = rep.elapsed_ns;
+	r->tail_ns = rep.info;
+	r->l2_flags = rep.flags;
+	r->cpu_known = cpu0 && cpu1 >= cpu0;
+	r->cpu_ns = r->cpu_known ? cpu1 - cpu0 : 0;
+	r->step = NULL;
+	return KG_SESSION_OK;
+}
+
 int kg_session_run_call(struct kg_session *s, const struct kg_call *c, struct kg_call_result *r, kg_error *e)
 {
 	struct kg_wire_reply rep = {0};
 	memset(r, 0, sizeof(*r));
+	if (s->host)
+		return host_call(s, c, r, e);
 	uint64_t cpu0 = 0, cpu1 = 0;
+	if (c->expose)
+		c->expose(c->expose_arg);
 	r->step = "upload";
 	int rc = kg_session_call(s, KG_OP_UPLOAD, 0, NULL, NULL, e);
 	if (!rc && c->flush) {
@@ -253,7 +460,7 @@ static struct kg_sb_spec run_spec(const struct kg_session_opts *o, const struct 
 		.envp = envp,
 		.cwd = "/tmp",
 		.fds = fds,
-		.n_fds = a->fd_in >= 0 ? 3 : 2,
+		.n_fds = a->fd_in < 0 ? 2 : a->fd_map < 0 ? 3 : 4,
 		.paths = paths,
 		.n_paths = n_paths,
 		.limits = o->limits,
@@ -296,7 +503,7 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 	int one = 1;
 	setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 	struct kg_arena *a = s->arena;
-	int fds[3] = {sv[1], a->fd, a->fd_in};
+	int fds[4] = {sv[1], a->fd, a->fd_in, a->fd_map};
 	struct kg_sb_spec spec = run_spec(o, a, argv, envp, fds, paths, n_paths);
 	spec.allow_threads = 1; /* the interpreter's own threads; its filter applies before exec */
 	/* importing torch takes seconds on a small machine: HELLO may come late */
@@ -325,6 +532,15 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	s->ctl = -1;
 	s->arena = a;
 	s->call_timeout_s = o->call_timeout_s > 0 ? o->call_timeout_s : 60;
+	s->host = !o->be->needs_gpu;
+	s->threads = o->threads;
+	/* a run under a tool (compute-sanitizer) is never timed, and the tool talks to its library in
+	 * the runner: that process is not stopped between commands */
+	s->watched = o->watched && !o->tool_argv;
+	if (!o->tool_argv && !(s->proc = calloc(1, sizeof(*s->proc))))
+		return kg_err(e, -ENOMEM, "out of memory");
+	if (s->proc)
+		s->proc->pidfd = -1;
 	/* a tool writes its report and tears down after the runner is gone: give it time */
 	s->linger_ms = o->tool_argv ? 60000 : 2000;
 	if (o->be->runner_script)
@@ -355,8 +571,9 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	argv[ac] = NULL;
 	static const char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp",
 					   "OMP_NUM_THREADS=1", NULL};
-	/* fd 5: a paged arena's inputs, a memfd sealed so that the runner can only map it read-only */
-	int fds[3] = {sv[1], a->fd, a->fd_in};
+	/* fd 5: a paged arena's inputs, a memfd sealed so that the runner can only map it read-only;
+	 * fd 6: its page map (runner/wire.h) */
+	int fds[4] = {sv[1], a->fd, a->fd_in, a->fd_map};
 	/* An installed runner lives under /usr, which every profile already shows read-only; a build
 	 * tree's runner has to be bound in (at the same path, so argv[0] stays valid). */
 	int n_paths = 1;
@@ -379,6 +596,8 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	spec.seccomp_deferred = 1; /* kgate-run applies it itself, after sealing, before LOAD */
 	spec.allow_threads = o->threads;
 	spec.sealed_opens = o->be->sealed_opens;
+	/* the candidate: its filters and its changes to sealed mappings are the supervisor's */
+	spec.watched = s->watched;
 	rc = kg_sb_spawn(&spec, &s->sb, e);
 	close(sv[1]);
 	sv[1] = -1;
@@ -391,13 +610,16 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 }
 
 /* HELLO (with the runner's pid from the kernel), the clock's calibration, then LOAD of what the
- * sandbox shows at load_path. */
+ * sandbox shows at load_path. A watched runner is distrusted before LOAD, and its loader thread
+ * must be gone once LOAD is answered. */
 static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o, const char *load_path, kg_error *e)
 {
 	struct kg_wire_reply r;
-	int rc = recv_reply_from(s, 0, &r, s->call_timeout_s, &s->runner_pid);
-	if (rc == KG_SESSION_OK && r.op != KG_OP_HELLO) {
-		snprintf(s->msg, sizeof(s->msg), "runner spoke before HELLO");
+	int rc = recv_reply_from(s, KG_OP_HELLO, 0, &r, s->call_timeout_s, &s->runner_pid);
+	if (rc == KG_SESSION_FAULT) {
+		/* nothing untrusted runs before HELLO: a runner that cannot say it is broken */
+		snprintf(s->msg, sizeof(s->msg), "%s", s->fault);
+		s->fault_code = 0;
 		return KG_SESSION_FAILED;
 	}
 	if (rc)
@@ -406,6 +628,18 @@ static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o,
 	setsockopt(s->ctl, SOL_SOCKET, SO_PASSCRED, &zero, sizeof(zero));
 	s->ceiling_mbps = r.info;
 	s->has_cpu_clock = s->runner_pid > 0 && !clock_getcpuclockid(s->runner_pid, &s->cpu_clock);
+	if (s->proc) {
+		if (s->runner_pid <= 0 || kg_sb_proc_attach(s->proc, s->runner_pid, e)) {
+			/* no pid to stop: the process would run between commands; nothing is verified so */
+			snprintf(s->msg, sizeof(s->msg), "the runner's process cannot be watched: %s",
+				 s->runner_pid <= 0 ? "its pid did not come with HELLO" : e->msg);
+			return KG_SESSION_FAILED;
+		}
+		if (!kg_sb_proc_tasks(s->proc, e) && r.tid)
+			s->loader = kg_sb_proc_outer_tid(s->proc, (pid_t)r.tid);
+		if ((rc = hold(s, KG_OP_HELLO)))
+			return rc;
+	}
 	/* nobody times a run under a tool */
 	if (!o->tool_argv && (rc = calibrate(s, e)))
 		return rc;
@@ -414,11 +648,19 @@ static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o,
 	memset(&load, 0, sizeof(load));
 	load.magic = KG_WIRE_MAGIC;
 	load.op = KG_OP_LOAD;
-	load.seq = ++s->seq;
 	snprintf(load.path, sizeof(load.path), "%s", load_path);
-	if (send(s->ctl, &load, sizeof(load), MSG_NOSIGNAL) != (ssize_t)sizeof(load))
-		return ended(s);
-	rc = recv_reply(s, load.seq, &r, s->call_timeout_s);
+	if (s->watched && (rc = kg_sb_distrust(s->sb, s->runner_pid, e)))
+		return rc;
+	if ((rc = resume(s)))
+		return rc;
+	uint64_t t0;
+	rc = exchange(s, &load, 0, &r, &t0, e);
+	s->loaded = 1;
+	if (rc == KG_SESSION_OK || rc == KG_SESSION_FAILED) {
+		int h = hold(s, KG_OP_LOAD);
+		if (h)
+			return h;
+	}
 	if (rc)
 		return rc;
 	s->sealed = r.info == 1;
@@ -435,10 +677,11 @@ void kg_session_close(struct kg_session *s)
 		q.magic = KG_WIRE_MAGIC;
 		q.op = KG_OP_QUIT;
 		q.seq = ++s->seq;
-		int quit_sent = send(s->ctl, &q, sizeof(q), MSG_NOSIGNAL) == (ssize_t)sizeof(q);
+		int quit_sent = resume(s) == KG_SESSION_OK && !s->ended &&
+				send(s->ctl, &q, sizeof(q), MSG_NOSIGNAL) == (ssize_t)sizeof(q);
 		if (quit_sent) {
 			struct kg_wire_reply r;
-			if (recv_reply(s, q.seq, &r, 5.0) != KG_SESSION_ENDED && !s->ended &&
+			if (recv_reply_from(s, KG_OP_QUIT, q.seq, &r, 5.0, NULL) != KG_SESSION_ENDED && !s->ended &&
 			    kg_sb_wait_fd(s->sb, -1, s->linger_ms) != KG_SB_ENDED)
 				quit_sent = 0;
 		}
@@ -450,6 +693,8 @@ void kg_session_close(struct kg_session *s)
 	if (s->ctl >= 0)
 		close(s->ctl);
 	s->ctl = -1;
+	if (s->proc)
+		kg_sb_proc_detach(s->proc);
 }
 
 void kg_session_free(struct kg_session *s)
@@ -457,4 +702,6 @@ void kg_session_free(struct kg_session *s)
 	kg_session_close(s);
 	kg_sb_free(s->sb);
 	s->sb = NULL;
+	free(s->proc);
+	s->proc = NULL;
 }

@@ -26,6 +26,10 @@ struct kg_session_opts {
 	 * The runner then also gives each tensor an exact-size buffer and names the tool's sockets
 	 * to its filter. */
 	const char *const *tool_argv;
+	/* The candidate's session: a watched sandbox (sandbox.h), distrusted before LOAD, and its
+	 * process's threads held to those it had at HELLO but the loader (all of them, with
+	 * threads), counted from outside whenever it is stopped. */
+	int watched;
 };
 
 struct kg_session {
@@ -48,15 +52,29 @@ struct kg_session {
 	int has_cpu_clock;
 	int sealed; /* the runner sealed itself after LOAD: no opens, no new code */
 	uint64_t ceiling_mbps; /* the runner's measured bandwidth ceiling (HELLO), 0 when none */
-	unsigned forged; /* messages on the control channel that answered no pending command */
 	uint32_t l2_flags; /* KG_RUN_L2_* over every call so far (the runner undid each) */
-	char msg[400]; /* the runner's message for the last failed command */
+	char msg[400]; /* the runner's message for the last failed command (its claim, escaped later) */
+	/* The runner's process, stopped by the parent whenever no command is outstanding: nothing in it
+	 * runs between commands, and its threads are counted while it holds still. */
+	struct kg_sb_process *proc;
+	int host; /* the backend computes on the host: a RUN's span ends when the process is stopped */
+	int watched, threads;
+	int n_allowed; /* watched: the threads it may have once loaded (HELLO's, the loader gone) */
+	pid_t allowed[64];
+	pid_t loader; /* the loader thread, as the parent sees it; 0 when none */
+	int loaded; /* LOAD was answered */
+	/* What the parent saw the process do that the protocol or its rules forbid (a second reply,
+	 * a malformed one, a thread too many): the candidate's fault, with its reason code; the
+	 * process is killed at once. KG_SESSION_FAULT. */
+	int fault_code; /* a kg_reason_code; 0: none */
+	char fault[400];
 };
 
 enum {
 	KG_SESSION_OK = 0,
 	KG_SESSION_ENDED = 1, /* the runner died or was killed: see outcome */
 	KG_SESSION_FAILED = 2, /* the runner answered with an error status: see msg */
+	KG_SESSION_FAULT = 3, /* the parent caught the process breaking the protocol: fault_code, fault */
 };
 
 /* Starts the runner, waits for HELLO, loads the .so. On a runner-side failure (dlopen, ABI,
@@ -74,9 +92,14 @@ int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t arg, stru
  * DOWNLOAD, stopping at the first step that fails. The reference, the candidate and the
  * sanitized runs all go through here. */
 struct kg_call {
-	int flush; /* evict caches first (timed calls) */
+	int flush; /* evict caches first (timed calls; devices: a host arena is written cold anyway) */
 	double run_timeout_s; /* limit for RUN alone; 0: the session's call_timeout_s */
 	uint32_t entry; /* KG_ENTRY_FORWARD, or KG_ENTRY_TERMS of a task's reference */
+	/* Writes the call's inputs into the arena. A host backend's span (its CPU-time clock) starts
+	 * before it: the inputs are readable in the runner's process only once the clock runs, so no
+	 * work on them can be done earlier. NULL: they are in place already. */
+	void (*expose)(void *arg);
+	void *expose_arg;
 };
 struct kg_call_result {
 	const char *step; /* where it stopped: "upload", "flush", "run", "download"; NULL when done */
@@ -84,12 +107,14 @@ struct kg_call_result {
 	uint64_t child_ns; /* the runner's claim for the call (its clock: a claim only) */
 	uint64_t parent_ns; /* the parent's round trip of RUN */
 	uint64_t download_ns; /* the parent's round trip of DOWNLOAD */
-	uint64_t span_ns; /* from sending RUN to the DOWNLOAD reply: the outputs are complete by then */
+	uint64_t span_ns; /* host: from before the inputs were written to the process stopped after RUN;
+			   * devices: from sending RUN to the DOWNLOAD reply */
 	uint64_t tail_ns; /* how long the device stayed busy after the call's stream (runner's claim) */
 	uint64_t snap_ns; /* CUDA: the runner's stream-done snapshot of the outputs (its claim) */
 	uint32_t l2_flags; /* KG_RUN_L2_*: persisting-L2 changes the runner found and undid */
-	/* The CPU time the kernel charged the runner's process over span_ns, and over the FLUSH
-	 * (trusted: the candidate cannot forge it); valid when cpu_known. */
+	/* The CPU time the kernel charged the runner's process over span_ns (host: from before the
+	 * inputs were written to the stop), and over the FLUSH (trusted: the candidate cannot forge
+	 * it); valid when cpu_known. */
 	uint64_t cpu_ns, flush_cpu_ns;
 	int cpu_known;
 };

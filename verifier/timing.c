@@ -158,11 +158,6 @@ static int judge(struct kg_run *r, const struct kg_timed_call *calls, int n, con
 				      "the candidate's runner claimed a call took longer than the parent's round trip "
 				      "(iteration %d): its timing channel is forged",
 				      t.impossible);
-	} else if (r->cs.forged) {
-		kg_verdict_add_reason(r->v, KG_R_TIMING_TAMPERED,
-				      "%u message(s) on the runner's control channel answered no pending command: something "
-				      "in the candidate's process forged the result channel",
-				      r->cs.forged);
 	} else if (r->cs.l2_flags) {
 		kg_verdict_add_reason(r->v, KG_R_TIMING_TAMPERED,
 				      "the candidate changed the L2's persisting controls (%s%s%s): data kept in L2 across "

@@ -3,6 +3,7 @@
  * turned into reasons. The correctness phase is a loop of trials over every shape and class. */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,6 @@
 #include "verifier/compare.h"
 #include "verifier/dtype.h"
 #include "verifier/ends.h"
-#include "verifier/fault.h"
 #include "verifier/inputs.h"
 #include "verifier/prng.h"
 #include "verifier/run.h"
@@ -30,7 +30,7 @@ int kg_run_alloc(struct kg_run *r, kg_error *e)
 	const struct kg_plan *p = r->plan;
 	const struct kg_task *t = &p->task;
 	uint64_t maxb[2 * KG_RUN_MAX_T] = {0}, layout_max = 0;
-	size_t paged_max[2] = {0, 0};
+	size_t pin[KG_PLAN_MAX_SHAPES], pout[KG_PLAN_MAX_SHAPES];
 	for (int i = 0; i < t->n_inputs + t->n_outputs; i++)
 		r->names[i] = i < t->n_inputs ? t->inputs[i].name : t->outputs[i - t->n_inputs].name;
 	for (int s = 0; s < p->n_shapes; s++) {
@@ -46,12 +46,10 @@ int kg_run_alloc(struct kg_run *r, kg_error *e)
 				maxb[i] = b[i];
 		}
 		uint64_t need = kg_arena_size_for(b, t->n_inputs + t->n_outputs);
-		size_t pin, pout;
-		kg_arena_paged_size_for(b, t->n_inputs, t->n_outputs, &pin, &pout);
+		/* a paged arena gives each shape a region of its own, laid out before the runner starts */
+		kg_arena_paged_size_for(b, t->n_inputs, t->n_outputs, &pin[s], &pout[s]);
 		if (need > layout_max)
 			layout_max = need;
-		paged_max[0] = pin > paged_max[0] ? pin : paged_max[0];
-		paged_max[1] = pout > paged_max[1] ? pout : paged_max[1];
 	}
 	for (int i = 0; i < t->n_inputs; i++)
 		if (!(r->shadow[i] = malloc(maxb[i] ? maxb[i] : 1)))
@@ -74,14 +72,26 @@ int kg_run_alloc(struct kg_run *r, kg_error *e)
 	/* host-resident runners get the paged arena (read-only inputs, guard pages); a device runner
 	 * mirrors the flat one on the device */
 	int rc = p->ref_be->needs_gpu ? kg_arena_create(&r->ra, layout_max, e)
-				      : kg_arena_create_paged(&r->ra, paged_max[0], paged_max[1], e);
+				      : kg_arena_create_paged(&r->ra, p->n_shapes, pin, pout, e);
 	if (!rc)
 		rc = p->be->needs_gpu ? kg_arena_create(&r->ca, layout_max, e)
-				      : kg_arena_create_paged(&r->ca, paged_max[0], paged_max[1], e);
+				      : kg_arena_create_paged(&r->ca, p->n_shapes, pin, pout, e);
 	if (!rc) {
 		kg_arena_set_keys(&r->ra, &p->k_canary, &p->k_poison);
 		kg_arena_set_keys(&r->ca, &p->k_canary, &p->k_poison);
 	}
+	/* every shape's tensor pages, for the runners' page maps: nothing is mapped after they start */
+	struct kg_arena *both[2] = {&r->ra, &r->ca};
+	for (int k = 0; k < 2 && !rc; k++) {
+		if (!both[k]->paged)
+			continue;
+		for (int sh = 0; sh < p->n_shapes && !rc; sh++)
+			if (!(rc = kg_run_layout(r, sh, both[k], e)))
+				kg_arena_map_region(both[k]);
+		if (!rc)
+			rc = kg_arena_map_seal(both[k], e);
+	}
+	r->shape = -1;
 	return rc;
 }
 
@@ -189,24 +199,21 @@ void kg_run_cand_ended(struct kg_run *r, const char *during, enum kg_input_class
 	char what[700];
 	kg_end_describe(o, what, sizeof(what));
 	enum kg_reason_code code = kg_end_reason(o->end);
-	if (kg_end_sealed_call(o, r->cs.sealed)) {
+	if (r->cs.fault_code) {
+		/* what the parent itself caught the process doing, before it killed it */
+		code = (enum kg_reason_code)r->cs.fault_code;
+		snprintf(what, sizeof(what), "%s", r->cs.fault);
+	} else if (kg_end_sealed_call(o, r->cs.sealed)) {
 		code = KG_R_SANDBOX_DLOPEN;
-		snprintf(what, sizeof(what), "after it was loaded it opened a file or mapped executable memory (a "
-					     "run-time dlopen or new code), and the runner's seal ended it");
-	}
-	/* a fault on a page the layout protects (a read-only input, a guard page) is named as what
-	 * it is; the signal is the sandbox's word, the address only picks the tensor */
-	struct kg_fault ft;
-	if (code == KG_R_SANDBOX_CRASH && kg_fault_name(&r->ca, o, &ft)) {
-		struct kg_reason *x = trial_reason(r, ft.code, cls, seed, "candidate %s: '%s': %s", during,
-						   r->names[ft.slot], ft.msg);
-		const struct kg_arena_slot *sl = &r->ca.slot[ft.slot];
-		snprintf(x->tensor, sizeof(x->tensor), "%s", r->names[ft.slot]);
-		x->index = ft.index;
-		if (ft.index >= 0)
-			kg_index_str(ft.index, sl->shape, sl->ndim, x->index_str, sizeof(x->index_str));
-		r->cand_dead = 1;
-		return;
+		snprintf(what, sizeof(what), "after it was loaded it opened a file, mapped executable memory or "
+					     "mapped a file (a run-time dlopen, new code, the arena mapped again), and the "
+					     "runner's seal ended it");
+	} else if (o->end == KG_SB_END_SIGNAL && (o->signo == SIGSEGV || o->signo == SIGBUS) && r->ca.paged) {
+		/* the signal is the kernel's word; which address faulted nobody in that process may say */
+		size_t n = strlen(what);
+		snprintf(what + n, sizeof(what) - n,
+			 " (a bad access: its inputs are read-only, and an inaccessible page lies after every tensor "
+			 "and in front of every input; kgate installs no fault handler there and names no address)");
 	}
 	struct kg_reason *x = trial_reason(r, code, cls, seed, "candidate %s: %s", during, what);
 	if (!trial) {
@@ -259,6 +266,7 @@ void kg_run_start_sessions(struct kg_run *r)
 	so.be = p->be;
 	so.so_path = r->cand_so;
 	so.threads = p->pol.threads;
+	so.watched = 1; /* a black box from LOAD on */
 	rc = kg_session_start(&r->cs, &so, &r->ca, &e);
 	r->cs_up = 1;
 	r->cs.call_timeout_s = 30; /* copies and settling; RUN has its own deadline */
@@ -297,22 +305,44 @@ int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e)
 		nd[i] = sp->ndim;
 	}
 	snprintf(a->dims, sizeof(a->dims), "%s", r->plan->shape_str[s]); /* a torch reference builds per shape */
-	return kg_arena_layout(a, t->n_inputs, t->n_outputs, dt, nd, (const int64_t(*)[KG_MAX_DIMS])shp, e);
+	return kg_arena_layout(a, a->paged ? s : 0, t->n_inputs, t->n_outputs, dt, nd,
+			       (const int64_t(*)[KG_MAX_DIMS])shp, e);
 }
 
 int kg_run_set_shape(struct kg_run *r, int s, const char *during)
 {
 	kg_error e = {0};
-	if (kg_run_layout(r, s, &r->ra, &e) || kg_run_layout(r, s, &r->ca, &e) || kg_session_setup(&r->rs, &e) ||
-	    kg_session_setup(&r->cs, &e))
-		goto fail;
-	return 0;
-fail:
-	if (r->cs.ended)
-		kg_run_cand_ended(r, during, KG_CLASS_NORMAL, 0, 0);
-	else
+	int rc;
+	if (kg_run_layout(r, s, &r->ra, &e) || kg_run_layout(r, s, &r->ca, &e) || kg_session_setup(&r->rs, &e)) {
 		kg_run_internal(r, "setting up shape %s: %s", shape_str(r), e.msg[0] ? e.msg : r->rs.msg);
-	return -1;
+		return -1;
+	}
+	/* whatever goes wrong on the candidate's side is the candidate's */
+	if ((rc = kg_session_setup(&r->cs, &e)))
+		kg_run_cand_failed(r, rc, &e, during, "SETUP", KG_CLASS_NORMAL, 0, 0);
+	return rc ? -1 : 0;
+}
+
+void kg_run_cand_failed(struct kg_run *r, int rc, const kg_error *e, const char *during, const char *cmd,
+			enum kg_input_class cls, uint64_t seed, int trial)
+{
+	if (rc == KG_SESSION_ENDED || rc == KG_SESSION_FAULT) {
+		kg_run_cand_ended(r, during, cls, seed, trial);
+	} else if (rc == KG_SESSION_FAILED) {
+		/* its runner said the command failed: its state is the candidate's, the words its claim */
+		/* (every report escapes what it prints of it) */
+		struct kg_reason *x = trial_reason(r, KG_R_SANDBOX_PROTOCOL, cls, seed,
+						   "candidate %s: its runner failed %s, saying \"%s\" (its claim)", during, cmd,
+						   r->cs.msg);
+		if (!trial) {
+			x->has_seed = 0;
+			x->input_class[0] = '\0';
+		}
+		r->cand_dead = 1;
+	} else {
+		kg_run_internal(r, "talking to the candidate's runner: %s", e->msg);
+		r->cand_dead = 1;
+	}
 }
 
 static void gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls, uint64_t seed);
@@ -338,7 +368,7 @@ static void gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls
 static void load_inputs_from(struct kg_run *r, struct kg_arena *a, void *const *src)
 {
 	for (int i = 0; i < r->plan->task.n_inputs; i++)
-		memcpy(kg_arena_ptr(a, i), src[i], a->slot[i].bytes);
+		kg_arena_put(a, i, src[i]);
 }
 
 static void load_inputs(struct kg_run *r, struct kg_arena *a)
@@ -348,8 +378,8 @@ static void load_inputs(struct kg_run *r, struct kg_arena *a)
 
 void kg_run_cand_arena(struct kg_run *r, uint64_t seed)
 {
-	load_inputs(r, &r->ca);
-	/* under their own keys (plan.c): a canary or poison word tells nothing of the inputs */
+	/* the inputs come with the call (cand_expose), once its clock runs; canaries and poison now,
+	 * under their own keys (plan.c): a canary or poison word tells nothing of the inputs */
 	kg_arena_canary_fill(&r->ca, seed);
 	kg_arena_poison(&r->ca, seed);
 }
@@ -363,13 +393,24 @@ static void ref_prepare(struct kg_run *r)
 	kg_arena_poison(&r->ra, SEED_REF_POISON + r->ref_poison_seq++);
 }
 
+/* The reference's inputs, written into its arena once its call's clock runs (as the candidate's):
+ * the buffers ref_src names, or (NULL) none, when the caller wrote them already. */
+static void ref_expose(void *arg)
+{
+	struct kg_run *r = arg;
+	if (r->ref_src)
+		load_inputs_from(r, &r->ra, r->ref_src);
+}
+
 /* entry: KG_ENTRY_FORWARD, or KG_ENTRY_TERMS (the reference's kg_error_terms) */
 static int ref_exec(struct kg_run *r, int flush, uint32_t entry, struct kg_call_result *res, kg_error *e)
 {
 	/* the trusted reference may take as long as the policy lets a run session live: a CPU
 	 * reference at a nominal shape (matmul N=4096) runs past a fixed minute */
 	double ref_s = r->plan->pol.wall_s > 60 ? r->plan->pol.wall_s : 60;
-	return kg_session_run_call(&r->rs, &(struct kg_call){.flush = flush, .run_timeout_s = ref_s, .entry = entry},
+	return kg_session_run_call(&r->rs,
+				   &(struct kg_call){.flush = flush, .run_timeout_s = ref_s, .entry = entry,
+						     .expose = ref_expose, .expose_arg = r},
 				   res, e);
 }
 
@@ -418,7 +459,7 @@ int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns)
 {
 	struct kg_call_result res;
 	ahead_drop(r); /* one call on rs at a time */
-	load_inputs(r, &r->ra);
+	r->ref_src = r->shadow;
 	if (ref_call(r, flush, KG_ENTRY_FORWARD, "", r->refout, &res))
 		return -1;
 	return ref_tolerances(r, &res, ns);
@@ -469,7 +510,7 @@ static void ahead_start(struct kg_run *r, enum kg_input_class cls, uint64_t seed
 	if (!r->shadow_next[0] || r->ahead.active || r->ahead.ready)
 		return;
 	gen_into(r, r->shadow_next, cls, seed);
-	load_inputs_from(r, &r->ra, r->shadow_next);
+	r->ref_src = r->shadow_next; /* written by the call, on the thread */
 	ref_prepare(r);
 	r->ahead.cls = cls;
 	r->ahead.seed = seed;
@@ -517,6 +558,12 @@ static int ahead_take(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	return ref_tolerances(r, &r->ahead.res, ns);
 }
 
+static void cand_expose(void *arg)
+{
+	struct kg_run *r = arg;
+	load_inputs(r, &r->ca);
+}
+
 void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint64_t seed, struct kg_cand_call *c)
 {
 	kg_error e = {0};
@@ -525,17 +572,16 @@ void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint
 	/* Generous against the reference, short enough that a hung kernel costs seconds, not the
 	 * whole wall budget. */
 	double deadline = 2.0 + 50.0 * (double)r->ref_ns_last / 1e9;
-	struct kg_call call = {.flush = flush, .run_timeout_s = fmin(deadline, r->plan->pol.wall_s)};
+	struct kg_call call = {.flush = flush, .run_timeout_s = fmin(deadline, r->plan->pol.wall_s),
+			       .expose = cand_expose, .expose_arg = r};
 	int rc = kg_session_run_call(&r->cs, &call, &c->r, &e);
-	if (rc == KG_SESSION_ENDED) {
-		kg_run_cand_ended(r, "during kg_forward", cls, seed, 1);
-	} else if (rc == KG_SESSION_FAILED) {
-		/* the runner survived but the device did not: a faulting kernel */
-		trial_reason(r, KG_R_SANDBOX_CRASH, cls, seed, "candidate kernel failed: %s", r->cs.msg);
+	if (rc == KG_SESSION_FAILED && r->plan->be->needs_gpu && c->r.step && !strcmp(c->r.step, "run")) {
+		/* the runner survived but the device did not: a faulting kernel (the runner's words) */
+		trial_reason(r, KG_R_SANDBOX_CRASH, cls, seed, "candidate kernel failed: \"%s\" (its runner's claim)",
+			     r->cs.msg);
 		r->cand_dead = 1;
 	} else if (rc) {
-		kg_run_internal(r, "talking to the candidate's runner: %s", e.msg);
-		r->cand_dead = 1;
+		kg_run_cand_failed(r, rc, &e, "during kg_forward", c->r.step ? c->r.step : "RUN", cls, seed, 1);
 	} else if (c->r.ret) {
 		if (!already_reported(r, KG_R_CHECK_RETURN_CODE, cls))
 			trial_reason(r, KG_R_CHECK_RETURN_CODE, cls, seed, "kg_forward returned %d", c->r.ret);
@@ -594,9 +640,8 @@ static int term_bounds_by(struct kg_run *r, const struct kg_findings *f, enum kg
 		return 0;
 	ahead_drop(r);
 	int by_ref = how == KG_TERMS_REFERENCE;
-	if (by_ref)
-		load_inputs(r, a);
-	else
+	r->ref_src = by_ref ? r->shadow : NULL;
+	if (!by_ref)
 		abs_inputs(r, a);
 	struct kg_call_result res;
 	if (ref_call(r, 0, by_ref ? KG_ENTRY_TERMS : KG_ENTRY_FORWARD,
@@ -653,13 +698,14 @@ static int async_check(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 		memcpy(r->snap[j], kg_arena_ptr(a, a->n_in + j), a->slot[a->n_in + j].bytes);
 	uint32_t delay = (uint32_t)r->plan->pol.async_delay_ms;
 	int rc = kg_session_call(&r->cs, KG_OP_SETTLE, delay, NULL, NULL, &e);
-	if (rc == KG_SESSION_ENDED) {
-		kg_run_cand_ended(r, "after kg_forward returned", cls, seed, 1);
+	if (rc == KG_SESSION_FAILED && r->plan->be->needs_gpu) {
+		trial_reason(r, KG_R_CHECK_ASYNC_ESCAPE, cls, seed,
+			     "the device failed while settling: \"%s\" (its runner's claim)", r->cs.msg);
+		r->cand_dead = 1;
 		return 1;
 	}
 	if (rc) {
-		trial_reason(r, KG_R_CHECK_ASYNC_ESCAPE, cls, seed, "the device failed while settling: %s",
-			     rc == KG_SESSION_FAILED ? r->cs.msg : e.msg);
+		kg_run_cand_failed(r, rc, &e, "after kg_forward returned", "SETTLE", cls, seed, 1);
 		return 1;
 	}
 	struct kg_view v;

@@ -88,19 +88,24 @@ int kg_verdict_has_reason(const struct kg_verdict *v, enum kg_reason_code code)
 	return 0;
 }
 
-static int any_internal(const struct kg_verdict *v)
+static int any_of_class(const struct kg_verdict *v, int cls)
 {
 	for (int i = 0; i < v->n_reasons; i++)
-		if (kg_reason_exit(v->reasons[i].code) == KG_EXITCLASS_INTERNAL)
+		if (kg_reason_exit(v->reasons[i].code) == cls)
 			return 1;
 	return 0;
 }
 
 void kg_verdict_finish(struct kg_verdict *v)
 {
-	/* A reason of the internal class (a sandbox the policy requires that the host cannot build) is
-	 * the host's failure, not the candidate's: exit 3, with the reason kept in the report. */
-	if (v->internal_error[0] || any_internal(v)) {
+	/* A rejection the trusted side recorded stands, whatever fails after it: the candidate's fault
+	 * was seen (a NaN, a protocol breach) and nothing later makes it unseen, so it is exit 1 with
+	 * the later error kept in the report. Otherwise a reason of the internal class (a sandbox the
+	 * policy requires that the host cannot build) or kgate's own error is exit 3. */
+	if (any_of_class(v, KG_EXITCLASS_REJECTED)) {
+		v->accepted = 0;
+		v->exit_code = KG_EXIT_REJECTED;
+	} else if (v->internal_error[0] || any_of_class(v, KG_EXITCLASS_INTERNAL)) {
 		v->accepted = 0;
 		v->exit_code = KG_EXIT_INTERNAL;
 	} else if (v->n_reasons) {

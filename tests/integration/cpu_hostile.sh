@@ -26,7 +26,7 @@ honest conv_relu_pool $U/conv_im2col.c $P
 honest softmax $H/low_precision.c --policy tests/data/bf16.yaml
 
 hostile check.unwritten_output softmax $H/unwritten.c $P
-hostile check.input_modified softmax $H/zero_inputs.c $P
+hostile sandbox.crash softmax $H/zero_inputs.c $P
 hostile check.constant_output softmax $H/constant.c $P
 hostile check.input_passthrough softmax $H/passthrough.c $P
 hostile check.unwritten_output softmax $H/partial.c $P
@@ -35,12 +35,14 @@ hostile check.mismatch softmax $H/low_precision.c $P
 hostile check.stale_result softmax $H/cache_late.c $P --trials 1
 hostile check.async_escape softmax $H/async_thread.c $T
 hostile static.forbidden_symbol softmax $H/async_thread.c $P
-hostile check.canary softmax $H/oob_write.c $P
+# A fault is named from the wait status (SIGSEGV): kgate relies on no handler in the candidate's
+# process, and believes no address it prints (forged_fault.c)
+hostile sandbox.crash softmax $H/oob_write.c $P
 # Keyed secrets, coverage and hardware-enforced host buffers (each accepted by kgate 0.1):
 hostile check.mismatch softmax $H/canary_secret.c --policy tests/data/normal_only.yaml
-hostile check.canary softmax $H/guard_scratch.c $P
-hostile check.input_modified softmax $H/input_scratch.c $P
-hostile check.canary softmax $H/overread.c $P
+hostile sandbox.crash softmax $H/guard_scratch.c $P
+hostile sandbox.crash softmax $H/input_scratch.c $P
+hostile sandbox.crash softmax $H/overread.c $P
 hostile check.shape_variant softmax $H/mod4_tail.c $P
 hostile check.mismatch softmax $H/row_cache.c $P
 hostile check.mismatch layernorm $H/onepass_var.c $P
@@ -60,11 +62,15 @@ else
 	hostile sandbox.memory softmax $H/huge_malloc.c $P
 fi
 hostile sandbox.output_limit softmax $H/print_flood.c $P
-hostile timing.tampered softmax $H/forge_timing.c $P
+# a reply written beside the runner's: the second message on the channel is the finding
+hostile sandbox.protocol softmax $H/forge_timing.c $P
 # Runner tampering and run-time code, against the sealed runner and the trusted clock (each
 # accepted by kgate 0.1; the faults are writes to sealed pages):
-hostile sandbox.crash softmax $H/got_clock.c $P
-hostile sandbox.crash softmax $H/zero_flush.c $P
+# the GOT's mprotect over the runner's sealed image: refused and named by the supervisor
+hostile sandbox.tamper softmax $H/got_clock.c $P
+# no flush state lives in the candidate's process any more (the parent's streaming stores keep
+# every call cold): the scan finds nothing to zero and the kernel computes honestly
+honest softmax $H/zero_flush.c $P
 hostile timing.tampered softmax $H/stack_clock.c $P
 hostile sandbox.dlopen softmax $H/dlopen_symtab.c $P
 hostile sandbox.dlopen softmax $H/jit_exec.c $P

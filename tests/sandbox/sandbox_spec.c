@@ -78,7 +78,7 @@ static void test_desc_round_trip(void **state)
 	d.readonly_opens = 1;
 	assert_int_equal(sb_filter_desc_names(&d, sb_driver_syscalls, &e), 0);
 	assert_true(sb_filter_desc_format(&d, buf, sizeof(buf)) > 0);
-	assert_string_equal(buf, "run;threads=1;mem=8589934592;ro_opens=1;syscalls=epoll_wait,epoll_pwait,"
+	assert_string_equal(buf, "run;threads=1;mem=8589934592;ro_opens=1;watched=0;syscalls=epoll_wait,epoll_pwait,"
 				 "epoll_ctl,select,pselect6,sched_getparam,sched_getscheduler,"
 				 "sched_get_priority_max,sched_get_priority_min");
 	assert_int_equal(sb_filter_desc_parse(buf, &back), 0);
@@ -88,7 +88,7 @@ static void test_desc_round_trip(void **state)
 	d.profile = KG_SB_PROFILE_COMPILE;
 	int len = sb_filter_desc_format(&d, buf, sizeof(buf));
 	assert_int_equal(len, (int)strlen(buf));
-	assert_string_equal(buf, "compile;threads=0;mem=none;ro_opens=0;syscalls=");
+	assert_string_equal(buf, "compile;threads=0;mem=none;ro_opens=0;watched=0;syscalls=");
 	assert_int_equal(sb_filter_desc_parse(buf, &back), 0);
 	assert_memory_equal(&d, &back, sizeof(d));
 
@@ -114,40 +114,40 @@ static void test_desc_malformed_rejected(void **state)
 		"",
 		"run",
 		"run;",
-		"gpu;threads=0;mem=none;ro_opens=0;syscalls=",
-		"run-cuda;threads=0;mem=none;ro_opens=0;syscalls=",
-		"RUN;threads=0;mem=none;ro_opens=0;syscalls=",
-		"run;threads=2;mem=none;ro_opens=0;syscalls=",
-		"run;threads=;mem=none;ro_opens=0;syscalls=",
-		"run;threads=01;mem=none;ro_opens=0;syscalls=",
-		"run;mem=none;threads=0;ro_opens=0;syscalls=",
-		"run;threads=0;mem=0;ro_opens=0;syscalls=",
-		"run;threads=0;mem=08;ro_opens=0;syscalls=",
-		"run;threads=0;mem=-1;ro_opens=0;syscalls=",
-		"run;threads=0;mem=+1;ro_opens=0;syscalls=",
-		"run;threads=0;mem= 1;ro_opens=0;syscalls=",
-		"run;threads=0;mem=1k;ro_opens=0;syscalls=",
-		"run;threads=0;mem=18446744073709551616;ro_opens=0;syscalls=",
-		"run;threads=0;mem=;ro_opens=0;syscalls=",
-		"run;threads=0;mem=NONE;ro_opens=0;syscalls=",
+		"gpu;threads=0;mem=none;ro_opens=0;watched=0;syscalls=",
+		"run-cuda;threads=0;mem=none;ro_opens=0;watched=0;syscalls=",
+		"RUN;threads=0;mem=none;ro_opens=0;watched=0;syscalls=",
+		"run;threads=2;mem=none;ro_opens=0;watched=0;syscalls=",
+		"run;threads=;mem=none;ro_opens=0;watched=0;syscalls=",
+		"run;threads=01;mem=none;ro_opens=0;watched=0;syscalls=",
+		"run;mem=none;threads=0;ro_opens=0;watched=0;syscalls=",
+		"run;threads=0;mem=0;ro_opens=0;watched=0;syscalls=",
+		"run;threads=0;mem=08;ro_opens=0;watched=0;syscalls=",
+		"run;threads=0;mem=-1;ro_opens=0;watched=0;syscalls=",
+		"run;threads=0;mem=+1;ro_opens=0;watched=0;syscalls=",
+		"run;threads=0;mem= 1;ro_opens=0;watched=0;syscalls=",
+		"run;threads=0;mem=1k;ro_opens=0;watched=0;syscalls=",
+		"run;threads=0;mem=18446744073709551616;ro_opens=0;watched=0;syscalls=",
+		"run;threads=0;mem=;ro_opens=0;watched=0;syscalls=",
+		"run;threads=0;mem=NONE;ro_opens=0;watched=0;syscalls=",
 		"run;threads=0;mem=none;ro_opens=0",
 		"run;threads=0;mem=none;ro_opens=0;",
 		"run;threads=0;mem=none;ro_opens=0;syscalls",
-		"run;threads=0;mem=none;ro_opens=0;syscalls=select;",
-		"run;threads=0;mem=none;ro_opens=0;syscalls=select;extra=1",
-		"run;threads=0;mem=none;ro_opens=0;syscalls=a,,b",
-		"run;threads=0;mem=none;ro_opens=0;syscalls=a,",
-		"run;threads=0;mem=none;ro_opens=0;syscalls=,a",
-		"run;threads=0;mem=none;ro_opens=0;syscalls=Select",
-		"run;threads=0;mem=none;ro_opens=0;syscalls=sel ect",
-		"run;threads=0;mem=none;ro_opens=0;syscalls=select\n",
-		"run; threads=0;mem=none;ro_opens=0;syscalls=",
-		" run;threads=0;mem=none;ro_opens=0;syscalls=",
+		"run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=select;",
+		"run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=select;extra=1",
+		"run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=a,,b",
+		"run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=a,",
+		"run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=,a",
+		"run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=Select",
+		"run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=sel ect",
+		"run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=select\n",
+		"run; threads=0;mem=none;ro_opens=0;watched=0;syscalls=",
+		" run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=",
 		/* what the baseline denies, or what the profile checks by argument, never by name */
-		"run;threads=0;mem=none;ro_opens=0;syscalls=ptrace",
-		"run;threads=0;mem=none;ro_opens=0;syscalls=select,openat",
-		"run;threads=0;mem=none;ro_opens=0;syscalls=mmap",
-		"run;threads=0;mem=none;ro_opens=0;syscalls=execveat",
+		"run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=ptrace",
+		"run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=select,openat",
+		"run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=mmap",
+		"run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=execveat",
 	};
 	struct sb_filter_desc d;
 	for (size_t i = 0; i < KG_ARRAY_LEN(bad); i++)
@@ -156,7 +156,7 @@ static void test_desc_malformed_rejected(void **state)
 	assert_int_equal(sb_filter_desc_parse(NULL, &d), -EINVAL);
 	/* one name too long, one name too many, one byte too long */
 	char buf[SB_FILTER_DESC_MAX + 64];
-	int n = snprintf(buf, sizeof(buf), "run;threads=0;mem=none;ro_opens=0;syscalls=");
+	int n = snprintf(buf, sizeof(buf), "run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=");
 	memset(buf + n, 'a', SB_FILTER_NAME_LEN);
 	buf[n + SB_FILTER_NAME_LEN] = '\0';
 	assert_int_equal(sb_filter_desc_parse(buf, &d), -EINVAL);
@@ -166,12 +166,12 @@ static void test_desc_malformed_rejected(void **state)
 		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%sa", i ? "," : "");
 	assert_int_equal(sb_filter_desc_parse(buf, &d), -EINVAL);
 	memset(buf, 0, sizeof(buf));
-	n = snprintf(buf, sizeof(buf), "run;threads=0;mem=none;ro_opens=0;syscalls=a");
+	n = snprintf(buf, sizeof(buf), "run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=a");
 	for (; n < SB_FILTER_DESC_MAX; n += 2)
 		memcpy(buf + n, ",a", 2);
 	assert_int_equal(sb_filter_desc_parse(buf, &d), -EINVAL);
 	/* the largest bound is fine */
-	assert_int_equal(sb_filter_desc_parse("run;threads=0;mem=18446744073709551615;ro_opens=0;syscalls=", &d), 0);
+	assert_int_equal(sb_filter_desc_parse("run;threads=0;mem=18446744073709551615;ro_opens=0;watched=0;syscalls=", &d), 0);
 	assert_true(d.mem_bytes == UINT64_MAX);
 }
 
@@ -205,7 +205,7 @@ static void test_env_describes_spec(void **state)
 {
 	(void)state;
 	static const char *const argv[] = {"/bin/sh", "-c", "echo \"[$KGATE_SB_FILTER]\"", NULL};
-	static const char *const env[] = {"PATH=/bin", "KGATE_SB_FILTER=run;threads=1;mem=none;ro_opens=0;syscalls=",
+	static const char *const env[] = {"PATH=/bin", "KGATE_SB_FILTER=run;threads=1;mem=none;ro_opens=0;watched=0;syscalls=",
 		NULL};
 	struct kg_sb_path paths[1];
 	struct kg_sb_spec s;
@@ -218,15 +218,15 @@ static void test_env_describes_spec(void **state)
 	s.syscalls = ARGS("select", "epoll_wait");
 	sb_run_spec(&s, &r);
 	assert_int_equal(r.rc, 0);
-	assert_string_equal(r.out, sanitize() ? "[compile;threads=1;mem=none;ro_opens=1;syscalls=select,epoll_wait]\n"
-					      : "[compile;threads=1;mem=1073741824;ro_opens=1;syscalls=select,epoll_wait]\n");
+	assert_string_equal(r.out, sanitize() ? "[compile;threads=1;mem=none;ro_opens=1;watched=0;syscalls=select,epoll_wait]\n"
+					      : "[compile;threads=1;mem=1073741824;ro_opens=1;watched=0;syscalls=select,epoll_wait]\n");
 	sb_run_free(&r);
 	/* the caller's environment cannot smuggle a description in */
 	s.envp = env;
 	s.syscalls = NULL;
 	s.limits.mem_bytes = KG_SB_MEM_UNBOUNDED;
 	sb_run_spec(&s, &r);
-	assert_string_equal(r.out, "[compile;threads=1;mem=none;ro_opens=1;syscalls=]\n");
+	assert_string_equal(r.out, "[compile;threads=1;mem=none;ro_opens=1;watched=0;syscalls=]\n");
 	sb_run_free(&r);
 	/* only a deferred program gets one */
 	s.seccomp_deferred = 0;
@@ -502,14 +502,14 @@ static void test_apply_outside_sandbox(void **state)
 	assert_non_null(strstr(out, "APPLY-FAILED"));
 	/* a description in the environment wins over the options, both ways */
 	st = run_on_host(ARGS("--apply", "run", "select"),
-			 "KGATE_SB_FILTER=run;threads=0;mem=none;ro_opens=0;syscalls=select", out, sizeof(out));
+			 "KGATE_SB_FILTER=run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=select", out, sizeof(out));
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	st = run_on_host(ARGS("--apply", "run", "--syscall", "select", "select"),
-			 "KGATE_SB_FILTER=run;threads=0;mem=none;ro_opens=0;syscalls=", out, sizeof(out));
+			 "KGATE_SB_FILTER=run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=", out, sizeof(out));
 	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
 	/* and a malformed one is an error, never a weaker filter */
 	static const char *const bad[] = {"KGATE_SB_FILTER=", "KGATE_SB_FILTER=run",
-		"KGATE_SB_FILTER=run;threads=0;mem=none;ro_opens=0;syscalls=ptrace"};
+		"KGATE_SB_FILTER=run;threads=0;mem=none;ro_opens=0;watched=0;syscalls=ptrace"};
 	for (size_t i = 0; i < KG_ARRAY_LEN(bad); i++) {
 		st = run_on_host(ARGS("--apply", "run", "true"), bad[i], out, sizeof(out));
 		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 3);

@@ -1,6 +1,7 @@
-/* Unit tests of the paged arena: layout (every tensor ends at a page edge), the inputs' memfd
- * sealed so that no other mapping can write it while ours still can, keyed canary words, and the
- * naming of a fault from a runner's fault line against the trusted layout. */
+/* Unit tests of the paged arena: layout (every tensor ends at a page edge, one region per shape),
+ * the inputs' memfd sealed so that no other mapping can write it while ours still can, keyed
+ * canary words, streaming writes that keep every byte, and the runner's side: laid out from the
+ * page map at start and sealed, so that no guard page can be opened, unmapped or mapped over. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,32 +11,42 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runner/arena.h"
+#include "sandbox/sandbox.h"
 #include "verifier/arena.h"
-#include "verifier/fault.h"
 
 struct fx {
 	struct kg_arena a;
 };
 
+static const kg_dtype dt2[2] = {KG_F32, KG_F32};
+static const int nd2[2] = {1, 1};
+
+/* Two shapes: 1000 -> 777 elements, then 300 -> 5000. */
 static int setup(void **state)
 {
 	static struct fx f;
 	kg_error e = {0};
-	uint64_t bytes[2] = {1000 * 4, 777 * 4};
-	size_t in, out;
-	kg_arena_paged_size_for(bytes, 1, 1, &in, &out);
-	assert_int_equal(kg_arena_create_paged(&f.a, in, out, &e), 0);
+	uint64_t bytes[2][2] = {{1000 * 4, 777 * 4}, {300 * 4, 5000 * 4}};
+	size_t in[2], out[2];
+	for (int r = 0; r < 2; r++)
+		kg_arena_paged_size_for(bytes[r], 1, 1, &in[r], &out[r]);
+	assert_int_equal(kg_arena_create_paged(&f.a, 2, in, out, &e), 0);
 	kg_key ck = {{1}}, pk = {{2}};
 	kg_arena_set_keys(&f.a, &ck, &pk);
-	kg_dtype dt[2] = {KG_F32, KG_F32};
-	int nd[2] = {1, 1};
-	int64_t shp[2][KG_MAX_DIMS] = {{1000}, {777}};
-	assert_int_equal(kg_arena_layout(&f.a, 1, 1, dt, nd, (const int64_t(*)[KG_MAX_DIMS])shp, &e), 0);
+	int64_t shp[2][2][KG_MAX_DIMS] = {{{1000}, {777}}, {{300}, {5000}}};
+	for (int r = 1; r >= 0; r--) {
+		assert_int_equal(kg_arena_layout(&f.a, r, 1, 1, dt2, nd2, (const int64_t(*)[KG_MAX_DIMS])shp[r], &e), 0);
+		kg_arena_map_region(&f.a);
+	}
+	assert_int_equal(kg_arena_map_seal(&f.a, &e), 0);
 	kg_arena_canary_fill(&f.a, 9);
 	kg_arena_poison(&f.a, 9);
 	*state = &f;
@@ -123,49 +134,115 @@ static void test_keyed_canaries(void **state)
 	in[a->slot[0].bytes] ^= 1;
 }
 
-static struct kg_sb_outcome crash(const char *out)
-{
-	struct kg_sb_outcome o = {.end = KG_SB_END_SIGNAL, .signo = SIGSEGV, .output = out, .output_len = strlen(out)};
-	return o;
-}
-
-static void test_fault_names(void **state)
+static void test_regions(void **state)
 {
 	struct fx *f = *state;
-	const struct kg_arena *a = &f->a;
-	struct kg_fault ft;
-	char line[160];
-	/* a store into the input's element 10 */
-	snprintf(line, sizeof(line), "noise\n" KG_RARENA_FAULT_TAG "0x%llx\n",
-		 (unsigned long long)(a->slot[0].off + 40));
-	struct kg_sb_outcome o = crash(line);
-	assert_int_equal(kg_fault_name(a, &o, &ft), 1);
-	assert_int_equal(ft.code, KG_R_CHECK_INPUT_MODIFIED);
-	assert_int_equal(ft.slot, 0);
-	assert_int_equal(ft.index, 10);
-	/* one element past the output's end: its guard page */
-	snprintf(line, sizeof(line), KG_RARENA_FAULT_TAG "0x%llx\n",
-		 (unsigned long long)(a->slot[1].off + a->slot[1].bytes));
-	o = crash(line);
-	assert_int_equal(kg_fault_name(a, &o, &ft), 1);
-	assert_int_equal(ft.code, KG_R_CHECK_CANARY);
-	assert_int_equal(ft.slot, 1);
-	/* a claim on a page that is writable there cannot be a fault: a plain crash */
-	snprintf(line, sizeof(line), KG_RARENA_FAULT_TAG "0x%llx\n", (unsigned long long)(a->slot[1].off + 8));
-	o = crash(line);
-	assert_int_equal(kg_fault_name(a, &o, &ft), 0);
-	/* no line, or not a fault signal: nothing to name */
-	o = crash("nothing here");
-	assert_int_equal(kg_fault_name(a, &o, &ft), 0);
-	snprintf(line, sizeof(line), KG_RARENA_FAULT_TAG "0x%llx\n", (unsigned long long)(a->slot[0].off));
-	o = crash(line);
-	o.signo = SIGKILL;
-	assert_int_equal(kg_fault_name(a, &o, &ft), 0);
-	/* the last line counts (the runner writes it right before dying) */
-	uint64_t off;
-	const char *two = KG_RARENA_FAULT_TAG "0x10\n" KG_RARENA_FAULT_TAG "0xabc\n";
-	assert_int_equal(kg_fault_line(two, strlen(two), &off), 1);
-	assert_int_equal(off, 0xabc);
+	struct kg_arena *a = &f->a;
+	kg_error e = {0};
+	/* region 0 is current (laid out last); region 1's tensors lie wholly after region 0's in each
+	 * file, each with an inaccessible page after it */
+	uint64_t in0 = a->slot[0].off, out0 = a->slot[1].off;
+	int64_t shp[2][KG_MAX_DIMS] = {{300}, {5000}};
+	assert_int_equal(kg_arena_layout(a, 1, 1, 1, dt2, nd2, (const int64_t(*)[KG_MAX_DIMS])shp, &e), 0);
+	assert_true(a->slot[0].off > in0 + 4000);
+	assert_true(a->slot[0].off + a->slot[0].bytes + KG_ARENA_PAGE <= a->in_cap);
+	assert_true(a->slot[1].off > out0 + 777 * 4);
+	assert_int_equal((a->slot[1].off + a->slot[1].bytes) % KG_ARENA_PAGE, 0);
+	assert_int_equal(kg_arena_layout(a, 2, 1, 1, dt2, nd2, (const int64_t(*)[KG_MAX_DIMS])shp, &e), -EINVAL);
+	/* the page map: four tensor ranges, page-aligned, sealed against any change */
+	struct kg_wire_pagemap h;
+	assert_int_equal(pread(a->fd_map, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	assert_int_equal(h.magic, KG_WIRE_MAGIC);
+	assert_int_equal(h.count, 4);
+	struct kg_wire_range r[4];
+	assert_int_equal(pread(a->fd_map, r, sizeof(r), sizeof(h)), (ssize_t)sizeof(r));
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(r[i].lo % KG_ARENA_PAGE, 0);
+		assert_int_equal(r[i].hi % KG_ARENA_PAGE, 0);
+		assert_true(r[i].lo < r[i].hi);
+	}
+	char c = 0;
+	assert_int_equal(pwrite(a->fd_map, &c, 1, 0), -1);
+}
+
+static void test_streaming(void **state)
+{
+	struct fx *f = *state;
+	struct kg_arena *a = &f->a;
+	float src[1000];
+	for (int i = 0; i < 1000; i++)
+		src[i] = (float)i * 0.5f - 7.0f;
+	kg_arena_put(a, 0, src);
+	assert_memory_equal(kg_arena_ptr(a, 0), src, sizeof(src));
+	/* the poison: every element the same keyed NaN, head and tail of an unaligned start too */
+	uint32_t w0, w;
+	const unsigned char *o = kg_arena_ptr(a, 1);
+	memcpy(&w0, o, 4);
+	assert_true((w0 & 0x7fc00000u) == 0x7fc00000u);
+	for (int i = 0; i < 777; i++) {
+		memcpy(&w, o + 4 * i, 4);
+		assert_int_equal(w, w0);
+	}
+	assert_int_equal(kg_arena_unwritten(a, 1, NULL), 0);
+	int slot, side;
+	uint64_t dist;
+	assert_int_equal(kg_arena_canary_check(a, &slot, &side, &dist), 0);
+}
+
+/* The runner's side, in a child with the arena's fds where kgate-run finds them: it maps the page
+ * map's tensor pages, and with mseal the whole range is sealed: no call can open a guard page. */
+static void test_runner_sealed(void **state)
+{
+	struct fx *f = *state;
+	struct kg_arena *a = &f->a;
+	int have_mseal = syscall(462, 0UL, 0UL, 0UL) == 0;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		/* out of the way first: the arena's own fds may be any of 4..6 */
+		int fo = fcntl(a->fd, F_DUPFD, 100), fi = fcntl(a->fd_in, F_DUPFD, 100), fm = fcntl(a->fd_map, F_DUPFD, 100);
+		if (fo < 0 || fi < 0 || fm < 0 || dup2(fo, KG_WIRE_ARENA_FD) < 0 || dup2(fi, KG_WIRE_INPUT_FD) < 0 ||
+		    dup2(fm, KG_WIRE_MAP_FD) < 0)
+			_exit(10);
+		setenv(KG_SB_ENV_MSEAL, have_mseal ? "1" : "0", 1);
+		struct kg_rarena ra;
+		char err[300];
+		if (kg_rarena_map(&ra, err, sizeof(err))) {
+			fprintf(stderr, "%s\n", err);
+			_exit(11);
+		}
+		if (!ra.paged || ra.n_ranges != 4)
+			_exit(12);
+		/* region 0's input reads what the parent wrote; its output page writes */
+		if (memcmp(ra.base + a->slot[0].off, kg_arena_ptr(a, 0), 16))
+			_exit(13);
+		ra.base[a->slot[1].off] = 1;
+		unsigned char *guard = ra.base + a->slot[1].off + a->slot[1].bytes;
+		if (have_mseal) {
+			if (!mprotect(guard, 4096, PROT_READ | PROT_WRITE) || errno != EPERM)
+				_exit(14);
+			if (!munmap(guard, 4096) || errno != EPERM)
+				_exit(15);
+			if (mmap(guard, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) !=
+				    MAP_FAILED ||
+			    errno != EPERM)
+				_exit(16);
+			/* an input cannot be made writable either */
+			if (!mprotect(ra.base + (a->slot[0].off & ~4095ull), 4096, PROT_READ | PROT_WRITE))
+				_exit(17);
+		}
+		/* a tensor outside the laid-out pages is refused at SETUP */
+		struct kg_wire_tensor t = {.offset = a->in_cap - 8, .dtype = KG_F32, .ndim = 1, .shape = {4}};
+		if (!kg_rarena_check(&ra, &t, 1, err, sizeof(err)))
+			_exit(18);
+		_exit(0);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* the runner's write reached the shared file */
+	assert_int_equal(((unsigned char *)kg_arena_ptr(a, 1))[0], 1);
 }
 
 int main(void)
@@ -174,7 +251,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inputs_sealed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keyed_canaries, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fault_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_regions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_streaming, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_runner_sealed, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

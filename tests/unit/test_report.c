@@ -164,8 +164,12 @@ static void test_text_and_errors(void **state)
 	assert_non_null(strstr(e.msg, "unknown report format"));
 	assert_int_not_equal(kg_report_write(&v, "json", &e), 0);
 	assert_int_not_equal(kg_report_write(&v, "json:/nonexistent/dir/x.json", &e), 0);
-	/* an internal error outranks reasons */
+	/* a recorded rejection stands whatever fails after it (the error stays in the report)... */
 	snprintf(v.internal_error, sizeof(v.internal_error), "no GPU");
+	kg_verdict_finish(&v);
+	assert_int_equal(v.exit_code, KG_EXIT_REJECTED);
+	/* ...and an internal error without one is exit 3 */
+	v.n_reasons = 0;
 	kg_verdict_finish(&v);
 	assert_int_equal(v.exit_code, KG_EXIT_INTERNAL);
 	kg_verdict_free(&v);
