@@ -228,6 +228,8 @@ static void ref_failure(const struct kg_run *r, int rc, const kg_error *e, char 
 {
 	if (rc == KG_SESSION_ENDED)
 		kg_end_describe(&r->rs.outcome, what, n);
+	else if (rc == KG_SESSION_FAULT)
+		snprintf(what, n, "%s", r->rs.fault);
 	else
 		snprintf(what, n, "%s", rc == KG_SESSION_FAILED ? r->rs.msg : e->msg);
 }
@@ -273,7 +275,7 @@ void kg_run_start_sessions(struct kg_run *r)
 	char layers[256];
 	kg_sb_layers_str(kg_sb_layers_active(r->cs.sb ? r->cs.sb : r->rs.sb), layers, sizeof(layers));
 	snprintf(r->v->layers_active, sizeof(r->v->layers_active), "%s", layers);
-	if (rc == KG_SESSION_ENDED) {
+	if (rc == KG_SESSION_ENDED || rc == KG_SESSION_FAULT) {
 		kg_run_cand_ended(r, "while loading", KG_CLASS_NORMAL, 0, 0);
 	} else if (rc == KG_SESSION_FAILED) {
 		kg_verdict_add_reason(r->v, KG_R_LOAD_ERROR, "the candidate could not be loaded: %s", r->cs.msg);

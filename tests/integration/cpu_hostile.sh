@@ -76,6 +76,31 @@ hostile sandbox.dlopen softmax $H/dlopen_symtab.c $P
 hostile sandbox.dlopen softmax $H/jit_exec.c $P
 hostile check.stale_result softmax $H/phase_switch.c $P
 
+# The candidate's process as a black box (each accepted, or "not verified", by kgate 0.2):
+# work before the clock starts, the protocol answered by the candidate itself (forged 853x under
+# the strict gate) or its recvfrom trapped by a filter of its own (27x): charged and named
+S="--policy policy/strict.yaml --shape-set ci --iterations 5"
+hostile timing.tampered softmax $H/own_protocol.c $S
+hostile sandbox.tamper softmax $H/seccomp_trap.c $S
+# the loader thread kept alive past LOAD, working unsealed: counted from outside
+hostile sandbox.thread softmax $H/loader_thread.c $P
+# guard pages the candidate owns: reopened with mprotect, or mapped over by its own fault handler
+hostile sandbox.tamper softmax $H/guard_mprotect.c $P
+hostile sandbox.syscall softmax $H/guard_handler.c $P
+# a rejection turned into exit 3: the map count filled before a SETUP, a SETUP answered with an
+# error by the candidate; the recorded check.nan stands (sandbox.protocol beside it)
+hostile check.nan softmax $H/map_exhaust.c $P
+hostile check.nan softmax $H/setup_error.c $P
+ok "setup_error.c: the failed SETUP is the candidate's (sandbox.protocol)" grep -q '"sandbox.protocol"' "$json"
+# a reason from the candidate's own text (a forged fault line): the wait status decides
+hostile sandbox.crash softmax $H/forged_fault.c $P
+# a stall on every command but RUN: a deadline per command, seconds (the ci policy's 120 s budget
+# and the default's hour before)
+t0=$(date +%s)
+hostile sandbox.timeout softmax $H/stall_commands.c $P
+t1=$(date +%s)
+ok "stall_commands.c: timed out within 20 s (took $((t1 - t0)) s)" test $((t1 - t0)) -lt 20
+
 # A task that says terms: reference with a reference that exports no kg_error_terms: not verified
 # (exit 3), never a verdict widened or narrowed by guesswork.
 mkdir "$tmp/noterms"
