@@ -152,6 +152,7 @@ static json_t *verdict_json(const struct kg_verdict *v)
 		json_object_set_new(t, "gbps", json_real(v->cand_gbps));
 		json_object_set_new(t, "gflops", json_real(v->cand_gflops));
 		json_object_set_new(t, "ceiling_gbps", json_real(v->ceiling_gbps));
+		json_object_set_new(t, "ceiling_gflops", json_real(v->ceiling_gflops));
 		json_object_set_new(t, "roofline", json_real(v->roofline));
 		json_object_set_new(root, "timing", t);
 	}

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "verifier/prng.h"
@@ -96,6 +97,15 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
 	t->forged = n > 0 && (t->impossible >= 0 || 2 * t->flush_skipped > n || (judged && t->lies && lies_forge));
 }
 
+/* The ceilings are measured in this thread's CPU time, as a host candidate's calls are bounded:
+ * a busy machine slows both alike and lowers neither. */
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static double cpu_copy_gbps(void)
 {
 	size_t n = 64u << 20; /* well past any per-core cache, cheap to fault in */
@@ -106,9 +116,9 @@ static double cpu_copy_gbps(void)
 	memset(a, 1, n);
 	memset(b, 2, n);
 	for (int i = 0; i < 5; i++) {
-		uint64_t t0 = kg_now_ns();
+		double t0 = thread_cpu_s();
 		memcpy(b, a, n);
-		double s = kg_secs_since(t0);
+		double s = thread_cpu_s() - t0;
 		a[i] = b[n - 1 - (size_t)i]; /* keep the copies observable */
 		if (s > 0 && 2.0 * (double)n / s / 1e9 > best)
 			best = 2.0 * (double)n / s / 1e9;
@@ -119,8 +129,65 @@ out:
 	return best;
 }
 
-/* Throughput, roofline and the speed gate from accepted timings. */
-static void figures(struct kg_run *r)
+int kg_timing_beyond_ceiling(double bytes, double flops, double ms, double gbps_ceiling, double gflops_ceiling,
+			     int par, char *why, size_t whysz)
+{
+	if (ms <= 0)
+		return 0;
+	double k = KG_CEILING_MARGIN * (par > 1 ? par : 1), s = ms * 1e-3;
+	if (gbps_ceiling > 0 && bytes > 0 && bytes / s / 1e9 > k * gbps_ceiling) {
+		snprintf(why, whysz, "%.1f GB/s, %.0f%% of the measured memory ceiling of %.1f GB/s", bytes / s / 1e9,
+			 100 * bytes / s / 1e9 / gbps_ceiling, gbps_ceiling);
+		return 1;
+	}
+	if (gflops_ceiling > 0 && flops > 0 && flops / s / 1e9 > k * gflops_ceiling) {
+		snprintf(why, whysz, "%.1f GFLOP/s, %.0f%% of the measured compute ceiling of %.1f GFLOP/s",
+			 flops / s / 1e9, 100 * flops / s / 1e9 / gflops_ceiling, gflops_ceiling);
+		return 1;
+	}
+	return 0;
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+/* One core's fp32 FMA rate: eight independent chains of eight lanes, the most any honest kernel's
+ * arithmetic can reach on it. */
+__attribute__((target("avx2,fma"))) static double fma_gflops(void)
+{
+	__m256 a[8], m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+	for (int i = 0; i < 8; i++)
+		a[i] = _mm256_set1_ps((float)i);
+	const long iters = 4000000;
+	double t0 = thread_cpu_s();
+	for (long n = 0; n < iters; n++)
+		for (int i = 0; i < 8; i++)
+			a[i] = _mm256_fmadd_ps(a[i], m, c);
+	double s = thread_cpu_s() - t0;
+	volatile float sink = 0;
+	for (int i = 0; i < 8; i++)
+		sink += _mm256_cvtss_f32(a[i]);
+	(void)sink;
+	return s > 0 ? (double)iters * 8 * 8 * 2 / s / 1e9 : 0;
+}
+#endif
+
+/* The compute ceiling of one of the parent's cores (the best of five), 0 where not measured. */
+static double cpu_peak_gflops(void)
+{
+	double best = 0;
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		for (int i = 0; i < 5; i++) {
+			double g = fma_gflops();
+			best = g > best ? g : best;
+		}
+#endif
+	return best;
+}
+
+/* Throughput, roofline and the speed gate from accepted timings; 1 when the reported time beats
+ * a measured ceiling. */
+static int figures(struct kg_run *r)
 {
 	const struct kg_plan *p = r->plan;
 	struct kg_verdict *v = r->v;
@@ -140,12 +207,27 @@ static void figures(struct kg_run *r)
 	if (p->be->needs_gpu && p->ref_be->needs_gpu)
 		r->gpu.copy_gbps = (double)r->rs.ceiling_mbps / 1000.0;
 	v->ceiling_gbps = p->be->needs_gpu ? r->gpu.copy_gbps : cpu_copy_gbps();
+	v->ceiling_gflops = !p->be->needs_gpu && flops > 0 ? cpu_peak_gflops() : 0;
 	if (v->ceiling_gbps > 0 && bytes > 0)
 		v->roofline = v->cand_gbps / v->ceiling_gbps;
+	/* the trusted clock's last line: nothing honest moves its bytes or does its arithmetic faster
+	 * than the machine can (a device's ceiling is the whole device; the CPU's, one core per thread
+	 * the candidate may run) */
+	char why[200];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int par = !p->be->needs_gpu && p->pol.threads ? (int)(ncpu > 1 ? ncpu : 1) : 1;
+	int beyond = kg_timing_beyond_ceiling(bytes, flops, v->cand.median_ms, v->ceiling_gbps, v->ceiling_gflops,
+					      par, why, sizeof(why));
+	if (beyond)
+		kg_verdict_add_reason(v, KG_R_TIMING_TAMPERED,
+				      "the reported %.4f ms means %s (more than %.0fx it): work was done outside the "
+				      "span the trusted side timed",
+				      v->cand.median_ms, why, KG_CEILING_MARGIN);
 	if (p->pol.min_speedup > 0 && v->speedup < p->pol.min_speedup)
 		kg_verdict_add_reason(v, KG_R_TIMING_TOO_SLOW,
 				      "speedup %.3fx over the reference is below the policy's gate %.3fx", v->speedup,
 				      p->pol.min_speedup);
+	return beyond;
 }
 
 /* The tamper verdict; 1 when the claims were forged. */
@@ -348,8 +430,8 @@ void kg_phase_timing(struct kg_run *r)
 				     pt.median_ms);
 		goto out;
 	}
-	figures(r);
-	kg_verdict_add_check(r->v, "timing", KG_CHECK_PASS, kg_secs_since(t0),
+	int beyond = figures(r);
+	kg_verdict_add_check(r->v, "timing", beyond ? KG_CHECK_FAIL : KG_CHECK_PASS, kg_secs_since(t0),
 			     "candidate median %.4f ms (spread %.1f%%), reference %.4f ms, speedup %.3fx%s",
 			     r->v->cand.median_ms, 100 * r->v->cand.spread, r->v->ref.median_ms, r->v->speedup,
 			     r->v->cand.spread > p->pol.max_spread ? " (noisy: spread above the policy's bound)" : "");

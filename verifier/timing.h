@@ -6,6 +6,7 @@
 #ifndef KG_TIMING_H
 #define KG_TIMING_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "verifier/verdict.h"
@@ -66,5 +67,14 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
 #define KG_TAMPER_SHARE 0.75
 #define KG_TAMPER_SLACK_NS 50000u
 #define KG_TAMPER_DEVICE_GAP_NS 1000000u
+
+/* A measured ceiling the reported time cannot beat: bytes moved at the memory ceiling (GB/s,
+ * bytes read plus written) or flops at the compute ceiling (GFLOP/s), each times par (threads the
+ * candidate may run; a device's ceiling is the whole device: par 1). A reported time shorter than
+ * either, by more than KG_CEILING_MARGIN, is work done outside the span the trusted side timed;
+ * fills why and returns 1 then. Unknown ceilings (0) say nothing. */
+#define KG_CEILING_MARGIN 2.0
+int kg_timing_beyond_ceiling(double bytes, double flops, double ms, double gbps_ceiling, double gflops_ceiling,
+			     int par, char *why, size_t whysz);
 
 #endif

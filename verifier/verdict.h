@@ -97,6 +97,7 @@ struct kg_verdict {
 	double bytes, flops; /* cost of one call at the nominal dims, 0 when unknown */
 	double cand_gbps, cand_gflops, roofline; /* roofline: fraction of the measured ceiling */
 	double ceiling_gbps;
+	double ceiling_gflops; /* the measured compute ceiling (the parent's cores; 0 when not measured) */
 	double t_compile_s, t_reference_s, t_checks_s, t_timing_s, t_total_s;
 	int compile_cached; /* the candidate's .so and compile log came from the compile cache */
 	char device[128];

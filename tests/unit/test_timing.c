@@ -205,9 +205,30 @@ static void test_tamper_device(void **state)
 	assert_false(t.forged);
 }
 
+/* A reported time is held to the machine's measured ceilings, with a margin and per thread. */
+static void test_ceiling(void **state)
+{
+	(void)state;
+	char why[200];
+	/* 1 GB in 10 ms is 100 GB/s: 2.5x a 40 GB/s ceiling (the margin is 2) */
+	assert_int_equal(kg_timing_beyond_ceiling(1e9, 0, 10, 40, 0, 1, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "memory ceiling"));
+	/* an honest 80 % of it, and the same with two threads' worth of headroom */
+	assert_int_equal(kg_timing_beyond_ceiling(1e9, 0, 31.25, 40, 0, 1, why, sizeof(why)), 0);
+	assert_int_equal(kg_timing_beyond_ceiling(1e9, 0, 10, 40, 0, 2, why, sizeof(why)), 0);
+	/* arithmetic: 2 TFLOP in 1 s against a 100 GFLOP/s core */
+	assert_int_equal(kg_timing_beyond_ceiling(0, 2e12, 1000, 40, 100, 1, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "compute ceiling"));
+	assert_int_equal(kg_timing_beyond_ceiling(0, 2e12, 1000, 40, 100, 16, why, sizeof(why)), 0);
+	/* unknown ceilings and empty timings say nothing */
+	assert_int_equal(kg_timing_beyond_ceiling(1e12, 1e15, 1, 0, 0, 1, why, sizeof(why)), 0);
+	assert_int_equal(kg_timing_beyond_ceiling(1e12, 1e15, 0, 40, 100, 1, why, sizeof(why)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ceiling),
 		cmocka_unit_test(test_stats),
 		cmocka_unit_test(test_bound_cpu),
 		cmocka_unit_test(test_bound_device),
