@@ -128,7 +128,8 @@ struct kg_sb_spec {
 	 * mmap with MAP_FIXED) and seccomp() go to the supervisor, which lets them through until the
 	 * caller distrusts the program (kg_sb_distrust) and from then on refuses and names those that
 	 * touch a sealed range, and every filter stacked; a handler for a fault signal (SEGV, BUS,
-	 * ILL, FPE, TRAP, SYS) is never allowed. For a program that hosts untrusted code. */
+	 * ILL, FPE, TRAP, SYS) or for SIGCONT (the caller stops and resumes it) is never allowed. For a
+	 * program that hosts untrusted code. */
 	int watched;
 };
 

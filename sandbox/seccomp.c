@@ -183,9 +183,10 @@ static int memory_rules(scmp_filter_ctx ctx, uint64_t mem, int watched, int map_
 	return add(ctx, SCMP_ACT_ALLOW, "mremap", mem ? 1 : 0, mem ? &newlen : NULL);
 }
 
-/* Signal handlers: any, except (watched) for the faults: a guard page or a read-only input must
- * end the process, not be mapped away or stepped over by a handler of the program's own. Queries
- * (no new action) are always fine. */
+/* Signal handlers: any, except (watched) for the faults, which must end the process (a guard
+ * page or a read-only input is not to be mapped away or stepped over by a handler of the program's
+ * own), and for SIGCONT: the supervisor stops and resumes the process, which is not to learn when.
+ * Queries (no new action) are always fine. */
 static int signal_rules(scmp_filter_ctx ctx, int watched)
 {
 	if (!watched)
@@ -193,7 +194,8 @@ static int signal_rules(scmp_filter_ctx ctx, int watched)
 	struct scmp_arg_cmp query = SCMP_A1_64(SCMP_CMP_EQ, 0);
 	int rc = add(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, &query);
 	for (int sig = 1; sig <= 64 && !rc; sig++) {
-		if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS)
+		if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS ||
+		    sig == SIGCONT)
 			continue;
 		struct scmp_arg_cmp c = SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)sig);
 		rc = add(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, &c);

@@ -57,6 +57,13 @@ struct kg_run {
 	uint64_t ref_excess_ns;
 	uint64_t ref_poison_seq;
 	void *const *ref_src; /* the inputs the reference's next call writes into its arena (NULL: none) */
+	/* The candidate's next call is probed mid-call (probe_ns after RUN, its process stopped) for
+	 * guard bands in use: a band written and restored within the call is seen there. */
+	uint64_t probe_ns;
+	struct {
+		int hit, slot, side;
+		uint64_t distance;
+	} probe_found;
 	struct kg_shortcut_state shortcuts;
 	unsigned degenerate_mask;
 	int n_trials, n_class_checks, n_degenerate;

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,9 +267,9 @@ static void fill_cmd(const struct kg_session *s, struct kg_wire_cmd *cmd, enum k
 }
 
 /* Sends cmd (the process resumed already) and waits for its one reply; t_sent gets the moment it
- * left. */
-static int exchange(struct kg_session *s, struct kg_wire_cmd *cmd, uint32_t arg, struct kg_wire_reply *r,
-		    uint64_t *t_sent, kg_error *e)
+ * left. With a probe (c, host RUNs), the process is stopped once mid-call for it. */
+static int exchange_probed(struct kg_session *s, struct kg_wire_cmd *cmd, uint32_t arg, struct kg_wire_reply *r,
+			   uint64_t *t_sent, const struct kg_call *c, int *probed, kg_error *e)
 {
 	cmd->seq = ++s->seq;
 	*t_sent = kg_now_ns();
@@ -278,7 +279,46 @@ static int exchange(struct kg_session *s, struct kg_wire_cmd *cmd, uint32_t arg,
 			return kg_err(e, -errno, "sending to the runner: %s", strerror(errno));
 		return ended(s);
 	}
-	return recv_reply_from(s, cmd->op, cmd->seq, r, deadline_s(s, (enum kg_wire_op)cmd->op, arg), NULL);
+	double limit = deadline_s(s, (enum kg_wire_op)cmd->op, arg);
+	if (c && c->probe && c->probe_ns && s->proc && (double)c->probe_ns < limit * 1e9) {
+		/* to within a few microseconds: the sandbox's waits are in milliseconds, so the last
+		 * one is a sleep, after which a reply already there means the call was done */
+		uint64_t at = *t_sent + c->probe_ns;
+		int w = 0;
+		for (uint64_t now = kg_now_ns(); !w && now + 2000000 < at; now = kg_now_ns())
+			w = kg_sb_wait_fd(s->sb, s->ctl, (int)((at - now) / 1000000) - 1);
+		if (w == KG_SB_ENDED)
+			return ended(s);
+		uint64_t now = kg_now_ns();
+		if (!w && now < at) {
+			struct timespec ts = {(time_t)((at - now) / 1000000000u), (long)((at - now) % 1000000000u)};
+			nanosleep(&ts, NULL);
+		}
+		struct pollfd pf = {.fd = s->ctl, .events = POLLIN};
+		if (!w && poll(&pf, 1, 0) > 0)
+			w = 1;
+		if (!w) {
+			/* still inside the call: its memory as it is now, held still */
+			kg_error pe = {0};
+			int rc = kg_sb_proc_stop(s->proc, STOP_TIMEOUT_MS, &pe);
+			if (rc == -ESRCH)
+				return ended(s);
+			if (rc)
+				return fault(s, KG_R_SANDBOX_TIMEOUT, "%s", pe.msg);
+			c->probe(c->probe_arg);
+			*probed = 1;
+			if (kg_sb_proc_cont(s->proc, &pe))
+				return ended(s);
+		}
+		limit -= (double)(kg_now_ns() - *t_sent) / 1e9;
+	}
+	return recv_reply_from(s, cmd->op, cmd->seq, r, limit > 0.001 ? limit : 0.001, NULL);
+}
+
+static int exchange(struct kg_session *s, struct kg_wire_cmd *cmd, uint32_t arg, struct kg_wire_reply *r,
+		    uint64_t *t_sent, kg_error *e)
+{
+	return exchange_probed(s, cmd, arg, r, t_sent, NULL, NULL, e);
 }
 
 int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t arg, struct kg_wire_reply *r,
@@ -336,7 +376,7 @@ static int host_call(struct kg_session *s, const struct kg_call *c, struct kg_ca
 	uint64_t cpu0 = runner_cpu_ns(s), w0 = kg_now_ns(), t_sent;
 	if (c->expose)
 		c->expose(c->expose_arg);
-	rc = exchange(s, &cmd, c->entry, &rep, &t_sent, e);
+	rc = exchange_probed(s, &cmd, c->entry, &rep, &t_sent, c, &r->probed, e);
 	s->call_timeout_s = keep;
 	r->parent_ns = kg_now_ns() - t_sent;
 	if (rc == KG_SESSION_OK || rc == KG_SESSION_FAILED) {

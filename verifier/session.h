@@ -100,6 +100,12 @@ struct kg_call {
 	 * work on them can be done earlier. NULL: they are in place already. */
 	void (*expose)(void *arg);
 	void *expose_arg;
+	/* Host backends: probe_ns after RUN is sent, if no reply came yet, the process is stopped,
+	 * probe runs on its memory as it is mid-call, and it resumes (0: no probe). What it finds is
+	 * the caller's; the stop costs the process no CPU time. */
+	uint64_t probe_ns;
+	void (*probe)(void *arg);
+	void *probe_arg;
 };
 struct kg_call_result {
 	const char *step; /* where it stopped: "upload", "flush", "run", "download"; NULL when done */
@@ -117,6 +123,7 @@ struct kg_call_result {
 	 * it); valid when cpu_known. */
 	uint64_t cpu_ns, flush_cpu_ns;
 	int cpu_known;
+	int probed; /* the probe ran, mid-call */
 };
 /* KG_SESSION_OK, KG_SESSION_ENDED (see outcome), KG_SESSION_FAILED (see msg), or a negative errno
  * for the channel itself (e says why). */

@@ -19,6 +19,7 @@
 /* Trial ids (public: each names a trial, whose data comes from the run's secret key); the
  * reference's poison ids start here. The report gives the key and each trial's id. */
 #define SEED_REF_POISON 0x7265660000ull
+#define SEED_PROBE 0x70726f6265ull
 
 static const char *shape_str(const struct kg_run *r)
 {
@@ -566,6 +567,38 @@ static void cand_expose(void *arg)
 	load_inputs(r, &r->ca);
 }
 
+/* Mid-call, the candidate's process stopped: are the guard bands as they were written? */
+static void cand_probe(void *arg)
+{
+	struct kg_run *r = arg;
+	int slot, side;
+	uint64_t dist;
+	if (!r->probe_found.hit && kg_arena_canary_check(&r->ca, &slot, &side, &dist)) {
+		r->probe_found.hit = 1;
+		r->probe_found.slot = slot;
+		r->probe_found.side = side;
+		r->probe_found.distance = dist;
+	}
+}
+
+/* A band found in use mid-call, though it may be restored by the call's return. */
+static void probe_finding(struct kg_run *r, struct kg_findings *f)
+{
+	if (!r->probe_found.hit || f->n >= KG_MAX_FINDINGS)
+		return;
+	struct kg_finding *x = &f->f[f->n++];
+	memset(x, 0, sizeof(*x));
+	x->code = KG_R_CHECK_CANARY;
+	x->slot = r->probe_found.slot;
+	x->index = (int64_t)r->probe_found.distance;
+	snprintf(x->msg, sizeof(x->msg),
+		 "while kg_forward ran (its process stopped mid-call) the guard band %llu bytes %s '%s' held other "
+		 "bytes than kgate wrote: the band is used as scratch, whatever it holds when the call returns",
+		 (unsigned long long)r->probe_found.distance, r->probe_found.side < 0 ? "in front of" : "after",
+		 r->names[r->probe_found.slot]);
+	r->probe_found.hit = 0;
+}
+
 void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint64_t seed, struct kg_cand_call *c)
 {
 	kg_error e = {0};
@@ -575,7 +608,10 @@ void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint
 	 * whole wall budget. */
 	double deadline = 2.0 + 50.0 * (double)r->ref_ns_last / 1e9;
 	struct kg_call call = {.flush = flush, .run_timeout_s = fmin(deadline, r->plan->pol.wall_s),
-			       .expose = cand_expose, .expose_arg = r};
+			       .expose = cand_expose, .expose_arg = r, .probe_ns = r->probe_ns, .probe = cand_probe,
+			       .probe_arg = r};
+	r->probe_ns = 0; /* one call */
+	r->probe_found.hit = 0;
 	int rc = kg_session_run_call(&r->cs, &call, &c->r, &e);
 	if (rc == KG_SESSION_FAILED && r->plan->be->needs_gpu && c->r.step && !strcmp(c->r.step, "run")) {
 		/* the runner survived but the device did not: a faulting kernel (the runner's words) */
@@ -775,7 +811,11 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 		}
 	}
 	r->n_trials++;
-	/* flushed like a timed call, so that no call tells the candidate which phase it is in */
+	/* flushed like a timed call, so that no call tells the candidate which phase it is in; stopped
+	 * once at a secret moment within the reference's time, to see its guard bands mid-call (the
+	 * timed calls are not: a stop would lengthen their claims) */
+	uint64_t pd = kg_seed_derive(seed, SEED_PROBE);
+	r->probe_ns = (uint64_t)((0.05 + 0.9 * (double)(pd % 1024) / 1024.0) * (double)r->ref_ns_last) + 5000;
 	kg_run_candidate(r, 1, cls, seed, &c);
 	if (r->cand_dead)
 		return;
@@ -783,6 +823,7 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 		return;
 	if (next)
 		ahead_start(r, next->cls, next->seed);
+	probe_finding(r, &f);
 	kg_check_canaries(&v, &f);
 	kg_check_inputs(&v, &f);
 	kg_check_unwritten(&v, &f);

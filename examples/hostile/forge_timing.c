@@ -1,6 +1,7 @@
 /* Forge the result channel: find the runner's current command on the stack (harness memory),
  * then send the parent a forged "RUN done in 1 ns" reply for it over the runner's control socket
- * (fd 3). The parent only believes a time its own clock can bound: timing.tampered. */
+ * (fd 3). The parent only believes a time its own clock can bound, and a second message on the
+ * channel, answering no command, is the finding itself: sandbox.protocol. */
 #include <kgate/kernel.h>
 #include <math.h>
 #include <stdint.h>

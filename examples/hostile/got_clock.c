@@ -1,7 +1,8 @@
 /* Runner tampering: find the runner's image from the return address, make its GOT writable with a
  * raw mprotect (no import shows it) and hook clock_gettime so that the runner's clock runs 100
  * times slow: a forged 100x speedup. The runner seals its RELRO (mprotect read-only, then mseal)
- * before loading anything: the mprotect fails and the write faults (sandbox.crash). */
+ * before loading anything, and the supervisor names an mprotect over a sealed range and ends the
+ * process (sandbox.tamper); without the supervisor the write would fault (sandbox.crash). */
 #include <kgate/kernel.h>
 #include <elf.h>
 #include <math.h>

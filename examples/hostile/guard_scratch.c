@@ -1,7 +1,7 @@
 /* Write and restore: the bytes right after the output are used as scratch (a row's exponentials
  * are staged there) and put back exactly before returning, so a canary compared after the call
- * finds nothing. The page after every tensor is unmapped in the candidate's process: the first
- * store faults, check.canary. */
+ * finds nothing. The page after every tensor is inaccessible and sealed in the candidate's
+ * process: the first store faults, sandbox.crash (front_band.c uses the band before a tensor). */
 #include <kgate/kernel.h>
 #include <math.h>
 #include <string.h>

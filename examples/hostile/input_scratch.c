@@ -1,7 +1,7 @@
 /* Write and restore: the input is used as scratch (each row's exponentials are computed in place
  * over x) and restored exactly from a copy kept in the output before returning, so a comparison of
- * the input after the call finds nothing. Inputs are mapped read-only in the candidate's process:
- * the first store faults, check.input_modified. */
+ * the input after the call finds nothing. Inputs are mapped read-only (from a write-sealed file, the
+ * mapping itself sealed) in the candidate's process: the first store faults, sandbox.crash. */
 #include <kgate/kernel.h>
 #include <math.h>
 #include <string.h>

@@ -1,5 +1,7 @@
 /* Bug or shortcut: writes one element past the end of the output (an off-by-one in a tiled
- * kernel). The guard band catches it: check.canary. */
+ * kernel). The page after every tensor is inaccessible (and sealed) in the candidate's process:
+ * the store faults, sandbox.crash from the wait status (kgate names no address: any word of one
+ * would come from the candidate's process). A device arena's guard band is check.canary. */
 #include <kgate/kernel.h>
 #include <math.h>
 KG_CANDIDATE;

@@ -1,6 +1,6 @@
 /* An over-read by one element: a vectorised-looking loop reads x[n] past the input's end (its
  * value never reaches the output, so comparing outputs cannot see it). The page after every
- * tensor is unmapped in the candidate's process: the read faults, check.canary. */
+ * tensor is inaccessible and sealed in the candidate's process: the read faults, sandbox.crash. */
 #include <kgate/kernel.h>
 #include <math.h>
 KG_CANDIDATE;

@@ -1,8 +1,9 @@
-/* Runner tampering: the runner's cache-flush state (arena pointer, flush buffer, flush size) lies
- * in its writable data. Found from the return address (the runner's image) and the arena pointer
+/* Runner tampering: kgate 0.2's runner kept its cache-flush state (arena pointer, flush buffer,
+ * flush size) in its data. Found from the return address (the runner's image) and the arena pointer
  * every input shares, the flush size is zeroed, so every "cold" timed call runs on warm caches.
- * The runner seals that state read-only before loading anything, and the trusted side checks
- * that each flush really ran: the write faults (sandbox.crash). */
+ * There is no flush in the candidate's process any more: the parent writes a host arena with
+ * streaming stores, which leave none of it cached, so the scan finds nothing to zero and this
+ * kernel computes honestly (accepted; had it found state, the write would fault on sealed pages). */
 #include <kgate/kernel.h>
 #include <elf.h>
 #include <math.h>

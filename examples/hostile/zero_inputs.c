@@ -1,5 +1,7 @@
 /* Shortcut: zero the input, then write the answer for zeros, so a harness comparing against a
- * reference computed afterwards on the same (now zeroed) memory matches. check.input_modified. */
+ * reference computed afterwards on the same (now zeroed) memory matches. A host arena's inputs are
+ * read-only in the candidate's process: the store faults, sandbox.crash (on a device arena the
+ * comparison with the trusted copy: check.input_modified). */
 #include <kgate/kernel.h>
 #include <string.h>
 KG_CANDIDATE;

@@ -94,6 +94,8 @@ hostile check.nan softmax $H/setup_error.c $P
 ok "setup_error.c: the failed SETUP is the candidate's (sandbox.protocol)" grep -q '"sandbox.protocol"' "$json"
 # a reason from the candidate's own text (a forged fault line): the wait status decides
 hostile sandbox.crash softmax $H/forged_fault.c $P
+# a guard band used as scratch and restored before the return: seen mid-call, the process stopped
+hostile check.canary softmax $H/front_band.c $P
 # a stall on every command but RUN: a deadline per command, seconds (the ci policy's 120 s budget
 # and the default's hour before)
 t0=$(date +%s)

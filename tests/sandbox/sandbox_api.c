@@ -9,14 +9,18 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "sb_test.h"
+#include "sandbox/sb_int.h"
 
 static void test_names(void **state)
 {
@@ -502,6 +506,156 @@ static void test_landlock_fallback_without_mountns(void **state)
 	assert_non_null(strstr(e.msg, "mount namespace"));
 }
 
+/* The process seen from outside: stopped (every thread), its threads listed, resumed. */
+static void test_proc_stop(void **state)
+{
+	(void)state;
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		close(p[0]);
+		for (;;) {
+			if (write(p[1], "x", 1) != 1)
+				_exit(0);
+			usleep(1000);
+		}
+	}
+	close(p[1]);
+	struct kg_sb_process *pr = calloc(1, sizeof(*pr));
+	kg_error e = {0};
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	assert_int_equal(kg_sb_proc_attach(pr, pid, &e), 0);
+	assert_int_equal(kg_sb_proc_stop(pr, 3000, &e), 0);
+	assert_true(pr->stopped);
+	assert_int_equal(pr->n_tasks, 1);
+	assert_int_equal(pr->tasks[0], pid);
+	/* stopped means stopped: nothing more arrives (drain what was in flight first) */
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	while (read(p[0], &c, 1) == 1)
+		;
+	usleep(20000);
+	assert_int_equal(read(p[0], &c, 1), -1);
+	assert_int_equal(kg_sb_proc_outer_tid(pr, pid), pid); /* no pid namespace here: the same id */
+	assert_int_equal(kg_sb_proc_cont(pr, &e), 0);
+	fcntl(p[0], F_SETFL, 0);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	/* a process gone is -ESRCH, not a hang */
+	assert_int_equal(kg_sb_proc_stop(pr, 500, &e), -ESRCH);
+	kg_sb_proc_detach(pr);
+	free(pr);
+	close(p[0]);
+}
+
+/* One watched program: spawned, its first word awaited (with its pid from the kernel), distrusted
+ * (or not), told to go; its outcome returned. */
+static void watched_run(const char *what, int distrust, struct kg_sb_outcome *o, char *out, size_t outsz)
+{
+	const char *argv[] = {SB_HELPER_INSIDE, "--apply", "run", "watched", what, NULL};
+	struct kg_sb_path paths[1];
+	struct kg_sb_spec s;
+	int sp[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	int one = 1;
+	setsockopt(sp[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+	sb_spec(&s, paths, KG_SB_PROFILE_RUN, argv);
+	s.fds = &sp[1];
+	s.n_fds = 1;
+	s.seccomp_deferred = 1;
+	s.watched = 1;
+	struct kg_sb_child *c = NULL;
+	kg_error e = {0};
+	assert_int_equal(kg_sb_spawn(&s, &c, &e), 0);
+	close(sp[1]);
+	assert_int_equal(kg_sb_wait_fd(c, sp[0], 10000), 1);
+	char buf;
+	struct iovec iov = {.iov_base = &buf, .iov_len = 1};
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(struct ucred))];
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+	assert_int_equal(recvmsg(sp[0], &mh, 0), 1);
+	struct ucred uc = {0};
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h))
+		if (h->cmsg_type == SCM_CREDENTIALS)
+			memcpy(&uc, CMSG_DATA(h), sizeof(uc));
+	assert_true(uc.pid > 0);
+	if (distrust)
+		assert_int_equal(kg_sb_distrust(c, uc.pid, &e), 0);
+	assert_int_equal(write(sp[0], "g", 1), 1);
+	assert_int_equal(kg_sb_wait(c, o), 0);
+	snprintf(out, outsz, "%s", o->output ? o->output : "");
+	kg_sb_free(c);
+	close(sp[0]);
+}
+
+/* A watched program is free until it is distrusted; then a filter stacked and a change to a
+ * sealed range are refused and named (KG_SB_END_TAMPER), while unsealed memory stays its own. */
+static void test_watched_distrust(void **state)
+{
+	(void)state;
+	if (sb_mseal_probe() || !sb_notify_supported())
+		skip();
+	struct kg_sb_outcome o;
+	char out[512];
+	watched_run("seccomp", 0, &o, out, sizeof(out));
+	assert_int_equal(o.end, KG_SB_END_EXIT);
+	assert_string_equal(out, "RESULT watched ok\n");
+	watched_run("seccomp", 1, &o, out, sizeof(out));
+	assert_int_equal(o.end, KG_SB_END_TAMPER);
+	assert_non_null(strstr(o.detail, "seccomp"));
+	watched_run("mprotect", 1, &o, out, sizeof(out));
+	assert_int_equal(o.end, KG_SB_END_TAMPER);
+	assert_non_null(strstr(o.detail, "mprotect"));
+	assert_non_null(strstr(o.detail, "sealed range"));
+	watched_run("munmap", 1, &o, out, sizeof(out));
+	assert_int_equal(o.end, KG_SB_END_TAMPER);
+	/* before the distrust the kernel's own EPERM (mseal) is all: nothing is named */
+	watched_run("munmap", 0, &o, out, sizeof(out));
+	assert_int_equal(o.end, KG_SB_END_EXIT);
+	assert_string_equal(out, "RESULT watched EPERM\n");
+	watched_run("mprotect-free", 1, &o, out, sizeof(out));
+	assert_int_equal(o.end, KG_SB_END_EXIT);
+	assert_string_equal(out, "RESULT watched ok\n");
+	watched_run("munmap-free", 1, &o, out, sizeof(out));
+	assert_string_equal(out, "RESULT watched ok\n");
+}
+
+/* A watched program may install no handler for a fault signal (nor SIGCONT); others are fine. */
+static void test_watched_signals(void **state)
+{
+	(void)state;
+	if (!sb_notify_supported())
+		skip();
+	static const char *const segv[] = {SB_HELPER_INSIDE, "--apply", "run", "sigaction", "11", NULL};
+	static const char *const cont[] = {SB_HELPER_INSIDE, "--apply", "run", "sigaction", "18", NULL};
+	static const char *const usr1[] = {SB_HELPER_INSIDE, "--apply", "run", "sigaction", "10", NULL};
+	const char *const *cases[] = {segv, cont, usr1};
+	for (int i = 0; i < 3; i++) {
+		struct kg_sb_path paths[1];
+		struct kg_sb_spec s;
+		struct sb_run r;
+		sb_spec(&s, paths, KG_SB_PROFILE_RUN, cases[i]);
+		s.seccomp_deferred = 1;
+		s.watched = 1;
+		sb_run_spec(&s, &r);
+		assert_int_equal(r.rc, 0);
+		if (i < 2) {
+			assert_int_equal(r.o.end, KG_SB_END_SYSCALL);
+			assert_string_equal(r.o.syscall, "rt_sigaction");
+		} else {
+			assert_int_equal(r.o.end, KG_SB_END_EXIT);
+			assert_string_equal(r.out, "RESULT sigaction ok\n");
+		}
+		sb_run_free(&r);
+	}
+}
+
 int main(void)
 {
 	if (!sb_helpers_host()) {
@@ -529,6 +683,9 @@ int main(void)
 		cmocka_unit_test(test_missing_program),
 		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_landlock_fallback_without_mountns),
+		cmocka_unit_test(test_proc_stop),
+		cmocka_unit_test(test_watched_distrust),
+		cmocka_unit_test(test_watched_signals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -50,6 +53,8 @@ static void *thread_main(void *arg)
 }
 
 static int tool_sock = -1;
+/* "watched": two pages, the first sealed before the filter (as the runner seals its own) */
+static unsigned char *sealed_page;
 
 static int act(const char *a, int argc, char **argv)
 {
@@ -232,6 +237,38 @@ static int act(const char *a, int argc, char **argv)
 		ssize_t n = send(tool_sock, "x", 1, MSG_DONTWAIT);
 		return result(a, n < 0 ? -1 : 0);
 	}
+	if (!strcmp(a, "watched")) {
+		/* watched: seals one page of its own, tells the parent on fd 3 (its pid comes with the
+		 * message), waits for the go, then does x: "mprotect" or "munmap" of the sealed page, the
+		 * same of an unsealed one ("mprotect-free", "munmap-free"), or "seccomp" (a filter) */
+		unsigned char *pg = sealed_page;
+		if (!pg)
+			return result("seal", -1);
+		char go;
+		if (write(3, "R", 1) != 1 || read(3, &go, 1) != 1)
+			return result("sync", -1);
+		if (!strcmp(x, "mprotect"))
+			return result(a, mprotect(pg, 4096, PROT_READ));
+		if (!strcmp(x, "munmap"))
+			return result(a, munmap(pg, 4096));
+		if (!strcmp(x, "mprotect-free"))
+			return result(a, mprotect(pg + 4096, 4096, PROT_READ));
+		if (!strcmp(x, "munmap-free"))
+			return result(a, munmap(pg + 4096, 4096));
+		if (!strcmp(x, "seccomp")) {
+			struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+			struct sock_fprog fp = {.len = 1, .filter = &allow};
+			return result(a, (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp));
+		}
+		return 2;
+	}
+	if (!strcmp(a, "sigaction")) {
+		/* a handler for signal x (a number) */
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_IGN;
+		return result(a, sigaction(atoi(x), &sa, NULL));
+	}
 	if (!strcmp(a, "write-fd")) {
 		ssize_t n = write(atoi(x), y, strlen(y));
 		return result(a, n < 0 ? -1 : 0);
@@ -288,6 +325,12 @@ int main(int argc, char **argv)
 	o.n_ioctl_fds = n_ioctl;
 	o.msg_fds = msg_fds;
 	o.n_msg_fds = n_msg;
+	if (!strcmp(argv[i], "watched")) {
+		unsigned char *pg = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		kg_error e = {0};
+		if (pg != MAP_FAILED && !kg_sb_seal_range(pg, 4096, &e))
+			sealed_page = pg;
+	}
 	if (apply) {
 		kg_error e = {0};
 		if (kg_sb_seccomp_apply(&o, &e)) {
