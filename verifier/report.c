@@ -476,7 +476,7 @@ int kg_report_text_file(const struct kg_verdict *v, FILE *f)
 			v->acc.max_abs_err, v->acc.max_rel_err, v->acc.normwise_err, 100 * v->acc.tol_used, v->acc.atol,
 			v->acc.rtol, ts(&tp, v->acc.input_class), ts(&tp, v->acc.shape), ts(&tp, v->acc.tensor));
 	if (v->timed) {
-		fprintf(f, "timing (median of %d, fresh inputs and flushed caches each call):\n", v->cand.n);
+		fprintf(f, "timing (median of %d, fresh inputs and cold caches each call):\n", v->cand.n);
 		fprintf(f, "  candidate %10.4f ms  [p10 %.4f, p90 %.4f, spread %.1f%%]\n", v->cand.median_ms,
 			v->cand.p10_ms, v->cand.p90_ms, 100 * v->cand.spread);
 		fprintf(f, "  reference %10.4f ms  [p10 %.4f, p90 %.4f, spread %.1f%%]\n", v->ref.median_ms, v->ref.p10_ms,

@@ -7,6 +7,7 @@
 #include "verifier/timing.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -410,6 +411,12 @@ void kg_phase_timing(struct kg_run *r)
 		/* the reported time never undercuts what the parent itself measured of the call */
 		cms[i] = (double)kg_timing_reported(&calls[i], &cal) / 1e6;
 		pms[i] = (double)c.r.parent_ns / 1e6;
+		if (getenv("KGATE_DEBUG_TIMING")) /* what each side cost the host beyond its claim, per call */
+			fprintf(stderr, "[kgate] timed %d: cand claim %.1f us cpu %.1f us bound %.1f us (cal %.1f); ref claim %.1f "
+					"us excess %.1f us\n",
+				i, (double)c.r.child_ns / 1e3, (double)c.r.cpu_ns / 1e3,
+				(double)kg_timing_bound(&calls[i], &cal) / 1e3, (double)cal.cpu_ns / 1e3, (double)ref_ns / 1e3,
+				(double)r->ref_excess_ns / 1e3);
 	}
 	if (!kg_run_ok(r))
 		goto out;
