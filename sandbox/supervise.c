@@ -197,6 +197,23 @@ static int overlaps_sealed(const struct kg_sb_child *c, uint64_t addr, uint64_t 
 	return 0;
 }
 
+static int madvise_destructive(int advice)
+{
+	switch (advice) {
+	case MADV_DONTNEED:
+	case MADV_FREE:
+	case MADV_REMOVE:
+	case MADV_DONTFORK:
+	case MADV_WIPEONFORK:
+	case MADV_HWPOISON:
+	case 24: /* MADV_DONTNEED_LOCKED */
+	case 101: /* MADV_SOFT_OFFLINE */
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* A watched program's memory-map change or filter (its profile routes them here): let through, or
  * refused and named once the caller distrusts it. Returns 0 for a call this does not handle (a
  * mapping over the memory bound, which is a plain denial). The arguments are registers, not
@@ -228,6 +245,13 @@ static int service_watched(struct kg_sb_child *c, int fd, const struct seccomp_n
 		nm = "mprotect", a = d->args[0], len = d->args[1];
 		break;
 	case SYS_madvise:
+		/* hints (WILLNEED, SEQUENTIAL, HUGEPAGE, ...) change nothing a sealed range holds: an
+		 * honest kernel may give them; advice that discards contents or changes the mapping is
+		 * the attempt */
+		if (!madvise_destructive((int)d->args[2])) {
+			respond(fd, c->resp, req->id, 0, 1);
+			return 1;
+		}
 		nm = "madvise", a = d->args[0], len = d->args[1];
 		break;
 	case SYS_seccomp:

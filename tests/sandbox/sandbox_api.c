@@ -624,6 +624,13 @@ static void test_watched_distrust(void **state)
 	assert_string_equal(out, "RESULT watched ok\n");
 	watched_run("munmap-free", 1, &o, out, sizeof(out));
 	assert_string_equal(out, "RESULT watched ok\n");
+	/* a hint changes nothing a sealed range holds; discarding its pages is the attempt */
+	watched_run("madvise-hint", 1, &o, out, sizeof(out));
+	assert_int_equal(o.end, KG_SB_END_EXIT);
+	assert_string_equal(out, "RESULT watched ok\n");
+	watched_run("madvise-dontneed", 1, &o, out, sizeof(out));
+	assert_int_equal(o.end, KG_SB_END_TAMPER);
+	assert_non_null(strstr(o.detail, "madvise"));
 }
 
 /* A watched program may install no handler for a fault signal (nor SIGCONT); others are fine. */

@@ -255,6 +255,10 @@ static int act(const char *a, int argc, char **argv)
 			return result(a, mprotect(pg + 4096, 4096, PROT_READ));
 		if (!strcmp(x, "munmap-free"))
 			return result(a, munmap(pg + 4096, 4096));
+		if (!strcmp(x, "madvise-hint"))
+			return result(a, madvise(pg, 4096, MADV_WILLNEED));
+		if (!strcmp(x, "madvise-dontneed"))
+			return result(a, madvise(pg, 4096, MADV_DONTNEED));
 		if (!strcmp(x, "seccomp")) {
 			struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 			struct sock_fprog fp = {.len = 1, .filter = &allow};
