@@ -354,6 +354,35 @@ int kg_session_setup(struct kg_session *s, kg_error *e)
 	return kg_session_call(s, KG_OP_SETUP, 0, NULL, NULL, e);
 }
 
+/* KGATE_DEBUG_TIMING: the process's minor faults and context switches so far (the kernel's
+ * account in /proc), to see where the CPU time a call was charged beyond its claim went. */
+static void debug_counts(const struct kg_session *s, long *minflt, long *vcsw, long *ivcsw)
+{
+	char path[64], buf[4096];
+	*minflt = *vcsw = *ivcsw = -1;
+	if (!s->proc || s->proc->pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)s->proc->pid);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f)) {
+			char *p = strrchr(buf, ')');
+			/* after ") ": state ppid pgrp session tty tpgid flags minflt */
+			if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %ld", minflt) != 1)
+				*minflt = -1;
+		}
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)s->proc->pid);
+	if ((f = fopen(path, "re"))) {
+		while (fgets(buf, sizeof(buf), f)) {
+			sscanf(buf, "voluntary_ctxt_switches: %ld", vcsw);
+			sscanf(buf, "nonvoluntary_ctxt_switches: %ld", ivcsw);
+		}
+		fclose(f);
+	}
+}
+
 /* A host backend's call: one RUN, timed from before the inputs exist in the runner's memory to the
  * process stopped after its reply, in the CPU time the kernel charged the process. The outputs are
  * final then: nothing in the process runs again before the parent has read them. */
@@ -373,6 +402,10 @@ static int host_call(struct kg_session *s, const struct kg_call *c, struct kg_ca
 	if (c->run_timeout_s > 0)
 		s->call_timeout_s = c->run_timeout_s;
 	fill_cmd(s, &cmd, KG_OP_RUN, c->entry);
+	int dbg = getenv("KGATE_DEBUG_TIMING") != NULL;
+	long f0 = 0, v0 = 0, i0 = 0, f1, v1, i1;
+	if (dbg)
+		debug_counts(s, &f0, &v0, &i0);
 	uint64_t cpu0 = runner_cpu_ns(s), w0 = kg_now_ns(), t_sent;
 	if (c->expose)
 		c->expose(c->expose_arg);
@@ -388,6 +421,12 @@ static int host_call(struct kg_session *s, const struct kg_call *c, struct kg_ca
 		return rc;
 	uint64_t cpu1 = runner_cpu_ns(s);
 	r->span_ns = kg_now_ns() - w0;
+	if (dbg) {
+		debug_counts(s, &f1, &v1, &i1);
+		fprintf(stderr, "[kgate] %s call: cpu %.1f us claim %.1f us, %ld minor faults, %ld+%ld switches\n",
+			s->watched ? "cand" : "ref", (double)(cpu1 - cpu0) / 1e3, (double)rep.elapsed_ns / 1e3, f1 - f0,
+			v1 - v0, i1 - i0);
+	}
 	r->ret = rep.rc;
 	r->child_ns = rep.elapsed_ns;
 	r->tail_ns = rep.info;

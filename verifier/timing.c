@@ -81,6 +81,9 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
 			if (t->first_lie < 0)
 				t->first_lie = i;
 			t->lies++;
+			uint64_t lb = kg_timing_bound(c, cal), gap = lb > c->child_ns ? lb - c->child_ns : 0;
+			if (t->lies == 1 || gap < t->min_gap_ns)
+				t->min_gap_ns = gap;
 		}
 		/* a flush that cost a quarter of a calibrated one did not stream over its buffer */
 		if (cal->cpu_clock && cal->flush_cpu_ns >= 1000000 && c->cpu_known &&
@@ -94,7 +97,8 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
 	 * 5 (cpu_hostile, layernorm_pairwise.c at 70 us, ~0.3 ms of CPU time unexplained), so on the
 	 * CPU clock three quarters of the calls must lie. The reported time is the trusted bound
 	 * either way (kg_timing_reported): this only decides whether to name the forgery. */
-	int lies_forge = cal->cpu_clock ? 4 * t->lies >= 3 * n : t->lies == n;
+	uint64_t min_gap = 2 * cal->host_noise_ns > KG_TAMPER_MIN_GAP_NS ? 2 * cal->host_noise_ns : KG_TAMPER_MIN_GAP_NS;
+	int lies_forge = cal->cpu_clock ? 4 * t->lies >= 3 * n && t->min_gap_ns >= min_gap : t->lies == n;
 	t->forged = n > 0 && (t->impossible >= 0 || 2 * t->flush_skipped > n || (judged && t->lies && lies_forge));
 }
 

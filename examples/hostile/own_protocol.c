@@ -99,6 +99,10 @@ static void compute(unsigned char *base, const struct cmd *c)
 {
 	softmax((const float *)(base + c->t[0].offset), (float *)(base + c->t[1].offset), c->t[0].shape[0],
 		c->t[0].shape[1]);
+	/* more real work (1 ms or so): what the forged claim hides is worth something at any shape */
+	volatile double spin = 0;
+	for (int i = 0; i < 1000000; i++)
+		spin += i;
 }
 
 /* The runner's command record sits a few frames up the stack; stale copies of earlier commands lie

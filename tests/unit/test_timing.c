@@ -143,6 +143,19 @@ static void test_tamper_cpu(void **state)
 	busy.host_noise_ns = 150000;
 	kg_timing_tamper(c, 5, &busy, &t);
 	assert_true(t.forged);
+	/* a busy host charging an honest 15-30 us kernel 60-130 us beyond its claim in all five calls
+	 * while the reference's runner, timed beside it, looked quiet (layernorm_pairwise.c, 1 of
+	 * about 20 verifies under a parallel build): each gap under the 150 us a lie must hide */
+	const uint64_t claim[5] = {26600, 15900, 31400, 14500, 15900}, cpu[5] = {181000, 126100, 137100, 104800, 117000};
+	for (int i = 0; i < 5; i++)
+		c[i] = cpu_call(claim[i], 120000, cpu[i]);
+	struct kg_clock_cal q = cpu_cal;
+	q.cpu_ns = 26800;
+	q.host_noise_ns = 500;
+	kg_timing_tamper(c, 5, &q, &t);
+	assert_true(t.lies >= 4);
+	assert_true(t.min_gap_ns < KG_TAMPER_MIN_GAP_NS);
+	assert_false(t.forged);
 	/* a very short kernel: the slack keeps CPU noise of tens of microseconds quiet */
 	for (int i = 0; i < 5; i++)
 		c[i] = cpu_call(5000, 90000, 80000);
