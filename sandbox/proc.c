@@ -109,16 +109,22 @@ int kg_sb_proc_stop(struct kg_sb_process *p, int timeout_ms, kg_error *e)
 		 * process stopped only when every thread listed is. */
 		if ((rc = kg_sb_proc_tasks(p, e)))
 			return ended(p) ? kg_err(e, -ESRCH, "sandbox: process %d ended", (int)p->pid) : rc;
-		int all = 1;
-		for (int i = 0; i < p->n_tasks && all; i++) {
+		/* a thread that has exited (gone, a zombie, dead) stops nothing and is no thread of the
+		 * process any more: dropped from the list; one still on its way out (running in the
+		 * kernel, past signals) holds the stop up until it is gone */
+		int all = 1, live = 0;
+		for (int i = 0; i < p->n_tasks; i++) {
 			char st = task_state(p->pid, p->tasks[i]);
-			if (st == 'Z' || st == 'X' || st == '\0') {
-				if (p->tasks[i] == p->pid && ended(p))
-					return kg_err(e, -ESRCH, "sandbox: process %d ended", (int)p->pid);
-				continue; /* a thread that is exiting stops nothing */
-			}
-			all = st == 'T' || st == 't';
+			int dead = st == 'Z' || st == 'X' || st == '\0';
+			if (dead && p->tasks[i] == p->pid && ended(p))
+				return kg_err(e, -ESRCH, "sandbox: process %d ended", (int)p->pid);
+			if (dead && p->tasks[i] != p->pid)
+				continue;
+			p->tasks[live++] = p->tasks[i];
+			/* a main thread that exited alone (the others run on) stops nothing either */
+			all &= dead || st == 'T' || st == 't';
 		}
+		p->n_tasks = live;
 		if (all) {
 			p->stopped = 1;
 			return 0;
