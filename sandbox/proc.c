@@ -183,6 +183,49 @@ pid_t kg_sb_proc_outer_tid(const struct kg_sb_process *p, pid_t inner)
 	return 0;
 }
 
+static int add_range(struct kg_sb_range *out, int n, int max, uint64_t lo, uint64_t hi)
+{
+	if (n && out[n - 1].hi >= lo && out[n - 1].lo <= lo) {
+		if (hi > out[n - 1].hi)
+			out[n - 1].hi = hi;
+		return n;
+	}
+	if (n == max)
+		return -E2BIG;
+	out[n] = (struct kg_sb_range){.lo = lo, .hi = hi};
+	return n + 1;
+}
+
+int kg_sb_image_ranges(pid_t pid, struct kg_sb_range *out, int max, kg_error *e)
+{
+	char path[48], line[4096];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return kg_err(e, -errno, "sandbox: reading %s: %s", path, strerror(errno));
+	int n = 0;
+	uint64_t mem_lo = UINT64_MAX, mem_hi = 0;
+	while (fgets(line, sizeof(line), f) && n >= 0) {
+		unsigned long lo, hi;
+		char perms[8] = "";
+		int off = 0;
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &off) < 3)
+			continue;
+		const char *name = off > 0 ? line + off : "";
+		if (!strncmp(name, "/memfd:", 7)) {
+			/* the arena: everything from its first file mapping to its last, guard pages too */
+			mem_lo = lo < mem_lo ? lo : mem_lo;
+			mem_hi = hi > mem_hi ? hi : mem_hi;
+		} else if (name[0] == '/' && perms[2] != 'w') {
+			n = add_range(out, n, max, lo, hi); /* code, read-only data, RELRO */
+		}
+	}
+	fclose(f);
+	if (n >= 0 && mem_hi > mem_lo)
+		n = add_range(out, n, max, mem_lo, mem_hi);
+	return n < 0 ? kg_err(e, n, "sandbox: more than %d protected ranges in process %d", max, (int)pid) : n;
+}
+
 int kg_sb_sealed_ranges(pid_t pid, struct kg_sb_range *out, int max, kg_error *e)
 {
 	char path[48];

@@ -247,10 +247,16 @@ struct kg_sb_range {
  * or -errno. */
 int kg_sb_sealed_ranges(pid_t pid, struct kg_sb_range *out, int max, kg_error *e);
 
+/* Where mseal is missing: the process's read-only file mappings (code, read-only data, RELRO)
+ * and its arena's span (from the first to the last mapping of a memfd, its guard pages with it),
+ * from /proc/pid/maps, merged; the count or -errno. */
+int kg_sb_image_ranges(pid_t pid, struct kg_sb_range *out, int max, kg_error *e);
+
 /* From now on the program is untrusted (it is about to load untrusted code): with a `watched`
  * spec, a filter stacked by any of its threads and a mapping, protection or advice call over one of
- * its sealed ranges (read now from /proc/pid/smaps) are refused and end it as KG_SB_END_TAMPER,
- * named. pid is the program's, as the caller knows it. */
+ * its sealed ranges (read now from /proc/pid/smaps; where the host has no mseal, its read-only
+ * file mappings and arena instead, kg_sb_image_ranges) are refused and end it as
+ * KG_SB_END_TAMPER, named. pid is the program's, as the caller knows it. */
 int kg_sb_distrust(struct kg_sb_child *c, pid_t pid, kg_error *e);
 
 /* When kgate runs as root, the sandboxed program runs as the unprivileged outer uid/gid 65534

@@ -288,6 +288,9 @@ int kg_sb_distrust(struct kg_sb_child *c, pid_t pid, kg_error *e)
 	if (!c->watched)
 		return 0;
 	int n = kg_sb_sealed_ranges(pid, c->sealed, SB_MAX_SEALED, e);
+	/* no mseal on this host: what the program would have sealed is guarded here alone */
+	if (n == 0 && !(c->active & KG_SB_LAYER_MSEAL))
+		n = kg_sb_image_ranges(pid, c->sealed, SB_MAX_SEALED, e);
 	if (n < 0)
 		return n;
 	c->n_sealed = n;

@@ -716,6 +716,12 @@ static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o,
 		}
 		if (!kg_sb_proc_tasks(s->proc, e) && r.tid)
 			s->loader = kg_sb_proc_outer_tid(s->proc, (pid_t)r.tid);
+		if (s->watched && r.tid && !s->loader) {
+			/* the one thread that must be gone after LOAD could not be told from the others */
+			snprintf(s->msg, sizeof(s->msg), "the runner's loader thread (tid %u inside) is not among its threads",
+				 r.tid);
+			return KG_SESSION_FAILED;
+		}
 		if ((rc = hold(s, KG_OP_HELLO)))
 			return rc;
 	}

@@ -553,7 +553,15 @@ static void test_proc_stop(void **state)
 
 /* One watched program: spawned, its first word awaited (with its pid from the kernel), distrusted
  * (or not), told to go; its outcome returned. */
+static void watched_run_spec(const char *what, int distrust, unsigned disabled, struct kg_sb_outcome *o, char *out,
+			     size_t outsz);
 static void watched_run(const char *what, int distrust, struct kg_sb_outcome *o, char *out, size_t outsz)
+{
+	watched_run_spec(what, distrust, 0, o, out, outsz);
+}
+
+static void watched_run_spec(const char *what, int distrust, unsigned disabled, struct kg_sb_outcome *o, char *out,
+			     size_t outsz)
 {
 	const char *argv[] = {SB_HELPER_INSIDE, "--apply", "run", "watched", what, NULL};
 	struct kg_sb_path paths[1];
@@ -567,6 +575,7 @@ static void watched_run(const char *what, int distrust, struct kg_sb_outcome *o,
 	s.n_fds = 1;
 	s.seccomp_deferred = 1;
 	s.watched = 1;
+	s.disabled = disabled;
 	struct kg_sb_child *c = NULL;
 	kg_error e = {0};
 	assert_int_equal(kg_sb_spawn(&s, &c, &e), 0);
@@ -633,6 +642,23 @@ static void test_watched_distrust(void **state)
 	assert_non_null(strstr(o.detail, "madvise"));
 }
 
+/* Without mseal (an older kernel), the program's read-only file mappings are guarded by the
+ * supervisor alone: its own code's page cannot be made writable once it is distrusted. */
+static void test_watched_without_mseal(void **state)
+{
+	(void)state;
+	if (!sb_notify_supported())
+		skip();
+	struct kg_sb_outcome o;
+	char out[512];
+	watched_run_spec("mprotect-image", 0, KG_SB_LAYER_MSEAL, &o, out, sizeof(out));
+	assert_int_equal(o.end, KG_SB_END_EXIT);
+	assert_string_equal(out, "RESULT watched ok\n"); /* nothing sealed it, nobody distrusted it */
+	watched_run_spec("mprotect-image", 1, KG_SB_LAYER_MSEAL, &o, out, sizeof(out));
+	assert_int_equal(o.end, KG_SB_END_TAMPER);
+	assert_non_null(strstr(o.detail, "mprotect"));
+}
+
 /* A watched program may install no handler for a fault signal (nor SIGCONT); others are fine. */
 static void test_watched_signals(void **state)
 {
@@ -693,6 +719,7 @@ int main(void)
 		cmocka_unit_test(test_proc_stop),
 		cmocka_unit_test(test_watched_distrust),
 		cmocka_unit_test(test_watched_signals),
+		cmocka_unit_test(test_watched_without_mseal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
