@@ -85,13 +85,9 @@ static int device_phase(struct kg_run *r)
 
 static int make_workdir(struct kg_run *r, kg_error *e)
 {
-	const char *tmp = getenv("TMPDIR");
-	snprintf(r->work, sizeof(r->work), "%s/kgate-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(r->work)) {
-		int rc = kg_err(e, -errno, "mkdtemp %s: %s", r->work, strerror(errno));
-		r->work[0] = '\0';
+	int rc = kg_mkdtemp(r->work, sizeof(r->work), "kgate", e);
+	if (rc)
 		return rc;
-	}
 	/* the sandboxed compiler runs as an unprivileged id: its scratch dirs must be reachable */
 	chmod(r->work, 0755);
 	return 0;
