@@ -207,8 +207,10 @@ int kg_verify(const struct kg_verify_opts *o, struct kg_verdict *v, kg_error *e)
 	kg_phase_correctness(r);
 	if (kg_run_ok(r))
 		kg_phase_timing(r);
-	else
-		kg_verdict_add_check(v, "timing", KG_CHECK_SKIP, 0, "skipped: the candidate failed its checks");
+	else /* whose fault it was decides the words: a failure of kgate's own is not the candidate's */
+		kg_verdict_add_check(v, "timing", KG_CHECK_SKIP, 0, "%s",
+				     v->internal_error[0] ? "not run: kgate could not finish the correctness trials"
+							  : "skipped: the candidate failed its checks");
 	kg_phase_sanitizers(r);
 done:
 	finish(r, t_start);

@@ -256,6 +256,82 @@ static void test_hostile_text(void **state)
 	kg_verdict_free(&v);
 }
 
+/* Work that did not run is never a PASS: a verdict whose correctness and timing checks say PASS
+ * though no trial ran and no call was timed (a phase that stopped before its first trial, a
+ * check recorded by mistake) shows them as SKIP, "not run", in every format, and is not accepted
+ * (kgate 0.2 printed "PASS correctness 0 trials" and accepted). */
+static void test_nothing_ran_is_no_pass(void **state)
+{
+	(void)state;
+	struct kg_verdict v;
+	kg_verdict_init(&v);
+	snprintf(v.task, sizeof(v.task), "softmax");
+	snprintf(v.candidate, sizeof(v.candidate), "k.c");
+	kg_verdict_add_check(&v, "compile", KG_CHECK_PASS, 0.1, "built");
+	kg_verdict_add_check(&v, "static-imports", KG_CHECK_PASS, 0, "every import is on the policy's allowlist");
+	kg_verdict_add_check(&v, "correctness", KG_CHECK_PASS, 0.2, "0 trials over 9 shapes");
+	kg_verdict_add_check(&v, "timing", KG_CHECK_PASS, 0.0, "candidate median 0 ms");
+	v.trials_run = 0;
+	v.timed = 0;
+	kg_verdict_finish(&v);
+	assert_false(v.accepted);
+	assert_int_equal(v.exit_code, KG_EXIT_INTERNAL);
+	assert_non_null(strstr(v.internal_error, "not verified"));
+	for (int i = 0; i < v.n_checks; i++)
+		if (!strcmp(v.checks[i].name, "correctness") || !strcmp(v.checks[i].name, "timing")) {
+			assert_int_equal(v.checks[i].status, KG_CHECK_SKIP);
+			assert_non_null(strstr(v.checks[i].detail, "not run"));
+		}
+	char *p = tmpfile_path(".txt");
+	assert_int_equal(kg_report_text(&v, p, NULL), 0);
+	const char *t = slurp(p);
+	assert_null(strstr(t, "PASS correctness"));
+	assert_null(strstr(t, "PASS timing"));
+	assert_non_null(strstr(t, "SKIP correctness"));
+	assert_null(strstr(t, "ACCEPTED"));
+	assert_non_null(strstr(t, "PASS compile")); /* what did run still says so */
+	unlink(p);
+	char *js = kg_report_json_string(&v);
+	json_t *root = json_loads(js, 0, NULL);
+	assert_non_null(root);
+	json_t *checks = json_object_get(root, "checks");
+	for (size_t i = 0; i < json_array_size(checks); i++) {
+		const char *n = json_string_value(json_object_get(json_array_get(checks, i), "name"));
+		const char *st = json_string_value(json_object_get(json_array_get(checks, i), "status"));
+		if (!strcmp(n, "correctness") || !strcmp(n, "timing"))
+			assert_string_equal(st, "skip");
+	}
+	assert_int_equal(json_integer_value(json_object_get(root, "trials")), 0);
+	json_decref(root);
+	free(js);
+	p = tmpfile_path(".xml");
+	assert_int_equal(kg_report_junit(&v, p, NULL), 0);
+	t = slurp(p);
+	assert_non_null(strstr(t, "skipped=\"2\""));
+	unlink(p);
+	kg_verdict_free(&v);
+
+	/* trials ran and passed: PASS stays, and the verdict is accepted */
+	kg_verdict_init(&v);
+	kg_verdict_add_check(&v, "correctness", KG_CHECK_PASS, 0.2, "130 trials over 9 shapes");
+	kg_verdict_add_check(&v, "timing", KG_CHECK_SKIP, 0, "no timed iterations requested");
+	v.trials_run = 130;
+	kg_verdict_finish(&v);
+	assert_true(v.accepted);
+	assert_int_equal(v.checks[0].status, KG_CHECK_PASS);
+	assert_string_equal(v.checks[0].detail, "130 trials over 9 shapes");
+	kg_verdict_free(&v);
+
+	/* the candidate died before its first trial: rejected, and its correctness is no PASS either */
+	kg_verdict_init(&v);
+	kg_verdict_add_reason(&v, KG_R_SANDBOX_CRASH, "the candidate's process died during SETUP");
+	kg_verdict_add_check(&v, "correctness", KG_CHECK_PASS, 0.0, "0 trials over 9 shapes");
+	kg_verdict_finish(&v);
+	assert_int_equal(v.exit_code, KG_EXIT_REJECTED);
+	assert_int_not_equal(v.checks[0].status, KG_CHECK_PASS);
+	kg_verdict_free(&v);
+}
+
 /* Invisible characters in every candidate-controlled field: a right-to-left override and an
  * isolate (a "Trojan source" reordering), a zero-width space, a line separator, a byte-order mark,
  * a soft hyphen and a tag character, beside ordinary non-ASCII text that must stay as it is. */
@@ -368,6 +444,7 @@ int main(void)
 		cmocka_unit_test(test_text_and_errors),
 		cmocka_unit_test(test_hostile_text),
 		cmocka_unit_test(test_invisible_text),
+		cmocka_unit_test(test_nothing_ran_is_no_pass),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
