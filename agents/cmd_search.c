@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "agents/search.h"
+#include "kg_text.h"
 #include "kg_vocab.h"
 #include "kg_yaml.h"
 
@@ -322,8 +323,12 @@ int kg_cmd_search(int argc, char **argv)
 	}
 	kg_error e = {0};
 	rc = kg_search(&o, &e);
-	if (rc && e.msg[0])
-		fprintf(stderr, "kgate search: %s\n", e.msg);
+	if (rc && e.msg[0]) {
+		/* it may quote the agent's words or a file of the user's: never raw control bytes */
+		char *t = kg_text_safe_dup(e.msg, KG_TEXT_MULTILINE, NULL);
+		fprintf(stderr, "kgate search: %s\n", t ? t : "(out of memory)");
+		free(t);
+	}
 out:
 	for (int i = 0; i < n_cli; i++)
 		free(kv_copy[i]);

@@ -1,7 +1,7 @@
 /* OUTDIR/report.html: the search for a human, in one self-contained file (inline CSS and SVG, no
  * script, nothing fetched): a per-round speedup plot, the winner's source with its verdict and
  * interval, every candidate's verdict and reason codes, and the baseline. Everything that came
- * from a candidate or an agent is escaped, and bytes that are not printable UTF-8 are replaced. */
+ * from a candidate or an agent is escaped, as in every report (kg_text), and then as markup. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,58 +9,36 @@
 #include <string.h>
 
 #include "agents/search.h"
+#include "kg_text.h"
 #include "verifier/backend.h"
 
 #define MAX_SOURCE (1u << 20)
 
-/* Length of the valid UTF-8 sequence at p (1-4), 0 when it is not one. */
-static int utf8_len(const unsigned char *p)
-{
-	if (p[0] < 0x80)
-		return 1;
-	int n = (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
-	if (!n || (n == 2 && p[0] < 0xc2) || (n == 4 && p[0] > 0xf4))
-		return 0;
-	for (int i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	if ((n == 3 && p[0] == 0xe0 && p[1] < 0xa0) || (n == 3 && p[0] == 0xed && p[1] >= 0xa0) ||
-	    (n == 4 && p[0] == 0xf0 && p[1] < 0x90) || (n == 4 && p[0] == 0xf4 && p[1] >= 0x90))
-		return 0; /* overlong, surrogates, beyond U+10FFFF */
-	return n;
-}
-
-/* Text for an element or a quoted attribute: markup characters as entities, control characters
- * (terminal escapes among them) and invalid UTF-8 as U+FFFD. */
+/* Text for an element or a quoted attribute: made safe as in every report (kg_text: control
+ * characters, terminal escapes among them, and invalid UTF-8 as \xNN, bidirectional overrides and
+ * other invisible characters as \uNNNN, so that the winner's source reads in the order it runs),
+ * then the markup characters as entities. */
 static int esc(kg_buf *b, const char *s)
 {
+	char *t = kg_text_safe_dup(s ? s : "", KG_TEXT_MULTILINE, NULL);
+	if (!t)
+		return -ENOMEM;
 	int rc = 0;
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && !rc;) {
-		int n = utf8_len(p);
-		switch (n == 1 ? *p : 0x100) {
-		case '&':
-			rc = kg_buf_printf(b, "&amp;");
-			break;
-		case '<':
-			rc = kg_buf_printf(b, "&lt;");
-			break;
-		case '>':
-			rc = kg_buf_printf(b, "&gt;");
-			break;
-		case '"':
-			rc = kg_buf_printf(b, "&quot;");
-			break;
-		case '\'':
-			rc = kg_buf_printf(b, "&#39;");
-			break;
-		default:
-			if ((n == 1 && *p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || n == 0)
-				rc = kg_buf_printf(b, "\xef\xbf\xbd");
-			else
-				rc = kg_buf_append(b, p, (size_t)n);
-		}
-		p += n ? n : 1;
+	const char *run = t;
+	for (const char *p = t; *p && !rc; p++) {
+		const char *ent = *p == '&' ? "&amp;" : *p == '<' ? "&lt;" : *p == '>' ? "&gt;" : *p == '"' ? "&quot;"
+				: *p == '\'' ? "&#39;" : NULL;
+		if (!ent)
+			continue;
+		if (p > run)
+			rc = kg_buf_append(b, run, (size_t)(p - run));
+		if (!rc)
+			rc = kg_buf_printf(b, "%s", ent);
+		run = p + 1;
 	}
+	if (!rc && *run)
+		rc = kg_buf_append(b, run, strlen(run));
+	free(t);
 	return rc;
 }
 

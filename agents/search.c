@@ -16,6 +16,7 @@
 #include "agents/feedback.h"
 #include "agents/finalists.h"
 #include "kg_sha256.h"
+#include "kg_text.h"
 #include "policy/policy.h"
 #include "verifier/backend.h"
 #include "verifier/gpu.h"
@@ -51,15 +52,33 @@ struct search {
 	kg_error werr;
 };
 
+/* One line to f whose text may quote an agent or a candidate (names, errors, the agent's log): made
+ * safe as in every report (kg_text), a newline in it escaped too, so that it stays one line of the
+ * terminal and cannot paint another. A final newline of the caller's is kept. */
+static void put_line(FILE *f, const char *text, size_t n)
+{
+	int nl = n && text[n - 1] == '\n';
+	kg_buf t = {0};
+	if (kg_text_safe(&t, text, n - (size_t)nl, KG_TEXT_ONELINE) >= 0)
+		fputs(kg_buf_str(&t), f);
+	if (nl)
+		fputc('\n', f);
+	kg_buf_free(&t);
+}
+
 static void say(const struct search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(const struct search *s, const char *fmt, ...)
 {
 	if (s->o->quiet)
 		return;
+	kg_buf b = {0};
 	va_list ap;
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	int rc = kg_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
+	if (!rc)
+		put_line(stdout, kg_buf_str(&b), b.len);
+	kg_buf_free(&b);
 	fflush(stdout);
 }
 
@@ -261,8 +280,11 @@ static int get_proposals(struct search *s, int round, kg_error *e)
 	/* The agent's log (retries, errors) to stderr, line by line; it is kept whole for history. */
 	for (const char *l = s->resp->log; !s->o->quiet && *l;) {
 		size_t n = strcspn(l, "\n");
-		if (n)
-			fprintf(stderr, "  [agent] %.*s\n", (int)n, l);
+		if (n) {
+			fputs("  [agent] ", stderr);
+			put_line(stderr, l, n);
+			fputc('\n', stderr);
+		}
 		l += n + (l[n] == '\n');
 	}
 	if (s->resp->error[0]) {
@@ -718,7 +740,9 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 		if (rc) {
 			/* A crash, hang or failure of the agent costs this round only. */
 			agent_errors++;
-			fprintf(stderr, "kgate search: round %d: %s\n", round, ae.msg);
+			fprintf(stderr, "kgate search: round %d: ", round);
+			put_line(stderr, ae.msg, strlen(ae.msg));
+			fputc('\n', stderr);
 			json_t *line = json_pack("{s:s,s:i,s:s}", "event", "agent_error", "round", round, "error", ae.msg);
 			if (line && (rc = kg_history_append(&s->h, line, e))) {
 				json_decref(line);

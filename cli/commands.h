@@ -7,7 +7,9 @@ struct kg_command {
 	const char *name;
 	const char *help;
 	int (*run)(int argc, char **argv);
-	int supervised; /* long-running: under kg_supervise (signals and crashes leave nothing) */
+	/* under kg_supervise (signals and crashes leave nothing): every command that spawns a
+	 * sandbox, directly or through the verifier, and any other long one */
+	int supervised;
 };
 
 /* cli/tasks.c: `kgate tasks [--json]` and `kgate validate FILE...`. */

@@ -304,6 +304,23 @@ static int cmd_verify(int argc, char **argv)
 	return kg_supervise("verify", keep, run_verify, argc, argv);
 }
 
+/* The built-in commands besides verify (which asks the supervisor to keep --keep's directory).
+ * Those that spawn a sandbox run under the supervisor, as verify and search do: interrupted, they
+ * leave no process and no temporary directory, and say so (kgate 0.2's `task import` left its
+ * sandboxed torch process and /tmp/kgate-derive-* behind). tasks and validate read files only. */
+static const struct kg_command builtins[] = {
+	{"tasks", NULL, kg_cmd_tasks, 0},
+	{"task", NULL, kg_cmd_task, 1}, /* task import: a sandboxed torch process per module */
+	{"validate", NULL, kg_cmd_validate, 0},
+	{"doctor", NULL, kg_cmd_doctor, 1}, /* a sandboxed /bin/true per profile */
+	{NULL, NULL, NULL, 0},
+};
+
+static int dispatch(const struct kg_command *c, int argc, char **argv)
+{
+	return c->supervised ? kg_supervise(c->name, 0, c->run, argc, argv) : c->run(argc, argv);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: kgate COMMAND [options]\ncommands:\n"
@@ -327,14 +344,9 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "verify"))
 		return cmd_verify(argc - 1, argv + 1);
-	if (!strcmp(cmd, "tasks"))
-		return kg_cmd_tasks(argc - 1, argv + 1);
-	if (!strcmp(cmd, "task"))
-		return kg_cmd_task(argc - 1, argv + 1);
-	if (!strcmp(cmd, "validate"))
-		return kg_cmd_validate(argc - 1, argv + 1);
-	if (!strcmp(cmd, "doctor"))
-		return kg_cmd_doctor(argc - 1, argv + 1);
+	for (const struct kg_command *c = builtins; c->name; c++)
+		if (!strcmp(cmd, c->name))
+			return dispatch(c, argc - 1, argv + 1);
 	int is_version = !strcmp(cmd, "version") || !strcmp(cmd, "--version");
 	int is_help = !strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h");
 	if ((is_version || is_help) && argc > 2) {
@@ -352,8 +364,7 @@ int main(int argc, char **argv)
 	}
 	for (const struct kg_command *c = kg_extra_commands; c && c->name; c++)
 		if (!strcmp(cmd, c->name))
-			return c->supervised ? kg_supervise(c->name, 0, c->run, argc - 1, argv + 1)
-					     : c->run(argc - 1, argv + 1);
+			return dispatch(c, argc - 1, argv + 1);
 	fprintf(stderr, "kgate: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return KG_EXIT_USAGE;

@@ -1,4 +1,5 @@
-/* The supervisor around `kgate verify` and `kgate search`: signals and crashes leave nothing.
+/* The supervisor around every command that spawns sandboxes (`kgate verify`, `search`, `task
+ * import`, `doctor`: cli/main.c): signals and crashes leave nothing.
  * The command runs in a forked worker whose TMPDIR is a session directory of ours; we are a child
  * subreaper, so every process the worker starts (sandboxes, runners, compilers, agent hosts) is
  * ours to reap once its parent is gone. On SIGINT, SIGTERM or SIGHUP, or when the worker dies of a

@@ -1,5 +1,5 @@
-/* Running a long command (verify, search) under a supervisor process that leaves nothing behind
- * on SIGINT/SIGTERM/SIGHUP or a crash (cli/supervise.c). */
+/* Running a command that spawns sandboxes (verify, search, task import, doctor) under a supervisor
+ * process that leaves nothing behind on SIGINT/SIGTERM/SIGHUP or a crash (cli/supervise.c). */
 #ifndef KG_CLI_SUPERVISE_H
 #define KG_CLI_SUPERVISE_H
 

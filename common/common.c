@@ -209,6 +209,21 @@ static int rmtree_at(int parent, const char *name)
 	return unlinkat(parent, name, AT_REMOVEDIR) && errno != ENOENT ? -errno : 0;
 }
 
+int kg_mkdtemp(char *out, size_t outsz, const char *prefix, kg_error *e)
+{
+	const char *tmp = getenv("TMPDIR");
+	if (snprintf(out, outsz, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", prefix) >= (int)outsz) {
+		out[0] = '\0';
+		return kg_err(e, -ENAMETOOLONG, "temporary directory name too long under %s", tmp);
+	}
+	if (!mkdtemp(out)) {
+		int rc = kg_err(e, -errno, "mkdtemp %s: %s", out, strerror(errno));
+		out[0] = '\0';
+		return rc;
+	}
+	return 0;
+}
+
 int kg_rmtree(const char *path)
 {
 	if (!path || !*path || !strcmp(path, "/"))

@@ -36,6 +36,9 @@ int kg_read_file(const char *path, size_t max, char **out, size_t *len, kg_error
 int kg_write_file(const char *path, const void *data, size_t len, int mode, kg_error *e);
 /* mkdir -p with the given mode for each created component. */
 int kg_mkdirs(const char *path, int mode, kg_error *e);
+/* mkdtemp of $TMPDIR/PREFIX-XXXXXX ($TMPDIR unset or empty: /tmp) into out: under the supervisor
+ * (cli/supervise.c) $TMPDIR is the session's directory, which goes when kgate is interrupted. */
+int kg_mkdtemp(char *out, size_t outsz, const char *prefix, kg_error *e);
 /* rm -rf of a directory that kgate created; refuses "/" and empty paths. */
 int kg_rmtree(const char *path);
 /* Directory part of path into out (like dirname, without modifying the input). */

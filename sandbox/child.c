@@ -450,6 +450,14 @@ SB_CHILD _Noreturn void sb_child_main(struct sb_plan *p)
 			st.active |= KG_SB_LAYER_LANDLOCK;
 	}
 
+	/* Die with the spawner, again: the kernel clears the parent-death signal at every change of
+	 * the effective ids, and a root caller's set_ids above (uid 0 of the user namespace is 65534
+	 * outside, or 65534 itself without one) made one, so init outlived a kgate killed by any
+	 * signal and kept its program running (kgate 0.2: `kgate task import` under timeout left the
+	 * sandboxed torch process behind). No credential changes after this point. A spawner that
+	 * died before this call is still noticed: pid 2's report below (or init's status write)
+	 * finds no reader and dies of SIGPIPE. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (st.pidns) {
 		/* pid 2 borrows our memory until its execve, like vfork, on a stack of its own
 		 * while we wait */

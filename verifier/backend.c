@@ -1,8 +1,8 @@
 /* The backend table (backend.h): the C compiler and the CUDA toolkit as command builders, the
  * run sandbox's data for each (the CUDA driver's device nodes, /proc and /sys needs and the few
  * extra system calls it makes after context creation, measured on an H200), the torch reference
- * runner's interpreter profile, and the imports a backend's runtime brings that no policy has to
- * list. */
+ * runner's interpreter profile, and the imports a backend's runtime or compiler brings that no
+ * policy has to list. */
 #include "verifier/backend.h"
 
 #include <errno.h>
@@ -108,9 +108,16 @@ static const char *const cuda_syscalls[] = {
 	"sched_getparam", "sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min", NULL,
 };
 
+/* The C compiler's own calls for a language construct, not a library a policy chooses: a
+ * `static __thread` variable in a -fPIC object is reached through __tls_get_addr (the
+ * general-dynamic TLS model of a dlopen'ed module; the loader allocates the module's block for
+ * each thread on its first access, with malloc, under the run filter and the seal alike). It
+ * hands out the caller's own thread's storage, nothing the process could not reach anyway. */
+static const char *const cc_symbols[] = {"__tls_get_addr", NULL};
+
 static const char *const cuda_symbols[] = {
 	"cuda*", "__cuda*", "__cxa_*", "__gxx_personality_v0", "_Unwind_Resume", "_Znwm", "_Znam", "_ZdlPv*",
-	"_ZdaPv*", "_ZSt9terminatev", NULL,
+	"_ZdaPv*", "_ZSt9terminatev", "__tls_get_addr", NULL, /* host code's __thread, as cc_symbols */
 };
 
 /* Checked before any allowlist: IPC handles reach other processes' memory, a device reset or a
@@ -144,6 +151,7 @@ static const struct kg_backend backends[KG_BACKEND_COUNT_] = {
 		.cpu_clock = 1,
 		.compile_wall_s = 120,
 		.compile_cmd = cc_cmd,
+		.symbols = cc_symbols,
 	},
 	[KG_BACKEND_CUDA] = {
 		.id = KG_BACKEND_CUDA,

@@ -10,11 +10,13 @@
 #include "verifier/verdict.h"
 
 struct kg_rctx {
-	int escaped; /* bytes written as \xNN (invalid UTF-8, control characters) */
+	int escaped; /* bytes written as \xNN (invalid UTF-8, control characters) or \uNNNN (invisible) */
 };
 
 #define KG_REPORT_ESCAPE_NOTE                                                                                    \
-	"candidate-controlled text held invalid UTF-8 or control characters; each such byte is shown as \\xNN"
+	"candidate-controlled text held invalid UTF-8, control or invisible characters; each such byte is shown "  \
+	"as \\xNN, each invisible character (bidirectional override, zero-width or other format character) as "  \
+	"\\uNNNN"
 
 const char *kg_report_verdict_word(const struct kg_verdict *v);
 /* A JSON string of s, made safe (never NULL, never refused by the encoder). */

@@ -85,10 +85,10 @@ int kg_torch_derive(const char *module, const char *dims, const char *name, kg_b
 		module_name(module, modname, sizeof(modname));
 		name = modname;
 	}
-	char tmpl[] = "/tmp/kgate-derive-XXXXXX", file[PATH_MAX];
-	if (!mkdtemp(tmpl)) {
+	char tmpl[PATH_MAX], file[PATH_MAX + 80];
+	if ((rc = kg_mkdtemp(tmpl, sizeof(tmpl), "kgate-derive", e))) {
 		kg_ufile_free(&src);
-		return kg_err(e, -errno, "mkdtemp: %s", strerror(errno));
+		return rc;
 	}
 	snprintf(file, sizeof(file), "%s/%s.py", tmpl, name);
 	rc = kg_write_file(file, src.data, src.len, 0644, e);
@@ -163,10 +163,10 @@ int kg_torch_task_load(const char *module, const char *dims, struct kg_task *t, 
 		return rc;
 	}
 	/* the manifest and a copy of the module side by side, loaded as any manifest is */
-	char tmpl[] = "/tmp/kgate-task-XXXXXX", yml[PATH_MAX], mod[PATH_MAX];
-	if (!mkdtemp(tmpl)) {
+	char tmpl[PATH_MAX], yml[PATH_MAX + 16], mod[PATH_MAX + 80];
+	if ((rc = kg_mkdtemp(tmpl, sizeof(tmpl), "kgate-task", e))) {
 		kg_buf_free(&y);
-		return kg_err(e, -errno, "mkdtemp: %s", strerror(errno));
+		return rc;
 	}
 	snprintf(yml, sizeof(yml), "%s/task.yaml", tmpl);
 	snprintf(mod, sizeof(mod), "%s/%s.py", tmpl, name);

@@ -96,8 +96,33 @@ static int any_of_class(const struct kg_verdict *v, int cls)
 	return 0;
 }
 
+/* A PASS that no work stands behind is no PASS: correctness without one trial run, timing without
+ * one timed call measured. Whatever recorded it (a phase that stopped before its first trial, a
+ * check added by mistake), every report shows it as SKIP, "not run" (kgate 0.2 printed "PASS
+ * correctness" for shapes that never ran). */
+static void no_pass_without_work(struct kg_verdict *v)
+{
+	for (int i = 0; i < v->n_checks; i++) {
+		struct kg_check *c = &v->checks[i];
+		if (c->status != KG_CHECK_PASS)
+			continue;
+		const char *why = !strcmp(c->name, "correctness") && v->trials_run <= 0 ? "no correctness trial ran"
+				  : !strcmp(c->name, "timing") && (!v->timed || v->cand.n <= 0) ? "no timed call was measured"
+												    : NULL;
+		if (!why)
+			continue;
+		c->status = KG_CHECK_SKIP;
+		snprintf(c->detail, sizeof(c->detail), "not run: %s", why);
+	}
+}
+
 void kg_verdict_finish(struct kg_verdict *v)
 {
+	no_pass_without_work(v);
+	/* Nothing to reject, yet nothing was checked: not an acceptance, "not verified" (exit 3). */
+	if (!v->internal_error[0] && !v->n_reasons && v->trials_run <= 0)
+		snprintf(v->internal_error, sizeof(v->internal_error),
+			 "not verified: no correctness trial ran, and nothing else rejected the candidate");
 	/* A rejection the trusted side recorded stands, whatever fails after it: the candidate's fault
 	 * was seen (a NaN, a protocol breach) and nothing later makes it unseen, so it is exit 1 with
 	 * the later error kept in the report. Otherwise a reason of the internal class (a sandbox the

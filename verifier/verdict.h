@@ -115,7 +115,10 @@ struct kg_reason *kg_verdict_add_reason(struct kg_verdict *v, enum kg_reason_cod
 struct kg_check *kg_verdict_add_check(struct kg_verdict *v, const char *name, enum kg_check_status st,
 				      double seconds, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 int kg_verdict_has_reason(const struct kg_verdict *v, enum kg_reason_code code);
-/* Sets accepted/exit_code from the reasons (their exit class) and the internal error. */
+/* Sets accepted/exit_code from the reasons (their exit class) and the internal error. A check that
+ * says PASS for work that did not run (correctness with trials_run 0, timing without a timed
+ * call) becomes SKIP, "not run"; a verdict without one correctness trial and without a reason is
+ * never accepted: exit 3, not verified. */
 void kg_verdict_finish(struct kg_verdict *v);
 
 /* Reports (verifier/report.c). Each returns 0 or a negative errno. */

@@ -85,13 +85,9 @@ static int device_phase(struct kg_run *r)
 
 static int make_workdir(struct kg_run *r, kg_error *e)
 {
-	const char *tmp = getenv("TMPDIR");
-	snprintf(r->work, sizeof(r->work), "%s/kgate-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(r->work)) {
-		int rc = kg_err(e, -errno, "mkdtemp %s: %s", r->work, strerror(errno));
-		r->work[0] = '\0';
+	int rc = kg_mkdtemp(r->work, sizeof(r->work), "kgate", e);
+	if (rc)
 		return rc;
-	}
 	/* the sandboxed compiler runs as an unprivileged id: its scratch dirs must be reachable */
 	chmod(r->work, 0755);
 	return 0;
@@ -206,8 +202,10 @@ int kg_verify(const struct kg_verify_opts *o, struct kg_verdict *v, kg_error *e)
 	kg_phase_correctness(r);
 	if (kg_run_ok(r))
 		kg_phase_timing(r);
-	else
-		kg_verdict_add_check(v, "timing", KG_CHECK_SKIP, 0, "skipped: the candidate failed its checks");
+	else /* whose fault it was decides the words: a failure of kgate's own is not the candidate's */
+		kg_verdict_add_check(v, "timing", KG_CHECK_SKIP, 0, "%s",
+				     v->internal_error[0] ? "not run: kgate could not finish the correctness trials"
+							  : "skipped: the candidate failed its checks");
 	kg_phase_sanitizers(r);
 done:
 	finish(r, t_start);

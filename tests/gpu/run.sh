@@ -46,11 +46,12 @@ expect 1 timing.tampered softmax $H/l2_persist.cu $S
 expect 1 check.canary softmax $H/output_overrun.cu $S
 expect 1 timing.tampered softmax $H/rerecord_start.cu $S
 expect 1 sandbox.crash softmax $H/elapsed_pointer.cu $S
-# honest but unusual: events join the side streams back, 16-byte loads, a warp per row
+# honest but unusual: events join the side streams back, 16-byte loads, a warp per row, host __thread
 U=$C/unusual
 expect 0 - softmax $U/fork_join.cu $S
 expect 0 - softmax $U/float4_loads.cu $S
 expect 0 - softmax $U/warp_softmax.cu $S
+expect 0 - softmax $U/tls_launch.cu $S
 
 # compute-sanitizer runs (memcheck, racecheck, synccheck, initcheck): the honest kernels are clean,
 # and a read one element past the input, invisible to the checked runs, is found by memcheck alone

@@ -16,6 +16,9 @@ fp=0 fn=0 n_honest=0 n_hostile=0
 
 honest softmax $U/softmax_double.c $P
 honest softmax $U/softmax_threads.c $T
+# a `static __thread` scratch buffer: __tls_get_addr, and the loader's allocation of the TLS block
+# on the sealed thread's first access (kgate 0.2: static.forbidden_symbol)
+honest softmax $U/softmax_tls.c $P
 honest matmul $U/matmul_transposed.c $P
 honest layernorm $U/layernorm_pairwise.c $P
 # CI rejected it at this seed (near-duplicate rows of one value, D2=1: the row mean's rounding

@@ -23,4 +23,16 @@ done
 "$KGATE" verify softmax examples/cuda/hostile/zero_input.cu --policy ci >"$tmp/text.out" 2>&1
 ok "no GPU: the summary says NOT VERIFIED" grep -q "verdict: NOT VERIFIED (exit 3)" "$tmp/text.out"
 ok "no GPU: the summary never says ACCEPTED" sh -c '! grep -q ACCEPTED "$1"' _ "$tmp/text.out"
+# The static check runs without a GPU: host code's `static __thread` (__tls_get_addr) passes it on
+# the CUDA backend as on the CPU one (kgate 0.2: exit 1, static.forbidden_symbol); the candidate
+# still did not run, so exit 3.
+"$KGATE" verify softmax examples/cuda/unusual/tls_launch.cu --policy ci --quiet --report json:"$tmp/tls.json" \
+	>"$tmp/tls.out" 2>&1
+rc=$?
+ok "no GPU: a .cu with host __thread is exit 3, its imports allowed (got $rc)" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 3 and not d["reasons"], (d["exit_code"], d["reasons"])
+c = [c for c in d["checks"] if c["name"] == "static-imports"]
+assert c and c[0]["status"] == "pass", c' "$tmp/tls.json"
 finish

@@ -2,8 +2,11 @@
 # Integration: reports a CI consumes as they are, whatever the candidate prints. The hostile
 # examples/hostile/report_injection.c puts terminal escapes, a carriage return and invalid UTF-8
 # into its compile log and into the name of a symbol it imports (kgate 0.1: empty JSON/SARIF
-# reasons, broken JUnit XML, a fake "verdict: ACCEPTED" painted on the terminal). Every report must
-# parse, keep its reasons, hold no raw control byte; the JUnit XML follows the rules of the common
+# reasons, broken JUnit XML, a fake "verdict: ACCEPTED" painted on the terminal), and invisible
+# characters: a right-to-left override, an isolate, a zero-width space, a line separator, a BOM, a
+# soft hyphen (kgate 0.2: passed through raw, "DETPECCA" shown as "ACCEPTED"). Every report must
+# parse, keep its reasons, hold no raw control byte and no raw format character (Unicode Cf, Zl,
+# Zp: each shown as \uNNNN) while plain "café" stays as it is; the JUnit XML follows the rules of the common
 # JUnit.xsd (checked here rule by rule; with $KGATE_JUNIT_XSD and xmllint, against the file too);
 # SARIF locations are relative to --source-root, compile errors at the compiler's line and column.
 set -u
@@ -16,10 +19,22 @@ mkdir -p "$d"
 rc=$?
 ok "report injection: exit 1 (got $rc)" [ $rc -eq 1 ]
 python3 - "$d" <<'PY' || failures=$((failures + 1))
-import json, sys, xml.etree.ElementTree as ET
+import json, sys, unicodedata, xml.etree.ElementTree as ET
 d = sys.argv[1]
 def raw_controls(b):
     return [c for c in b if (c < 0x20 and c not in (9, 10)) or c == 0x7f]
+def raw_invisible(t):
+    return ["U+%04X" % ord(c) for c in t if unicodedata.category(c) in ("Cf", "Zl", "Zp")]
+def strings(x):
+    if isinstance(x, str):
+        yield x
+    elif isinstance(x, dict):
+        for k, v in x.items():
+            yield from strings(k)
+            yield from strings(v)
+    elif isinstance(x, list):
+        for v in x:
+            yield from strings(v)
 r = json.load(open(f"{d}/r.json", encoding="utf-8"))
 codes = [x["code"] for x in r["reasons"]]
 assert r["verdict"] == "rejected" and "static.forbidden_symbol" in codes, codes
@@ -27,6 +42,9 @@ msg = [x for x in r["reasons"] if x["code"] == "static.forbidden_symbol"][0]["me
 assert "\\x1b[1A" in msg and "\\xff\\xfe" in msg and "\\x0d" in msg, msg
 assert not raw_controls(msg.encode()), msg
 assert "\\x1b" in r["compile_log"] and not raw_controls(r["compile_log"].encode()), r["compile_log"]
+assert "kg\\u202e\\u200btesmem\\u2066" in msg, msg
+log = r["compile_log"]
+assert "\\u202eDETPECCA\\u2066" in log and "\\u2069\\u2028caf\u00e9 \\ufeff\\u00ad" in log, log
 assert r.get("notes"), "no note that text was escaped"
 s = json.load(open(f"{d}/r.sarif", encoding="utf-8"))
 run = s["runs"][0]
@@ -37,7 +55,14 @@ assert run["originalUriBaseIds"]["SRCROOT"]["uri"].startswith("file:///"), run["
 for f in ("r.json", "r.sarif", "r.xml", "r.txt", "stdout", "stderr"):
     b = open(f"{d}/{f}", "rb").read()
     assert not raw_controls(b), (f, raw_controls(b)[:5])
-    b.decode("utf-8")  # strict: raises on invalid UTF-8
+    t = b.decode("utf-8")  # strict: raises on invalid UTF-8
+    assert not raw_invisible(t), (f, raw_invisible(t)[:5])
+    if f in ("r.xml", "r.txt", "stdout"):
+        assert "\\u202e" in t, (f, "no visible \\u202e")
+for f, doc in (("r.json", r), ("r.sarif", s)):  # each string as a consumer decodes it
+    bad = [x for x in strings(doc) if raw_invisible(x)]
+    assert not bad, (f, bad[:3])
+assert "caf\u00e9" in ET.parse(f"{d}/r.xml").getroot().find("testsuite").find("system-out").text
 out = open(f"{d}/stdout", encoding="utf-8").read()
 assert not any(l.startswith("verdict: ACCEPTED") for l in out.splitlines()), out
 assert "verdict: REJECTED (exit 1)" in out, out

@@ -39,4 +39,33 @@ text = open(f"{d}/r.txt").read()
 assert "verdict: REJECTED (exit 1)" in text and "check.input_modified" in text
 print("ok   json, sarif, junit and text agree:", sorted(codes))
 PY
+
+# Work that did not run is never a PASS: the trusted reference fails (exit 3) before the first
+# trial, or at the first variant shape after the base shape's trials; correctness is SKIP, "not
+# run" or "incomplete", in every format, and timing does not blame the candidate (kgate 0.2:
+# "PASS correctness 0 trials over 9 shapes", "SKIP timing: the candidate failed its checks").
+for at in 1000 1; do
+	t="$tmp/badref-$at"
+	mkdir -p "$t"
+	grep -v 'cuda: reference.cu' tasks/softmax/task.yaml >"$t/task.yaml"
+	sed "s/^	if (n_in != 1 || n_out != 1/	if (in[0].shape[1] == $at)\n		return -5;\n&/" tasks/softmax/reference.c \
+		>"$t/reference.c"
+	"$KGATE" verify "$t/task.yaml" examples/softmax/online.c --policy policy/ci.yaml --iterations 5 \
+		--report json:"$t/r.json" --report junit:"$t/r.xml" >"$t/out" 2>&1
+	rc=$?
+	ok "reference failing at C=$at: exit 3 (got $rc), no PASS for what did not run" python3 - "$t" "$at" <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+t, at = sys.argv[1], sys.argv[2]
+out = open(f"{t}/out").read()
+assert "verdict: NOT VERIFIED (exit 3)" in out and "the reference returned -5" in out, out
+assert "PASS correctness" not in out and "PASS timing" not in out, out
+assert "SKIP correctness" in out and ("not run: 0 of" if at == "1000" else "incomplete: ") in out, out
+assert "the candidate failed its checks" not in out, out
+r = json.load(open(f"{t}/r.json"))
+st = {c["name"]: c["status"] for c in r["checks"]}
+assert st["correctness"] == "skip" and st["timing"] == "skip" and st["compile"] == "pass", st
+cases = {c.get("name"): c for c in ET.parse(f"{t}/r.xml").getroot().find("testsuite").findall("testcase")}
+assert cases["correctness"].find("skipped") is not None, ET.tostring(cases["correctness"])
+PY
+done
 finish

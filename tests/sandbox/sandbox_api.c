@@ -236,6 +236,74 @@ static void test_timeout_kills_tree_without_pidns(void **state)
 	timeout_tree(KG_SB_LAYER_PIDNS);
 }
 
+/* The spawner is killed outright (SIGKILL: no handler, no supervisor), the sandbox's program runs
+ * on: it must die with it. The kernel clears the parent-death signal when the effective ids change,
+ * and a root caller's sandbox changes them (uid 0 of the user namespace is 65534 outside; without
+ * one, 65534 itself); before the init re-armed it, init and its program outlived the spawner. */
+static void dies_with_spawner(unsigned disabled, const char *secs)
+{
+	/* a failure leaves the sleeper behind: for a minute and a half, not for ever; each case
+	 * sleeps its own length, so one case's leftover cannot fail the next */
+	const char *const argv[] = {SB_HELPER_INSIDE, "sleep", secs, NULL};
+	char marker[64];
+	snprintf(marker, sizeof(marker), "try-syscall sleep %s", secs);
+	int up[2];
+	assert_int_equal(pipe(up), 0);
+	pid_t spawner = fork();
+	assert_true(spawner >= 0);
+	if (spawner == 0) {
+		close(up[0]);
+		struct kg_sb_path paths[1];
+		struct kg_sb_spec s;
+		struct kg_sb_child *c = NULL;
+		kg_error e = {0};
+		sb_spec(&s, paths, KG_SB_PROFILE_RUN, argv);
+		s.limits.wall_s = 60;
+		/* RLIMIT_NPROC counts every process of the uid: as root, every other sandbox on
+		 * the host runs as 65534 too, and the run profile's bound of 1 would refuse pid 2 */
+		s.limits.nproc = 256;
+		s.disabled = disabled;
+		char ok = kg_sb_spawn(&s, &c, &e) ? 'n' : 'y';
+		if (write(up[1], &ok, 1) != 1 || ok != 'y')
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(up[1]);
+	char ok = 0;
+	ssize_t got = read(up[0], &ok, 1);
+	close(up[0]);
+	int running = sb_count_procs(marker);
+	kill(spawner, SIGKILL);
+	assert_int_equal(waitpid(spawner, NULL, 0), spawner);
+	assert_int_equal(got, 1);
+	assert_int_equal(ok, 'y');
+	assert_int_equal(running, 1);
+	/* the kernel's kill is asynchronous: a bounded wait, then nothing of it may be left */
+	int left = 1;
+	for (int i = 0; i < 500 && (left = sb_count_procs(marker)); i++)
+		usleep(10000);
+	assert_int_equal(left, 0);
+}
+
+static void test_dies_with_spawner(void **state)
+{
+	(void)state;
+	dies_with_spawner(0, "97");
+}
+
+static void test_dies_with_spawner_without_userns(void **state)
+{
+	(void)state;
+	dies_with_spawner(KG_SB_LAYER_USERNS, "98");
+}
+
+static void test_dies_with_spawner_without_pidns(void **state)
+{
+	(void)state;
+	dies_with_spawner(KG_SB_LAYER_PIDNS, "99");
+}
+
 static void test_fds_closed_but_handed(void **state)
 {
 	(void)state;
@@ -706,6 +774,9 @@ int main(void)
 		cmocka_unit_test(test_output_flood_killed),
 		cmocka_unit_test(test_timeout_kills_tree),
 		cmocka_unit_test(test_timeout_kills_tree_without_pidns),
+		cmocka_unit_test(test_dies_with_spawner),
+		cmocka_unit_test(test_dies_with_spawner_without_userns),
+		cmocka_unit_test(test_dies_with_spawner_without_pidns),
 		cmocka_unit_test(test_fds_closed_but_handed),
 		cmocka_unit_test(test_wait_fd_on_handed_fd),
 		cmocka_unit_test(test_wait_fd_timeout),

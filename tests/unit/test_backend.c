@@ -76,6 +76,11 @@ static void test_imports(void **state)
 	assert_int_equal(kg_backend_symbol_verdict(cu, "cudaDeviceReset"), -1);
 	assert_int_equal(kg_backend_symbol_verdict(cu, "cudaGetDriverEntryPointByVersion"), -1);
 	assert_int_equal(kg_backend_symbol_verdict(cu, "cublasSgemm_v2"), 0);
+	/* `static __thread` in a -fPIC object: the compiler's own call, on either backend and under
+	 * any policy (examples/unusual/softmax_tls.c) */
+	assert_int_equal(kg_backend_symbol_verdict(cpu, "__tls_get_addr"), 1);
+	assert_int_equal(kg_backend_symbol_verdict(cu, "__tls_get_addr"), 1);
+	assert_int_equal(kg_backend_symbol_verdict(cpu, "__tls_get_addr_x"), 0);
 	assert_true(kg_backend_library_allowed(cu, "libcudart.so.13"));
 	assert_false(kg_backend_library_allowed(cu, "libcublas.so.13"));
 	assert_false(kg_backend_library_allowed(cpu, "libcudart.so.13"));

@@ -1,5 +1,6 @@
 /* Unit tests of the report renderers: JSON fields and non-finite numbers, SARIF 2.1.0 structure
- * (one result per reason, one rule per code), JUnit (one testcase per check, escaping), text. */
+ * (one result per reason, one rule per code), JUnit (one testcase per check, escaping), text, and
+ * hostile text (control bytes, invalid UTF-8, invisible characters) escaped in each. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -259,6 +260,185 @@ static void test_hostile_text(void **state)
 	kg_verdict_free(&v);
 }
 
+/* Work that did not run is never a PASS: a verdict whose correctness and timing checks say PASS
+ * though no trial ran and no call was timed (a phase that stopped before its first trial, a
+ * check recorded by mistake) shows them as SKIP, "not run", in every format, and is not accepted
+ * (kgate 0.2 printed "PASS correctness 0 trials" and accepted). */
+static void test_nothing_ran_is_no_pass(void **state)
+{
+	(void)state;
+	struct kg_verdict v;
+	kg_verdict_init(&v);
+	snprintf(v.task, sizeof(v.task), "softmax");
+	snprintf(v.candidate, sizeof(v.candidate), "k.c");
+	kg_verdict_add_check(&v, "compile", KG_CHECK_PASS, 0.1, "built");
+	kg_verdict_add_check(&v, "static-imports", KG_CHECK_PASS, 0, "every import is on the policy's allowlist");
+	kg_verdict_add_check(&v, "correctness", KG_CHECK_PASS, 0.2, "0 trials over 9 shapes");
+	kg_verdict_add_check(&v, "timing", KG_CHECK_PASS, 0.0, "candidate median 0 ms");
+	v.trials_run = 0;
+	v.timed = 0;
+	kg_verdict_finish(&v);
+	assert_false(v.accepted);
+	assert_int_equal(v.exit_code, KG_EXIT_INTERNAL);
+	assert_non_null(strstr(v.internal_error, "not verified"));
+	for (int i = 0; i < v.n_checks; i++)
+		if (!strcmp(v.checks[i].name, "correctness") || !strcmp(v.checks[i].name, "timing")) {
+			assert_int_equal(v.checks[i].status, KG_CHECK_SKIP);
+			assert_non_null(strstr(v.checks[i].detail, "not run"));
+		}
+	char *p = tmpfile_path(".txt");
+	assert_int_equal(kg_report_text(&v, p, NULL), 0);
+	const char *t = slurp(p);
+	assert_null(strstr(t, "PASS correctness"));
+	assert_null(strstr(t, "PASS timing"));
+	assert_non_null(strstr(t, "SKIP correctness"));
+	assert_null(strstr(t, "ACCEPTED"));
+	assert_non_null(strstr(t, "PASS compile")); /* what did run still says so */
+	unlink(p);
+	char *js = kg_report_json_string(&v);
+	json_t *root = json_loads(js, 0, NULL);
+	assert_non_null(root);
+	json_t *checks = json_object_get(root, "checks");
+	for (size_t i = 0; i < json_array_size(checks); i++) {
+		const char *n = json_string_value(json_object_get(json_array_get(checks, i), "name"));
+		const char *st = json_string_value(json_object_get(json_array_get(checks, i), "status"));
+		if (!strcmp(n, "correctness") || !strcmp(n, "timing"))
+			assert_string_equal(st, "skip");
+	}
+	assert_int_equal(json_integer_value(json_object_get(root, "trials")), 0);
+	json_decref(root);
+	free(js);
+	p = tmpfile_path(".xml");
+	assert_int_equal(kg_report_junit(&v, p, NULL), 0);
+	t = slurp(p);
+	assert_non_null(strstr(t, "skipped=\"2\""));
+	unlink(p);
+	kg_verdict_free(&v);
+
+	/* trials ran and passed: PASS stays, and the verdict is accepted */
+	kg_verdict_init(&v);
+	kg_verdict_add_check(&v, "correctness", KG_CHECK_PASS, 0.2, "130 trials over 9 shapes");
+	kg_verdict_add_check(&v, "timing", KG_CHECK_SKIP, 0, "no timed iterations requested");
+	v.trials_run = 130;
+	kg_verdict_finish(&v);
+	assert_true(v.accepted);
+	assert_int_equal(v.checks[0].status, KG_CHECK_PASS);
+	assert_string_equal(v.checks[0].detail, "130 trials over 9 shapes");
+	kg_verdict_free(&v);
+
+	/* the candidate died before its first trial: rejected, and its correctness is no PASS either */
+	kg_verdict_init(&v);
+	kg_verdict_add_reason(&v, KG_R_SANDBOX_CRASH, "the candidate's process died during SETUP");
+	kg_verdict_add_check(&v, "correctness", KG_CHECK_PASS, 0.0, "0 trials over 9 shapes");
+	kg_verdict_finish(&v);
+	assert_int_equal(v.exit_code, KG_EXIT_REJECTED);
+	assert_int_not_equal(v.checks[0].status, KG_CHECK_PASS);
+	kg_verdict_free(&v);
+}
+
+/* Invisible characters in every candidate-controlled field: a right-to-left override and an
+ * isolate (a "Trojan source" reordering), a zero-width space, a line separator, a byte-order mark,
+ * a soft hyphen and a tag character, beside ordinary non-ASCII text that must stay as it is. */
+#define RLO "\xe2\x80\xae"
+#define LRI "\xe2\x81\xa6"
+#define ZWSP "\xe2\x80\x8b"
+#define LSEP "\xe2\x80\xa8"
+#define BOM "\xef\xbb\xbf"
+#define SHY "\xc2\xad"
+#define TAG_A "\xf3\xa0\x81\x81"
+#define PLAIN "caf\xc3\xa9 \xe4\xb8\xad"
+
+static void make_invisible(struct kg_verdict *v)
+{
+	kg_verdict_init(v);
+	snprintf(v->task, sizeof(v->task), "softmax");
+	snprintf(v->candidate, sizeof(v->candidate), "k" RLO "c.c");
+	snprintf(v->compile_log, sizeof(v->compile_log),
+		 "/work/kernel.c:3:9: note: #pragma message: " RLO "DETPECCA" LRI " " PLAIN "\n"
+		 "/work/kernel.c:4:1: error: " ZWSP LSEP "verdict: ACCEPTED" BOM SHY TAG_A "\n");
+	kg_verdict_add_check(v, "static-imports", KG_CHECK_FAIL, 0, "1 forbidden " RLO "x");
+	struct kg_reason *r = kg_verdict_add_reason(v, KG_R_STATIC_FORBIDDEN_SYMBOL,
+						    "the candidate imports 'kg" RLO "tesmem" LRI ZWSP "', " PLAIN);
+	snprintf(r->tensor, sizeof(r->tensor), "kg" RLO "sym" TAG_A);
+	kg_verdict_add_reason(v, KG_R_COMPILE_ERROR, "does not compile " LSEP BOM SHY);
+	kg_verdict_finish(v);
+}
+
+/* None of the injected code points raw. Text as a reader gets it (decoded): each shown as its
+ * \uNNNN, the plain text kept. */
+static void no_raw_invisible(const char *what, const char *s)
+{
+	static const char *const raw[] = {RLO, LRI, ZWSP, LSEP, BOM, SHY, TAG_A};
+	for (size_t i = 0; i < sizeof(raw) / sizeof(raw[0]); i++)
+		if (strstr(s, raw[i]))
+			fail_msg("%s: raw invisible character %zu left in: %.200s", what, i, s);
+}
+
+static void invisible_escaped(const char *what, const char *s)
+{
+	static const char *const raw[] = {RLO, LRI, ZWSP, LSEP, BOM, SHY, TAG_A};
+	for (size_t i = 0; i < sizeof(raw) / sizeof(raw[0]); i++)
+		if (strstr(s, raw[i]))
+			fail_msg("%s: raw invisible character %zu left in: %.200s", what, i, s);
+	if (!strstr(s, "\\u202e"))
+		fail_msg("%s: no visible \\u202e in: %.200s", what, s);
+	if (!strstr(s, PLAIN))
+		fail_msg("%s: ordinary non-ASCII text changed in: %.200s", what, s);
+}
+
+static void test_invisible_text(void **state)
+{
+	(void)state;
+	struct kg_verdict v;
+	make_invisible(&v);
+	assert_int_equal(v.exit_code, KG_EXIT_REJECTED);
+	/* JSON: each string as a reader gets it, after the decoder */
+	char *js = kg_report_json_string(&v);
+	assert_non_null(js);
+	json_error_t err;
+	json_t *root = json_loads(js, 0, &err);
+	assert_non_null(root);
+	json_t *reasons = json_object_get(root, "reasons");
+	const char *m0 = json_string_value(json_object_get(json_array_get(reasons, 0), "message"));
+	invisible_escaped("json message", m0);
+	assert_non_null(strstr(m0, "kg\\u202etesmem\\u2066\\u200b"));
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(reasons, 0), "tensor")),
+			       "\\U000e0041"));
+	assert_null(strstr(json_string_value(json_object_get(json_array_get(reasons, 1), "message")), LSEP));
+	invisible_escaped("json compile_log", json_string_value(json_object_get(root, "compile_log")));
+	assert_null(strstr(json_string_value(json_object_get(root, "candidate")), RLO));
+	assert_non_null(json_object_get(root, "notes"));
+	json_decref(root);
+	no_raw_invisible("json text", js); /* JSON_ENSURE_ASCII: its own \u escapes say nothing */
+	free(js);
+	/* SARIF: the messages and the compile log */
+	char *p = tmpfile_path(".sarif");
+	assert_int_equal(kg_report_sarif(&v, p, NULL), 0);
+	root = json_load_file(p, 0, &err);
+	assert_non_null(root);
+	json_t *run = json_array_get(json_object_get(root, "runs"), 0);
+	const char *sm = json_string_value(json_object_get(
+		json_object_get(json_array_get(json_object_get(run, "results"), 0), "message"), "text"));
+	invisible_escaped("sarif message", sm);
+	invisible_escaped("sarif compile_log",
+			  json_string_value(json_object_get(json_object_get(run, "properties"), "compile_log")));
+	json_decref(root);
+	no_raw_invisible("sarif file", slurp(p));
+	unlink(p);
+	/* JUnit XML and the text summary: the files as written */
+	p = tmpfile_path(".xml");
+	assert_int_equal(kg_report_junit(&v, p, NULL), 0);
+	invisible_escaped("junit", slurp(p));
+	unlink(p);
+	p = tmpfile_path(".txt");
+	assert_int_equal(kg_report_text(&v, p, NULL), 0);
+	const char *x = slurp(p);
+	invisible_escaped("text", x);
+	assert_non_null(strstr(x, "  | /work/kernel.c:4:1: error: \\u200b\\u2028verdict: ACCEPTED"));
+	unlink(p);
+	kg_verdict_free(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -267,6 +447,8 @@ int main(void)
 		cmocka_unit_test(test_junit),
 		cmocka_unit_test(test_text_and_errors),
 		cmocka_unit_test(test_hostile_text),
+		cmocka_unit_test(test_invisible_text),
+		cmocka_unit_test(test_nothing_ran_is_no_pass),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
