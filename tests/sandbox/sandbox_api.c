@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -240,15 +241,49 @@ static void test_timeout_kills_tree_without_pidns(void **state)
  * on: it must die with it. The kernel clears the parent-death signal when the effective ids change,
  * and a root caller's sandbox changes them (uid 0 of the user namespace is 65534 outside; without
  * one, 65534 itself); before the init re-armed it, init and its program outlived the spawner. */
+/* Our children by /proc: the sandbox's processes that the killed spawner left to us. */
+static int kill_our_children(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char path[300], buf[512];
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		if (fd >= 0)
+			close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		const char *rp = strrchr(buf, ')');
+		char st;
+		int ppid;
+		if (rp && sscanf(rp + 1, " %c %d", &st, &ppid) == 2 && ppid == getpid()) {
+			kill(atoi(de->d_name), SIGKILL);
+			n++;
+		}
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static void dies_with_spawner(unsigned disabled, const char *secs)
 {
-	/* a failure leaves the sleeper behind: for a minute and a half, not for ever; each case
-	 * sleeps its own length, so one case's leftover cannot fail the next */
+	/* each case sleeps its own length, so one case's leftover cannot fail the next */
 	const char *const argv[] = {SB_HELPER_INSIDE, "sleep", secs, NULL};
 	char marker[64];
 	snprintf(marker, sizeof(marker), "try-syscall sleep %s", secs);
 	int up[2];
 	assert_int_equal(pipe(up), 0);
+	/* What the spawner leaves comes to us, not to the host's init: we reap it (a zombie of uid
+	 * 65534 counts against every later sandbox's RLIMIT_NPROC until someone does), and we can
+	 * tell when nothing is left. */
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
 	pid_t spawner = fork();
 	assert_true(spawner >= 0);
 	if (spawner == 0) {
@@ -264,6 +299,8 @@ static void dies_with_spawner(unsigned disabled, const char *secs)
 		s.limits.nproc = 256;
 		s.disabled = disabled;
 		char ok = kg_sb_spawn(&s, &c, &e) ? 'n' : 'y';
+		if (ok != 'y')
+			fprintf(stderr, "spawn: %s\n", e.msg);
 		if (write(up[1], &ok, 1) != 1 || ok != 'y')
 			_exit(1);
 		for (;;)
@@ -273,16 +310,35 @@ static void dies_with_spawner(unsigned disabled, const char *secs)
 	char ok = 0;
 	ssize_t got = read(up[0], &ok, 1);
 	close(up[0]);
-	int running = sb_count_procs(marker);
+	/* spawn returns once the program is about to execve: its command line shows a moment later */
+	int running = 0;
+	for (int i = 0; i < 500 && got == 1 && ok == 'y' && !(running = sb_count_procs(marker)); i++)
+		usleep(10000);
 	kill(spawner, SIGKILL);
-	assert_int_equal(waitpid(spawner, NULL, 0), spawner);
+	int spawner_reaped = waitpid(spawner, NULL, 0) == spawner;
+	/* the kernel's kill is asynchronous: a bounded wait until every orphan has ended and been
+	 * reaped (ECHILD), then nothing of it may be left */
+	int orphans_gone = 0;
+	for (int i = 0; i < 500 && !orphans_gone; i++) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		orphans_gone = waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD;
+		if (!orphans_gone)
+			usleep(10000);
+	}
+	int left = sb_count_procs(marker);
+	if (!orphans_gone) /* the failure below; what lives on is ours to end */
+		while (kill_our_children() && waitpid(-1, NULL, 0) > 0)
+			;
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	if (running != 1 || !orphans_gone || left)
+		fprintf(stderr, "%s: running before the kill %d, orphans gone %d, left %d\n", marker, running,
+			orphans_gone, left);
+	assert_true(spawner_reaped);
 	assert_int_equal(got, 1);
 	assert_int_equal(ok, 'y');
 	assert_int_equal(running, 1);
-	/* the kernel's kill is asynchronous: a bounded wait, then nothing of it may be left */
-	int left = 1;
-	for (int i = 0; i < 500 && (left = sb_count_procs(marker)); i++)
-		usleep(10000);
+	assert_true(orphans_gone);
 	assert_int_equal(left, 0);
 }
 
