@@ -156,6 +156,28 @@ int kg_sb_proc_cont(struct kg_sb_process *p, kg_error *e)
 	return 0;
 }
 
+int kg_sb_proc_task_cpu(const struct kg_sb_process *p, uint64_t *cpu_ns, kg_error *e)
+{
+	for (int i = 0; i < p->n_tasks; i++) {
+		char path[64], buf[128];
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)p->pid, (int)p->tasks[i]);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		cpu_ns[i] = 0;
+		if (fd < 0) {
+			if (errno == ENOENT && i == 0)
+				return kg_err(e, -ENOENT, "sandbox: no per-thread CPU time here (%s)", path);
+			continue; /* a thread gone since the list: its time is the process's now */
+		}
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			cpu_ns[i] = strtoull(buf, NULL, 10); /* the first field: time on a CPU */
+		}
+	}
+	return 0;
+}
+
 pid_t kg_sb_proc_outer_tid(const struct kg_sb_process *p, pid_t inner)
 {
 	for (int i = 0; i < p->n_tasks; i++) {

@@ -236,6 +236,9 @@ int kg_sb_proc_stop(struct kg_sb_process *p, int timeout_ms, kg_error *e);
 int kg_sb_proc_cont(struct kg_sb_process *p, kg_error *e);
 /* Lists the threads (tasks, n_tasks). */
 int kg_sb_proc_tasks(struct kg_sb_process *p, kg_error *e);
+/* Each listed thread's CPU time so far in ns (/proc/PID/task/TID/schedstat, the kernel's own
+ * account), into cpu_ns[i]; -ENOENT where the kernel keeps none (no schedstat). */
+int kg_sb_proc_task_cpu(const struct kg_sb_process *p, uint64_t *cpu_ns, kg_error *e);
 /* The caller's tid of the task the program knows as inner (its own pid namespace), from the tasks
  * listed last; 0 when none. */
 pid_t kg_sb_proc_outer_tid(const struct kg_sb_process *p, pid_t inner);

@@ -406,6 +406,16 @@ static int host_call(struct kg_session *s, const struct kg_call *c, struct kg_ca
 	long f0 = 0, v0 = 0, i0 = 0, f1, v1, i1;
 	if (dbg)
 		debug_counts(s, &f0, &v0, &i0);
+	/* with threads, every thread's CPU time too: no thread can run longer than the call did */
+	pid_t tid0[64];
+	uint64_t tcpu0[64], tcpu1[KG_SB_MAX_TASKS];
+	int nt0 = -1;
+	kg_error te = {0};
+	if (s->threads && s->proc && !kg_sb_proc_tasks(s->proc, &te) && s->proc->n_tasks <= 64 &&
+	    !kg_sb_proc_task_cpu(s->proc, tcpu0, &te)) {
+		nt0 = s->proc->n_tasks;
+		memcpy(tid0, s->proc->tasks, (size_t)nt0 * sizeof(pid_t));
+	}
 	uint64_t cpu0 = runner_cpu_ns(s), w0 = kg_now_ns(), t_sent;
 	if (c->expose)
 		c->expose(c->expose_arg);
@@ -421,6 +431,19 @@ static int host_call(struct kg_session *s, const struct kg_call *c, struct kg_ca
 		return rc;
 	uint64_t cpu1 = runner_cpu_ns(s);
 	r->span_ns = kg_now_ns() - w0;
+	if (nt0 >= 0 && !kg_sb_proc_task_cpu(s->proc, tcpu1, &te)) {
+		/* the process is stopped: its threads' times are final */
+		for (int i = 0; i < s->proc->n_tasks; i++) {
+			uint64_t before = 0;
+			for (int k = 0; k < nt0; k++)
+				if (tid0[k] == s->proc->tasks[i])
+					before = tcpu0[k];
+			uint64_t d = tcpu1[i] > before ? tcpu1[i] - before : 0;
+			if (d > r->thread_cpu_ns)
+				r->thread_cpu_ns = d;
+		}
+		r->thread_known = 1;
+	}
 	if (dbg) {
 		debug_counts(s, &f1, &v1, &i1);
 		fprintf(stderr, "[kgate] %s call: cpu %.1f us claim %.1f us, %ld minor faults, %ld+%ld switches\n",

@@ -124,6 +124,10 @@ struct kg_call_result {
 	uint64_t cpu_ns, flush_cpu_ns;
 	int cpu_known;
 	int probed; /* the probe ran, mid-call */
+	/* host, with threads: the most CPU time one thread of the process was charged over the span
+	 * (threads alive at both ends; one started since counts whole); valid when thread_known */
+	uint64_t thread_cpu_ns;
+	int thread_known;
 };
 /* KG_SESSION_OK, KG_SESSION_ENDED (see outcome), KG_SESSION_FAILED (see msg), or a negative errno
  * for the channel itself (e says why). */

@@ -45,7 +45,12 @@ uint64_t kg_timing_bound(const struct kg_timed_call *c, const struct kg_clock_ca
 	if (cal->cpu_clock) {
 		if (!c->cpu_known || c->cpu_ns <= cal->cpu_ns)
 			return 0;
-		return (c->cpu_ns - cal->cpu_ns) / (uint64_t)(cal->par > 1 ? cal->par : 1);
+		uint64_t b = (c->cpu_ns - cal->cpu_ns) / (uint64_t)(cal->par > 1 ? cal->par : 1);
+		if (cal->par <= 1)
+			return b;
+		uint64_t thr = c->thread_known && c->thread_cpu_ns > cal->cpu_ns ? c->thread_cpu_ns - cal->cpu_ns : 0;
+		uint64_t rt = c->parent_ns > cal->run_ns ? c->parent_ns - cal->run_ns : 0;
+		return b > thr ? (b > rt ? b : rt) : (thr > rt ? thr : rt);
 	}
 	/* Never the claimed tail: device time after the call's stream is the candidate's work. */
 	uint64_t snap = c->snap_ns < cal->snap_cap_ns ? c->snap_ns : cal->snap_cap_ns;
@@ -62,7 +67,9 @@ uint64_t kg_timing_reported(const struct kg_timed_call *c, const struct kg_clock
 static int is_lie(const struct kg_timed_call *c, const struct kg_clock_cal *cal)
 {
 	uint64_t lb = kg_timing_bound(c, cal);
-	if (cal->cpu_clock)
+	/* with threads part of the bound is a wall clock, which contention lengthens: judged as a
+	 * device's (a gap of a millisecond and half the span) */
+	if (cal->cpu_clock && cal->par <= 1)
 		return (double)c->child_ns + KG_TAMPER_SLACK_NS + (double)cal->host_noise_ns < KG_TAMPER_SHARE * (double)lb;
 	uint64_t gap = lb > c->child_ns ? lb - c->child_ns : 0;
 	return gap >= KG_TAMPER_DEVICE_GAP_NS && 2 * gap >= c->span_ns;
@@ -90,15 +97,14 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
 		    4 * c->flush_cpu_ns < cal->flush_cpu_ns)
 			t->flush_skipped++;
 	}
-	/* With threads the bound is CPU time over every CPU: it caps the reported time, and is too
-	 * loose to call a claim a lie. */
-	int judged = !cal->cpu_clock || cal->par <= 1;
+	int judged = 1;
 	/* A forger lies in every call; a busy host has made honest short calls look like lies in 3 of
 	 * 5 (cpu_hostile, layernorm_pairwise.c at 70 us, ~0.3 ms of CPU time unexplained), so on the
 	 * CPU clock three quarters of the calls must lie. The reported time is the trusted bound
 	 * either way (kg_timing_reported): this only decides whether to name the forgery. */
 	uint64_t min_gap = 2 * cal->host_noise_ns > KG_TAMPER_MIN_GAP_NS ? 2 * cal->host_noise_ns : KG_TAMPER_MIN_GAP_NS;
-	int lies_forge = cal->cpu_clock ? 4 * t->lies >= 3 * n && t->min_gap_ns >= min_gap : t->lies == n;
+	int lies_forge = cal->cpu_clock && cal->par <= 1 ? 4 * t->lies >= 3 * n && t->min_gap_ns >= min_gap
+							  : t->lies == n;
 	t->forged = n > 0 && (t->impossible >= 0 || 2 * t->flush_skipped > n || (judged && t->lies && lies_forge));
 }
 
@@ -409,6 +415,8 @@ void kg_phase_timing(struct kg_run *r)
 			.cpu_ns = c.r.cpu_ns,
 			.flush_cpu_ns = c.r.flush_cpu_ns,
 			.cpu_known = c.r.cpu_known,
+			.thread_cpu_ns = c.r.thread_cpu_ns,
+			.thread_known = c.r.thread_known,
 		};
 		ex[i] = (double)r->ref_excess_ns / 1e6;
 		rms[i] = (double)ref_ns / 1e6;

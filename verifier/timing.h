@@ -24,6 +24,8 @@ struct kg_timed_call {
 	uint64_t cpu_ns; /* CPU time the kernel charged the runner over span_ns (when cpu_known) */
 	uint64_t flush_cpu_ns; /* CPU time the kernel charged the runner for the flush before it */
 	int cpu_known;
+	uint64_t thread_cpu_ns; /* with threads: the most any one thread was charged (when known) */
+	int thread_known;
 };
 
 /* The session's calibration, on calls that did nothing, measured before the .so was loaded. */
@@ -42,8 +44,11 @@ struct kg_clock_cal {
 };
 
 /* The trusted lower bound of one call's work, in ns. CPU backends: the CPU time the kernel charged
- * the runner over the call's span, less a call that does nothing, over par (work hidden from the
- * runner's clock still costs CPU time; contention adds wall time but no CPU time). Devices: the
+ * the runner over the call's span, less a call that does nothing (work hidden from the runner's
+ * clock still costs CPU time; contention adds wall time but no CPU time). With threads (par > 1)
+ * the largest of: that over par, the most one thread was charged less the same, and the RUN round
+ * trip less a call that does nothing: a kernel that uses one thread, or threads one after another,
+ * is not reported as if it had used every CPU. Devices: the
  * RUN round trip less a call that does nothing and the output snapshot (at most snap_cap_ns). The
  * round trip ends after a device-wide synchronisation, so work the candidate hid on other
  * streams, graphs or the legacy stream is inside it, charged whatever its length. */

@@ -75,6 +75,9 @@ hostile sandbox.tamper softmax $H/got_clock.c $P
 # every call cold): the scan finds nothing to zero and the kernel computes honestly
 honest softmax $H/zero_flush.c $P
 hostile timing.tampered softmax $H/stack_clock.c $P
+# the same forger where threads are allowed: bounded by its one thread's CPU time and the RUN
+# round trip, not by its CPU time over the host's CPUs (accepted at CPU/ncpu before: the red team)
+hostile timing.tampered softmax $H/stack_clock.c $T
 hostile sandbox.dlopen softmax $H/dlopen_symtab.c $P
 hostile sandbox.dlopen softmax $H/jit_exec.c $P
 hostile check.stale_result softmax $H/phase_switch.c $P

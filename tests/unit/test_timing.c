@@ -161,13 +161,34 @@ static void test_tamper_cpu(void **state)
 		c[i] = cpu_call(5000, 90000, 80000);
 	kg_timing_tamper(c, 5, &cpu_cal, &t);
 	assert_false(t.forged);
-	/* with threads, lies are not judged (the bound only caps the reported time) */
+	/* with threads: eight threads' worth of CPU time in a call that took 0.7 ms is 1 ms over
+	 * eight CPUs, a 6 us claim short of it by less than the millisecond a wall-clock bound needs
+	 * before a gap is a lie */
 	struct kg_clock_cal thr = cpu_cal;
 	thr.par = 8;
 	for (int i = 0; i < 5; i++)
 		c[i] = cpu_call(6000, 700000, 8000000);
 	kg_timing_tamper(c, 5, &thr, &t);
 	assert_false(t.forged);
+	/* one thread doing it all, claiming 1 %: its own CPU time bounds it, not that over the host's
+	 * CPUs (the red team's threads_forge_gate.c was reported at CPU/ncpu, 2.1x, accepted) */
+	thr.par = 2;
+	struct kg_timed_call one = cpu_call(8700, 740000, 738700);
+	one.thread_cpu_ns = 730000;
+	one.thread_known = 1;
+	assert_int_equal(kg_timing_bound(&one, &thr), 730000 - 20000);
+	/* threads started and ended within the call, one after another (none left to count): the RUN
+	 * round trip bounds it */
+	one.thread_known = 0;
+	assert_int_equal(kg_timing_bound(&one, &thr), 740000 - 40000);
+	/* and a forger hiding milliseconds in every call is named */
+	for (int i = 0; i < 5; i++) {
+		c[i] = cpu_call(8700, 5000000, 4900000);
+		c[i].thread_cpu_ns = 4880000;
+		c[i].thread_known = 1;
+	}
+	kg_timing_tamper(c, 5, &thr, &t);
+	assert_true(t.forged);
 }
 
 static void test_tamper_flush(void **state)
