@@ -330,7 +330,7 @@ static void gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls
 	for (int i = 0; i < r->plan->task.n_inputs; i++) {
 		const struct kg_arena_slot *s = &r->ca.slot[i];
 		kg_inputs_fill(dst[i], s->dtype, (size_t)s->numel, s->shape, s->ndim, r->plan->task.inputs[i].role,
-			       cls, &tk, i);
+			       cls, r->plan->classes, &tk, i);
 	}
 	memset(&tk, 0, sizeof(tk));
 }
