@@ -433,8 +433,16 @@ static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, ui
 		int s = p->task.n_inputs + j;
 		/* the tolerance model (compare.h): the task's bounds, the reduction's growth, both scaled
 		 * by this reference output's own magnitude */
-		const struct kg_tol_model m = {.atol = p->atol, .rtol = p->rtol, .rms = p->rms_tol, .growth = p->growth,
-					       .cap = p->growth_cap};
+		const struct kg_arena_slot *sl = &a->slot[s];
+		const struct kg_tol_model m = {
+			.atol = p->atol,
+			.rtol = p->rtol,
+			.rms = p->rms_tol,
+			.growth = p->growth,
+			.cap = p->growth_cap,
+			.factor_row = p->task.outputs[j].factor_row && sl->ndim > 0 ? sl->shape[sl->ndim - 1] : 0,
+			.reference_terms = p->task.outputs[j].terms == KG_TERMS_REFERENCE,
+		};
 		int64_t nred = 1;
 		kg_error re = {0};
 		if (kg_task_reduction(&p->task.outputs[j], &p->shapes[r->shape], &nred, &re)) {
