@@ -687,10 +687,19 @@ static void note_accuracy(struct kg_run *r, enum kg_input_class cls)
 	const struct kg_arena *a = &r->ca;
 	for (int j = 0; j < a->n_out; j++) {
 		const struct kg_cmp *c = &r->cmp[j];
+		int first = acc->n++ == 0;
 		acc->max_abs_err = fmax(acc->max_abs_err, c->max_abs_err);
 		acc->max_rel_err = fmax(acc->max_rel_err, c->max_rel_err);
 		acc->normwise_err = fmax(acc->normwise_err, c->normwise_err);
-		if (acc->n++ && !(c->tol_used > acc->tol_used))
+		acc->factor_max = fmax(acc->factor_max, c->factor_max);
+		if (first || c->effective_bits < acc->effective_bits) {
+			acc->effective_bits = c->effective_bits;
+			acc->normwise_res = c->normwise_res;
+			snprintf(acc->bits_class, sizeof(acc->bits_class), "%s", kg_class_name(cls));
+			snprintf(acc->bits_shape, sizeof(acc->bits_shape), "%s", shape_str(r));
+			snprintf(acc->bits_tensor, sizeof(acc->bits_tensor), "%s", r->names[a->n_in + j]);
+		}
+		if (!first && !(c->tol_used > acc->tol_used))
 			continue;
 		acc->tol_used = c->tol_used;
 		acc->atol = r->tol[j].atol;
