@@ -19,13 +19,19 @@ static const struct reason_row reasons[KG_R_COUNT_] = {
 };
 
 static const char *const class_names[KG_CLASS_COUNT_] = {
-#define KG_XX(e, name, desc) [KG_CLASS_##e] = name,
+#define KG_XX(e, name, seeded, desc) [KG_CLASS_##e] = name,
 	KG_INPUT_CLASS_MAP(KG_XX)
 #undef KG_XX
 };
 
 static const char *const class_descs[KG_CLASS_COUNT_] = {
-#define KG_XX(e, name, desc) [KG_CLASS_##e] = desc,
+#define KG_XX(e, name, seeded, desc) [KG_CLASS_##e] = desc,
+	KG_INPUT_CLASS_MAP(KG_XX)
+#undef KG_XX
+};
+
+static const unsigned char class_seeded[KG_CLASS_COUNT_] = {
+#define KG_XX(e, name, seeded, desc) [KG_CLASS_##e] = seeded,
 	KG_INPUT_CLASS_MAP(KG_XX)
 #undef KG_XX
 };
@@ -119,6 +125,11 @@ const char *kg_class_name(enum kg_input_class c)
 const char *kg_class_description(enum kg_input_class c)
 {
 	return (unsigned)c < KG_CLASS_COUNT_ ? class_descs[c] : "?";
+}
+
+int kg_class_is_seeded(enum kg_input_class c)
+{
+	return (unsigned)c < KG_CLASS_COUNT_ ? class_seeded[c] : 0;
 }
 
 int kg_class_parse(const char *name, enum kg_input_class *out)

@@ -146,24 +146,29 @@ const char *kg_reason_check(enum kg_reason_code c); /* the check it belongs to: 
 const char *kg_reason_short(enum kg_reason_code c);
 const char *kg_reason_full(enum kg_reason_code c);
 
-/* XX(ENUM, "name", description). Order is the order trials run in and reports list. */
-#define KG_INPUT_CLASS_MAP(XX)                                                                        \
-	XX(NORMAL, "normal", "normal distribution, random offset and scale")                          \
-	XX(UNIFORM, "uniform", "uniform distribution, random offset and scale")                       \
-	XX(LARGE, "large", "large magnitudes (1e3..1e4 for f32; near the top of the range for f16)")   \
-	XX(TINY, "tiny", "tiny values and denormals")                                                  \
-	XX(ZEROS, "zeros", "all zeros (weights and biases stay random)")                               \
-	XX(ONES, "ones", "all ones (weights and biases stay random)")                                  \
-	XX(NEGATIVE, "negative", "negative values only")                                               \
-	XX(SPECIAL, "special", "NaN and Inf sprinkled in; only where the task defines them")           \
-	XX(IDENTITY, "identity", "identity matrices for square 2-D activations, normal elsewhere")     \
-	XX(SORTED, "sorted", "ascending along the last dimension")                                     \
-	XX(LARGE_MEAN, "large_mean", "unit spread around a mean far from zero (one-pass variance breaks)") \
-	XX(CONSTANT_ROWS, "constant_rows", "every row (last dimension) one value, a different one per row") \
-	XX(NEAR_DUPLICATE, "near_duplicate", "rows equal to one base row but for a few moved elements")
+/* XX(ENUM, "name", seeded, description). Order is the order trials run in and reports list.
+ * seeded: 1 when a class's activations depend on the trial's key (two trials never share them),
+ * 0 when they are the same in every trial (zeros, ones, identity): those hold no secret, so timed
+ * calls never draw them and no row of a mixed tensor is one of them. */
+#define KG_INPUT_CLASS_MAP(XX)                                                                           \
+	XX(NORMAL, "normal", 1, "normal distribution, random offset and scale")                          \
+	XX(UNIFORM, "uniform", 1, "uniform distribution, random offset and scale")                       \
+	XX(LARGE, "large", 1, "large magnitudes (1e3..1e4 for f32; near the top of the range for f16)")   \
+	XX(TINY, "tiny", 1, "tiny values and denormals")                                                  \
+	XX(ZEROS, "zeros", 0, "all zeros (weights and biases stay random)")                               \
+	XX(ONES, "ones", 0, "all ones (weights and biases stay random)")                                  \
+	XX(NEGATIVE, "negative", 1, "negative values only")                                               \
+	XX(SPECIAL, "special", 1, "NaN and Inf sprinkled in; only where the task defines them")           \
+	XX(IDENTITY, "identity", 0, "identity matrices for square 2-D activations, normal elsewhere")     \
+	XX(SORTED, "sorted", 1, "ascending along the last dimension")                                     \
+	XX(LARGE_MEAN, "large_mean", 1, "unit spread around a mean far from zero (one-pass variance breaks)") \
+	XX(CONSTANT_ROWS, "constant_rows", 1, "every row (last dimension) one value, a different one per row") \
+	XX(NEAR_DUPLICATE, "near_duplicate", 1, "rows equal to one base row but for a few moved elements") \
+	XX(SPIKED, "spiked", 1, "small values with one large finite outlier per row at a secret position") \
+	XX(MIXED, "mixed", 1, "each row drawn from another class, the classes at secret rows")
 
 enum kg_input_class {
-#define KG_XX(e, name, desc) KG_CLASS_##e,
+#define KG_XX(e, name, seeded, desc) KG_CLASS_##e,
 	KG_INPUT_CLASS_MAP(KG_XX)
 #undef KG_XX
 	KG_CLASS_COUNT_
@@ -173,6 +178,9 @@ enum kg_input_class {
 const char *kg_class_name(enum kg_input_class c);
 const char *kg_class_description(enum kg_input_class c);
 int kg_class_parse(const char *name, enum kg_input_class *out); /* -EINVAL when unknown */
+/* 1 when class c's activations depend on the trial's key (the table's seeded column); 0 for the
+ * classes that are the same in every trial, and out of range */
+int kg_class_is_seeded(enum kg_input_class c);
 
 /* XX(ENUM, "name", reason code of its findings, what it finds). */
 #define KG_SANITIZER_TOOL_MAP(XX)                                                                   \

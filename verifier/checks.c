@@ -127,15 +127,18 @@ int kg_check_outputs(const struct kg_view *v, enum kg_reason_code code, struct k
 			c = KG_R_CHECK_NAN;
 		/* the norm-wise error beside the element-wise ones: a few stray elements and a uniformly
 		 * imprecise output read differently */
-		char terms[80] = "";
+		char terms[80] = "", factor[96] = "";
 		if (t->terms)
 			snprintf(terms, sizeof(terms), " + %.3g*T (each element's own error scale)", t->terms_g);
+		if (t->factor_row)
+			snprintf(factor, sizeof(factor), " after each row's common factor (within %.3g of 1)", t->factor_cap);
 		struct kg_finding *f = add(out, c, s,
-					   "output '%s': %lld of %lld elements outside atol=%g rtol=%g%s (%lld NaN, %lld Inf "
-					   "mismatches); max abs error %g, max rel error %g, norm-wise error %g",
-					   name_of(v, s), (long long)cmp->n_bad, (long long)cmp->n, t->atol, t->rtol, terms,
+					   "output '%s': %lld of %lld elements outside atol=%g rtol=%g%s%s (%lld NaN, %lld Inf "
+					   "mismatches); max abs error %g, max rel error %g, norm-wise error %g (%.1f effective "
+					   "bits)",
+					   name_of(v, s), (long long)cmp->n_bad, (long long)cmp->n, t->atol, t->rtol, terms, factor,
 					   (long long)cmp->n_nan, (long long)cmp->n_inf, cmp->max_abs_err, cmp->max_rel_err,
-					   cmp->normwise_err);
+					   cmp->normwise_err, cmp->effective_bits);
 		set_values(f, cmp->first_bad, cmp->first_bad_exp, cmp->first_bad_got);
 		n++;
 	}

@@ -30,11 +30,18 @@ double kg_tol_terms_g(const struct kg_tol_model *m, kg_dtype dt, int64_t n)
 void kg_tol_resolve(const struct kg_tol_model *m, kg_dtype dt, int64_t n, double ref_rms, struct kg_tol *out)
 {
 	double g = kg_tol_growth(m, dt, n);
-	out->growth = g;
+	/* g widens every element only where nothing better says where a reduction's error goes: a
+	 * row's common factor (factor: row) takes it whole, a task's own allowance (terms: reference)
+	 * replaces it */
+	int factored = m->factor_row > 0 && g > 0;
+	double ge = factored || m->reference_terms ? 0 : g;
+	out->growth = ge;
 	out->terms = NULL;
 	out->terms_g = 0;
-	out->rtol = m->rtol + g;
-	out->atol = m->atol + (m->rms + g) * (isfinite(ref_rms) ? ref_rms : 0);
+	out->factor_row = factored ? m->factor_row : 0;
+	out->factor_cap = factored ? g : 0;
+	out->rtol = m->rtol + ge;
+	out->atol = m->atol + (m->rms + ge) * (isfinite(ref_rms) ? ref_rms : 0);
 }
 
 struct rms_job {
@@ -83,8 +90,10 @@ double kg_rms(const void *p, kg_dtype dt, size_t n)
 	return k ? sqrt(ss / (double)k) : 0;
 }
 
+/* c: the factor the reference's elements are multiplied by before they are compared (the row's
+ * common factor under factor: row, else 1); the bound is always the reference's own. */
 KG_HOT void compare_range_t(const void *got, const void *exp, kg_dtype dt, size_t lo, size_t hi,
-			    const struct kg_tol *tol, struct kg_cmp *r)
+			    const struct kg_tol *tol, double c, struct kg_cmp *r)
 {
 	const double atol = tol->atol, rtol = tol->rtol;
 	memset(r, 0, sizeof(*r));
@@ -95,11 +104,12 @@ KG_HOT void compare_range_t(const void *got, const void *exp, kg_dtype dt, size_
 		/* The common case, both finite and within the bound, without a division: the running
 		 * maxima are compared as products (abs_err > max_rel * |x| rather than a quotient). */
 		if (__builtin_expect(isfinite(g) && isfinite(x) && r->tol_used_idx >= 0, 1)) {
-			double ax = fabs(x), bound = atol + rtol * ax, e = fabs(g - x);
+			double ax = fabs(x), bound = atol + rtol * ax, e = fabs(g - c * x), raw = fabs(g - x);
 			if (tol->terms)
 				bound += tol->terms_g * fabs(kg_load(tol->terms, dt, i));
 			if (e <= bound) {
-				r->err_sq += e * e;
+				r->err_sq += raw * raw;
+				r->res_sq += e * e;
 				r->ref_sq += x * x;
 				if (e > r->max_abs_err) {
 					r->max_abs_err = e;
@@ -138,19 +148,20 @@ KG_HOT void compare_range_t(const void *got, const void *exp, kg_dtype dt, size_
 				abs_err = rel_err = INFINITY;
 			}
 		} else {
-			double bound = atol + rtol * fabs(x);
+			double bound = atol + rtol * fabs(x), raw = fabs(g - x);
 			if (tol->terms)
 				bound += tol->terms_g * fabs(kg_load(tol->terms, dt, i));
-			abs_err = fabs(g - x);
+			abs_err = fabs(g - c * x);
 			rel_err = abs_err / fmax(fabs(x), 1e-30);
 			bad = !(abs_err <= bound);
 			used = bound > 0 ? abs_err / bound : abs_err > 0 ? INFINITY : 0;
-			r->err_sq += abs_err * abs_err;
+			r->err_sq += raw * raw;
+			r->res_sq += abs_err * abs_err;
 			r->ref_sq += x * x;
 		}
 		if (bad && !(used > 1)) { /* a non-finite mismatch: no norm-wise error can be small */
 			used = INFINITY;
-			r->err_sq = INFINITY;
+			r->err_sq = r->res_sq = INFINITY;
 		}
 		if (used > r->tol_used || r->tol_used_idx < 0) {
 			r->tol_used = used;
@@ -211,11 +222,11 @@ static double hmax(const v4d *a)
 
 /* the first index in [lo, hi) whose value of what (0: abs error, 1: relative, 2: share of the
  * bound) equals m */
-static size_t first_at(const float *g, const float *x, size_t lo, size_t hi, double atol, double rtol, int what,
-		       double m)
+static size_t first_at(const float *g, const float *x, size_t lo, size_t hi, double atol, double rtol, double c,
+		       int what, double m)
 {
 	for (size_t i = lo; i < hi; i++) {
-		double ax = fabs((double)x[i]), e = fabs((double)g[i] - (double)x[i]), b = atol + rtol * ax;
+		double ax = fabs((double)x[i]), e = fabs((double)g[i] - c * (double)x[i]), b = atol + rtol * ax;
 		double v = what == 0 ? e : what == 1 ? e / (ax > 1e-30 ? ax : 1e-30) : b > 0 ? e / b : 0;
 		if (v == m)
 			return i;
@@ -224,10 +235,11 @@ static size_t first_at(const float *g, const float *x, size_t lo, size_t hi, dou
 }
 
 __attribute__((target("avx2"))) static void compare_range_f32(const float *g, const float *x, size_t lo, size_t hi,
-							      const struct kg_tol *tol, struct kg_cmp *r)
+							      const struct kg_tol *tol, double c, struct kg_cmp *r)
 {
 	const double atol = tol->atol, rtol = tol->rtol;
 	const v4d va = (v4d){0} + atol, vr = (v4d){0} + rtol, tiny = (v4d){0} + 1e-30, zero = {0};
+	const v4d vc = (v4d){0} + c;
 	const v4d one = (v4d){0} + 1;
 	const v4l sign = (v4l){0} + INT64_MAX;
 	memset(r, 0, sizeof(*r));
@@ -236,21 +248,23 @@ __attribute__((target("avx2"))) static void compare_range_f32(const float *g, co
 		size_t b1 = b0 + FAST_BLOCK < hi ? b0 + FAST_BLOCK : hi;
 		struct kg_cmp blk;
 		if (b1 - b0 < FAST_BLOCK) { /* a short tail: one scalar pass */
-			compare_range_t(g, x, KG_F32, b0, b1, tol, &blk);
+			compare_range_t(g, x, KG_F32, b0, b1, tol, c, &blk);
 			merge(r, &blk);
 			continue;
 		}
-		v4d se = zero, sx = zero, me = zero, mr_n = zero, mr_d = one, mu_n = zero, mu_d = one;
+		v4d se = zero, sr = zero, sx = zero, me = zero, mr_n = zero, mr_d = one, mu_n = zero, mu_d = one;
 		v4l ok = ~(v4l){0};
 		for (size_t i = b0; i < b1; i += LANES) {
 			v4f gf, xf;
 			memcpy(&gf, g + i, sizeof(gf));
 			memcpy(&xf, x + i, sizeof(xf));
 			v4d gd = __builtin_convertvector(gf, v4d), xd = __builtin_convertvector(xf, v4d);
-			v4d e = (v4d)((v4l)(gd - xd) & sign), ax = (v4d)((v4l)xd & sign);
+			v4d e = (v4d)((v4l)(gd - vc * xd) & sign), ax = (v4d)((v4l)xd & sign);
+			v4d raw = gd - xd;
 			v4d bound = va + vr * ax;
 			ok &= e <= bound; /* false for NaN on either side, and for Inf mismatches */
-			se += e * e;
+			se += raw * raw;
+			sr += e * e;
 			sx += xd * xd;
 			/* the relative error and the share of the bound as fractions, compared by products:
 			 * no division per element */
@@ -267,16 +281,17 @@ __attribute__((target("avx2"))) static void compare_range_f32(const float *g, co
 		for (int k = 0; k < LANES; k++)
 			all &= ok[k] != 0;
 		if (!all) {
-			compare_range_t(g, x, KG_F32, b0, b1, tol, &blk);
+			compare_range_t(g, x, KG_F32, b0, b1, tol, c, &blk);
 			merge(r, &blk);
 			continue;
 		}
 		memset(&blk, 0, sizeof(blk));
 		blk.n = (int64_t)(b1 - b0);
 		blk.first_bad = blk.first_nan = -1;
-		blk.err_sq = blk.ref_sq = 0;
+		blk.err_sq = blk.res_sq = blk.ref_sq = 0;
 		for (int k = 0; k < LANES; k++) {
 			blk.err_sq += se[k];
+			blk.res_sq += sr[k];
 			blk.ref_sq += sx[k];
 		}
 		blk.max_abs_err = hmax(&me);
@@ -286,15 +301,15 @@ __attribute__((target("avx2"))) static void compare_range_f32(const float *g, co
 		/* an index only where merge takes this block's maximum (the first block, or a new one) */
 		blk.max_abs_idx = blk.max_rel_idx = blk.tol_used_idx = (int64_t)b0;
 		if (r->max_abs_idx < 0 || blk.max_abs_err > r->max_abs_err) {
-			size_t i = first_at(g, x, b0, b1, atol, rtol, 0, blk.max_abs_err);
+			size_t i = first_at(g, x, b0, b1, atol, rtol, c, 0, blk.max_abs_err);
 			blk.max_abs_idx = (int64_t)i;
 			blk.max_abs_got = g[i];
 			blk.max_abs_exp = x[i];
 		}
 		if (r->max_rel_idx < 0 || blk.max_rel_err > r->max_rel_err)
-			blk.max_rel_idx = (int64_t)first_at(g, x, b0, b1, atol, rtol, 1, blk.max_rel_err);
+			blk.max_rel_idx = (int64_t)first_at(g, x, b0, b1, atol, rtol, c, 1, blk.max_rel_err);
 		if (r->tol_used_idx < 0 || blk.tol_used > r->tol_used)
-			blk.tol_used_idx = (int64_t)first_at(g, x, b0, b1, atol, rtol, 2, blk.tol_used);
+			blk.tol_used_idx = (int64_t)first_at(g, x, b0, b1, atol, rtol, c, 2, blk.tol_used);
 		merge(r, &blk);
 	}
 }
@@ -302,18 +317,38 @@ __attribute__((target("avx2"))) static void compare_range_f32(const float *g, co
 #endif
 
 static void compare_range(const void *got, const void *exp, kg_dtype dt, size_t lo, size_t hi,
-			  const struct kg_tol *tol, struct kg_cmp *r)
+			  const struct kg_tol *tol, double c, struct kg_cmp *r)
 {
 #ifdef KG_FAST_COMPARE
 	if (dt == KG_F32 && !tol->terms && __builtin_cpu_supports("avx2")) {
-		compare_range_f32(got, exp, lo, hi, tol, r);
+		compare_range_f32(got, exp, lo, hi, tol, c, r);
 		return;
 	}
 #endif
 	if (dt == KG_F32)
-		compare_range_t(got, exp, KG_F32, lo, hi, tol, r);
+		compare_range_t(got, exp, KG_F32, lo, hi, tol, c, r);
 	else
-		compare_range_t(got, exp, dt, lo, hi, tol, r);
+		compare_range_t(got, exp, dt, lo, hi, tol, c, r);
+}
+
+/* The factor that best explains a row of the reference as the candidate's (least squares over
+ * the pairs finite on both sides: sum g*x / sum x*x, so the large elements that carry the row
+ * decide), held within cap of 1: what is beyond the cap stays in every element's error. 1 for a
+ * row with nothing to fit. */
+KG_HOT double row_factor_t(const void *got, const void *exp, kg_dtype dt, size_t lo, size_t hi, double cap)
+{
+	double gx = 0, xx = 0;
+	for (size_t i = lo; i < hi; i++) {
+		double g = kg_load(got, dt, i), x = kg_load(exp, dt, i);
+		if (isfinite(g) && isfinite(x)) {
+			gx += g * x;
+			xx += x * x;
+		}
+	}
+	double c = xx > 0 ? gx / xx : 1.0;
+	if (!isfinite(c))
+		return 1.0;
+	return c < 1.0 - cap ? 1.0 - cap : c > 1.0 + cap ? 1.0 + cap : c;
 }
 
 struct cmp_job {
@@ -326,7 +361,31 @@ struct cmp_job {
 static void cmp_part(void *arg, int part, size_t lo, size_t hi)
 {
 	struct cmp_job *j = arg;
-	compare_range(j->got, j->exp, j->dt, lo, hi, j->tol, &j->part[part]);
+	compare_range(j->got, j->exp, j->dt, lo, hi, j->tol, 1.0, &j->part[part]);
+}
+
+static void init_cmp(struct kg_cmp *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->first_bad = r->first_nan = r->max_abs_idx = r->max_rel_idx = r->tol_used_idx = -1;
+}
+
+/* factor: row: parts are whole rows (lo, hi count rows); each row's factor is fitted, then its
+ * elements compared against the scaled reference. */
+static void cmp_rows_part(void *arg, int part, size_t lo, size_t hi)
+{
+	struct cmp_job *j = arg;
+	struct kg_cmp *r = &j->part[part], blk;
+	size_t len = (size_t)j->tol->factor_row;
+	init_cmp(r);
+	for (size_t row = lo; row < hi; row++) {
+		size_t a = row * len, b = a + len;
+		double c = j->dt == KG_F32 ? row_factor_t(j->got, j->exp, KG_F32, a, b, j->tol->factor_cap)
+					   : row_factor_t(j->got, j->exp, j->dt, a, b, j->tol->factor_cap);
+		compare_range(j->got, j->exp, j->dt, a, b, j->tol, c, &blk);
+		blk.factor_max = fabs(c - 1.0);
+		merge(r, &blk);
+	}
 }
 
 static void merge(struct kg_cmp *r, const struct kg_cmp *p)
@@ -357,26 +416,53 @@ static void merge(struct kg_cmp *r, const struct kg_cmp *p)
 		r->tol_used_idx = p->tol_used_idx;
 	}
 	r->err_sq += p->err_sq;
+	r->res_sq += p->res_sq;
 	r->ref_sq += p->ref_sq;
+	r->factor_max = fmax(r->factor_max, p->factor_max);
+}
+
+static double normwise(double err_sq, double ref_sq)
+{
+	return ref_sq > 0 ? sqrt(err_sq / ref_sq) : err_sq > 0 ? INFINITY : 0;
 }
 
 static void finish(struct kg_cmp *r)
 {
-	r->normwise_err = r->ref_sq > 0 ? sqrt(r->err_sq / r->ref_sq) : r->err_sq > 0 ? INFINITY : 0;
+	r->normwise_err = normwise(r->err_sq, r->ref_sq);
+	r->normwise_res = normwise(r->res_sq, r->ref_sq);
+	r->effective_bits = kg_effective_bits(r->normwise_res);
+}
+
+double kg_effective_bits(double normwise_res)
+{
+	if (!(normwise_res >= 0) || isinf(normwise_res))
+		return 0;
+	if (normwise_res <= KG_U_FP32)
+		return 24;
+	double b = -log2(normwise_res);
+	return b > 0 ? b : 0;
 }
 
 int kg_compare(const void *got, const void *exp, kg_dtype dt, size_t n, const struct kg_tol *tol, struct kg_cmp *r)
 {
+	int64_t len = tol->factor_row;
+	int rows = len > 0 && kg_dtype_is_float(dt) && n % (size_t)len == 0;
 	struct cmp_job *j = malloc(sizeof(*j));
 	if (!j) {
-		compare_range(got, exp, dt, 0, n, tol, r);
+		init_cmp(r);
+		struct cmp_job one = {.got = got, .exp = exp, .dt = dt, .tol = tol};
+		if (rows)
+			cmp_rows_part(&one, 0, 0, n / (size_t)len); /* one.part[0] only: the job is small */
+		else
+			compare_range(got, exp, dt, 0, n, tol, 1.0, &one.part[0]);
+		*r = one.part[0];
 		finish(r);
 		return r->n_bad ? 1 : 0;
 	}
 	*j = (struct cmp_job){.got = got, .exp = exp, .dt = dt, .tol = tol};
-	int parts = kg_parallel_for(n, 1u << 20, cmp_part, j);
-	memset(r, 0, sizeof(*r));
-	r->first_bad = r->first_nan = r->max_abs_idx = r->max_rel_idx = r->tol_used_idx = -1;
+	int parts = rows ? kg_parallel_for(n / (size_t)len, ((1u << 20) + (size_t)len - 1) / (size_t)len, cmp_rows_part, j)
+			 : kg_parallel_for(n, 1u << 20, cmp_part, j);
+	init_cmp(r);
 	for (int i = 0; i < parts; i++)
 		merge(r, &j->part[i]);
 	finish(r);

@@ -36,7 +36,21 @@
  * allowance E_i itself (kg_error_terms), in the output's own units, and gt = 1: a normalisation's
  * error follows its condition and, on rows of near-equal values, rounding errors that add up
  * instead of cancelling; only the task knows either (tasks/layernorm/reference.c says how it
- * bounds both). */
+ * bounds both). Such an output gets no g at all: g is the stand-in for what a reduction's
+ * rounding may do to an element where nothing better is known, and spread over every element it
+ * let an approximate 1/std (rsqrt without its Newton step, 1e-4) pass at 65536 terms and more.
+ *
+ * Where the manifest says `factor: row`, each row (the last dimension) is divided by one
+ * reduction of its own (softmax's sum), and an honest kernel's rounding of that reduction is one
+ * factor common to the row (the online softmax's 2.7e-4 at 65536 terms), while what each element
+ * does alone (an exp, a product) stays a few ulps at any length. So g bounds that factor, not the
+ * elements: kg_compare fits each row's factor c (least squares, held within [1 - g, 1 + g]) and
+ * judges |got - c*exp| <= atol + rtol*|exp| with the task's rtol and atol alone. An exp whose
+ * error varies from element to element (a cubic polynomial, 1.7e-4) passed under g and fails
+ * after; a common factor within g passes as before; anything accepted now was accepted before.
+ *
+ * The report gives each output's effective precision: -log2 of its norm-wise error after the row
+ * factors (kg_effective_bits), the bits it kept of fp32's 24. */
 #ifndef KG_COMPARE_H
 #define KG_COMPARE_H
 
@@ -50,9 +64,16 @@ struct kg_tol_model {
 	double atol, rtol, rms; /* the task's, widened by the policy's precision */
 	double growth; /* the policy's tolerance.growth, a fraction of n*u; 0 turns the term off */
 	double cap; /* the largest growth term the policy's precision allows */
+	/* `factor: row`: the output's row length (its last dimension), else 0: g bounds each row's
+	 * common factor instead of widening every element */
+	int64_t factor_row;
+	/* `terms: reference`: the task's kg_error_terms says what each element may be off by, so g
+	 * widens no element */
+	int reference_terms;
 };
 
-/* The tolerance of one output in one trial. */
+/* The tolerance of one output in one trial (growth is 0 where g went into a row's factor or the
+ * task's own allowance instead). */
 struct kg_tol {
 	double atol, rtol;
 	double growth; /* g: what the reduction length added to rtol and, times RMS(exp), to atol */
@@ -61,6 +82,10 @@ struct kg_tol {
 	 * terms_g * |terms[i]| */
 	const void *terms;
 	double terms_g;
+	/* factor: row: rows of factor_row elements may each be off by one common factor within
+	 * factor_cap (g) of 1; kg_compare fits it per row and judges every element after it */
+	int64_t factor_row;
+	double factor_cap;
 };
 
 /* lambda of the term-magnitude bound: the Higham-Mary bound holds with probability at least
@@ -97,13 +122,23 @@ struct kg_cmp {
 	double err_sq, ref_sq;
 	double normwise_err; /* 0 when both norms are 0; INFINITY when only the reference's is, or
 			      * after any NaN/Inf mismatch */
+	/* The same after each row's common factor (factor: row; otherwise equal to normwise_err), the
+	 * error the element-wise figures above and the bound judge; its precision in bits,
+	 * kg_effective_bits; the largest |factor - 1| taken out of a row (0 without factor: row). */
+	double res_sq, normwise_res, effective_bits, factor_max;
 	/* The largest |got-exp| / (atol + rtol*|exp|): the share of the tolerance the worst element
 	 * used (<= 1 passes; INFINITY for a non-finite mismatch or any error under a zero bound). */
 	double tol_used;
 	int64_t tol_used_idx;
 };
 
-/* Compares n elements. Returns 0 when every element is within tolerance, 1 otherwise. */
+/* The precision a norm-wise error leaves, in bits: -log2(err), 24 (fp32's) at 2^-24 or less, 0
+ * for an error of 1 or more and for a non-finite one. */
+double kg_effective_bits(double normwise_err);
+
+/* Compares n elements. Returns 0 when every element is within tolerance, 1 otherwise. Under
+ * factor: row the element-wise figures (max abs/rel error, tol_used, first_bad) are those after
+ * each row's factor. */
 int kg_compare(const void *got, const void *exp, kg_dtype dt, size_t n, const struct kg_tol *tol, struct kg_cmp *r);
 
 /* "[3, 17]" for a flat row-major index. */

@@ -17,7 +17,18 @@
 #define S_PARAMS 0u
 #define S_BASE_ROW 0xfffffeu
 #define S_ROW 0xfffffdu
+#define S_SPIKE 0xfffffcu
+#define S_MIX 0xfffffbu
 #define MAX_BASE_ROW (1u << 24) /* near_duplicate keeps one row in memory */
+
+/* What one row holds: the tensor's class and parameters, or, in a mixed tensor, the row's own. */
+struct row_params {
+	enum kg_input_class c;
+	double offset, scale;
+	double value; /* constant_rows: the row's one value */
+	int64_t spike_col; /* spiked: where the outlier sits, and its value */
+	double spike;
+};
 
 struct fill_job {
 	void *dst;
@@ -27,24 +38,76 @@ struct fill_job {
 	int64_t rows_per_mat, cols; /* identity: shape of the trailing 2-D matrix */
 	int square;
 	enum kg_input_class c;
+	enum kg_input_class mix[KG_CLASS_COUNT_]; /* mixed: the classes a row may take */
+	int n_mix;
 	const kg_key *key;
 	int tensor;
 	double offset, scale, magnitude;
 	const double *base_row; /* near_duplicate: the row every row is a near copy of */
-	int64_t cur_row; /* constant_rows: the row whose value is cached (per chunk) */
-	double cur_val;
+	int per_row; /* the class draws something per row (constant_rows, spiked, mixed) */
+	int64_t cur_row; /* the row whose parameters are cached in row (per chunk) */
+	struct row_params row;
 	size_t next_chunk; /* shared cursor */
 	pthread_mutex_t lock;
 };
 
+/* large_mean's offset and scale, from the tensor's (or a mixed row's) parameter stream */
+static void large_mean_params(kg_dtype dt, kg_prng *r, double *offset, double *scale);
+
+/* A row's parameters, from streams of the row's own (a row may straddle chunks, so nothing may
+ * come from a chunk's stream): a mixed row's class and offset and scale, drawn as a tensor's
+ * would be; a constant row's value; a spiked row's outlier. */
+static void row_enter(struct fill_job *j, int64_t row)
+{
+	struct row_params *p = &j->row;
+	p->c = j->c;
+	p->offset = j->offset;
+	p->scale = j->scale;
+	if (j->c == KG_CLASS_MIXED) {
+		kg_prng m;
+		kg_prng_init(&m, j->key, STREAM(j->tensor, S_MIX), (uint64_t)row);
+		p->c = j->mix[kg_prng_below(&m, (uint64_t)j->n_mix)];
+		if (p->c == KG_CLASS_LARGE_MEAN) {
+			large_mean_params(j->dt, &m, &p->offset, &p->scale);
+		} else if (p->c != KG_CLASS_NEAR_DUPLICATE) { /* a near copy keeps the base row's */
+			p->offset = (2.0 * kg_prng_uniform(&m) - 1.0) * (j->dt == KG_F16 ? 0.5 : 1.0);
+			p->scale = pow(10.0, 1.2 * kg_prng_uniform(&m) - 0.6);
+		}
+	}
+	if (p->c == KG_CLASS_CONSTANT_ROWS) {
+		kg_prng rr;
+		kg_prng_init(&rr, j->key, STREAM(j->tensor, S_ROW), (uint64_t)row);
+		p->value = p->offset + p->scale * kg_prng_normal(&rr);
+	} else if (p->c == KG_CLASS_SPIKED) {
+		/* One outlier per row at a secret column, 100 to 120 spreads (at least 100) from the
+		 * row's offset: exp() of it overflows fp32 (past 88.7) without the max subtracted, and
+		 * so does exp() of it less any other element of the row (at most ~5 spreads from the
+		 * offset), so no guard that looks at some elements rather than the maximum survives;
+		 * finite in every float dtype (|value| < 500, f16's largest is 65504). */
+		kg_prng sr;
+		kg_prng_init(&sr, j->key, STREAM(j->tensor, S_SPIKE), (uint64_t)row);
+		p->spike_col = (int64_t)kg_prng_below(&sr, (uint64_t)j->rowlen);
+		double sign = kg_prng_next(&sr) & 1 ? 1.0 : -1.0;
+		p->spike = p->offset + sign * fmax(1.0, p->scale) * (100.0 + 20.0 * kg_prng_uniform(&sr));
+	}
+}
+
 static double sample(struct fill_job *j, kg_prng *r, size_t i)
 {
 	int is_f16 = j->dt == KG_F16;
-	switch (j->c) {
+	if (j->per_row) {
+		int64_t row = (int64_t)(i / (size_t)j->rowlen);
+		if (row != j->cur_row) {
+			row_enter(j, row);
+			j->cur_row = row;
+		}
+	}
+	const struct row_params *p = &j->row;
+	switch (p->c) {
 	case KG_CLASS_NORMAL:
-		return j->offset + j->scale * kg_prng_normal(r);
+		return p->offset + p->scale * kg_prng_normal(r);
 	case KG_CLASS_UNIFORM:
-		return j->offset + j->scale * (2.0 * kg_prng_uniform(r) - 1.0);
+		return p->offset + p->scale * (2.0 * kg_prng_uniform(r) - 1.0);
 	case KG_CLASS_LARGE: {
 		double s = kg_prng_next(r) & 1 ? 1.0 : -1.0;
 		return s * j->magnitude * (0.5 + kg_prng_uniform(r));
@@ -59,7 +122,7 @@ static double sample(struct fill_job *j, kg_prng *r, size_t i)
 	case KG_CLASS_ONES:
 		return 1.0;
 	case KG_CLASS_NEGATIVE:
-		return -fabs(j->scale * kg_prng_normal(r)) - 1e-3;
+		return -fabs(p->scale * kg_prng_normal(r)) - 1e-3;
 	case KG_CLASS_SPECIAL: {
 		uint64_t x = kg_prng_below(r, 100);
 		if (x == 0)
@@ -81,26 +144,22 @@ static double sample(struct fill_job *j, kg_prng *r, size_t i)
 		return -1.0 + (2.0 * (double)col + kg_prng_uniform(r)) / (double)j->rowlen;
 	}
 	case KG_CLASS_LARGE_MEAN:
-		return j->offset + j->scale * kg_prng_normal(r);
-	case KG_CLASS_CONSTANT_ROWS: {
-		/* one value per row; a row may straddle chunks, so it comes from the row's own stream */
-		int64_t row = (int64_t)(i / (size_t)j->rowlen);
-		if (row != j->cur_row) {
-			kg_prng rr;
-			kg_prng_init(&rr, j->key, STREAM(j->tensor, S_ROW), (uint64_t)row);
-			j->cur_row = row;
-			j->cur_val = j->offset + j->scale * kg_prng_normal(&rr);
-		}
-		return j->cur_val;
-	}
+		return p->offset + p->scale * kg_prng_normal(r);
+	case KG_CLASS_CONSTANT_ROWS:
+		return p->value;
 	case KG_CLASS_NEAR_DUPLICATE: {
 		/* every row the same base row, but for about one element in 16 moved by a tenth of the
 		 * spread: equal almost everywhere, yet no two rows have the same result */
 		double v = j->base_row[i % (size_t)j->rowlen];
 		if (!kg_prng_below(r, 16))
-			v += 0.1 * j->scale * kg_prng_normal(r);
+			v += 0.1 * p->scale * kg_prng_normal(r);
 		return v;
 	}
+	case KG_CLASS_SPIKED:
+		if ((int64_t)(i % (size_t)j->rowlen) == p->spike_col)
+			return p->spike;
+		return p->offset + p->scale * kg_prng_normal(r);
+	case KG_CLASS_MIXED: /* row_enter gave the row a class of its own */
 	case KG_CLASS_COUNT_:
 		break;
 	}
@@ -109,7 +168,7 @@ static double sample(struct fill_job *j, kg_prng *r, size_t i)
 
 static void fill_chunk(const struct fill_job *shared, size_t chunk)
 {
-	struct fill_job local = *shared, *j = &local; /* per-chunk caches (constant_rows) */
+	struct fill_job local = *shared, *j = &local; /* per-chunk row caches */
 	j->cur_row = -1;
 	kg_prng r;
 	kg_prng_init(&r, j->key, STREAM(j->tensor, (uint32_t)chunk + 1), 0);
@@ -161,21 +220,28 @@ double kg_inputs_large_mean_lo(kg_dtype dt)
 	return dt == KG_F32 ? 16.0 : 4.0;
 }
 
+static void large_mean_params(kg_dtype dt, kg_prng *r, double *offset, double *scale)
+{
+	double lo = kg_inputs_large_mean_lo(dt);
+	*offset = (kg_prng_next(r) & 1 ? lo : -lo) * (1.0 + kg_prng_uniform(r));
+	*scale = 1.0;
+}
+
 static int shapes_the_data(enum kg_input_class c)
 {
 	return c == KG_CLASS_ZEROS || c == KG_CLASS_ONES || c == KG_CLASS_SPECIAL || c == KG_CLASS_IDENTITY ||
 	       c == KG_CLASS_SORTED || c == KG_CLASS_LARGE_MEAN || c == KG_CLASS_CONSTANT_ROWS ||
-	       c == KG_CLASS_NEAR_DUPLICATE;
+	       c == KG_CLASS_NEAR_DUPLICATE || c == KG_CLASS_SPIKED || c == KG_CLASS_MIXED;
 }
 
 void kg_inputs_fill(void *dst, kg_dtype dt, size_t n, const int64_t *shape, int ndim, enum kg_role role,
-		    enum kg_input_class c, const kg_key *trial_key, int tensor)
+		    enum kg_input_class c, unsigned mix, const kg_key *trial_key, int tensor)
 {
 	struct fill_job j = {.dst = dst, .dt = dt, .n = n, .c = c, .key = trial_key, .tensor = tensor};
 	double *base = NULL;
 	if (role != KG_ROLE_ACTIVATION && shapes_the_data(c))
 		j.c = KG_CLASS_NORMAL;
-	j.rowlen = ndim > 0 ? shape[ndim - 1] : 1;
+	j.rowlen = ndim > 0 && shape[ndim - 1] > 0 ? shape[ndim - 1] : 1;
 	if (ndim >= 2 && shape[ndim - 1] == shape[ndim - 2]) {
 		j.square = 1;
 		j.rows_per_mat = shape[ndim - 2];
@@ -189,14 +255,30 @@ void kg_inputs_fill(void *dst, kg_dtype dt, size_t n, const int64_t *shape, int 
 	j.magnitude = dt == KG_F16 ? 2e3 : dt == KG_BF16 ? 1e6 : 1e4;
 	if (dt == KG_F16)
 		j.offset *= 0.5;
-	if (j.c == KG_CLASS_LARGE_MEAN) {
-		double lo = kg_inputs_large_mean_lo(dt);
-		j.offset = (kg_prng_next(&r) & 1 ? lo : -lo) * (1.0 + kg_prng_uniform(&r));
-		j.scale = 1.0;
+	if (j.c == KG_CLASS_LARGE_MEAN)
+		large_mean_params(dt, &r, &j.offset, &j.scale);
+	/* A mixed tensor's rows take the seeded row-wise classes among those given (the plan's):
+	 * none of zeros, ones or identity, so no row of it was seen in another trial; special only
+	 * where the task defines it. */
+	int mix_dup = 0;
+	if (j.c == KG_CLASS_MIXED) {
+		for (int k = 0; k < KG_CLASS_COUNT_; k++)
+			if ((mix >> k & 1) && kg_class_is_seeded((enum kg_input_class)k) && k != KG_CLASS_MIXED &&
+			    (k != KG_CLASS_NEAR_DUPLICATE || j.rowlen <= MAX_BASE_ROW)) {
+				j.mix[j.n_mix++] = (enum kg_input_class)k;
+				mix_dup |= k == KG_CLASS_NEAR_DUPLICATE;
+			}
+		if (!j.n_mix)
+			j.mix[j.n_mix++] = KG_CLASS_NORMAL;
 	}
-	if (j.c == KG_CLASS_NEAR_DUPLICATE) {
+	if (j.c == KG_CLASS_NEAR_DUPLICATE || mix_dup) {
 		if (j.rowlen > MAX_BASE_ROW || !(base = malloc((size_t)j.rowlen * sizeof(*base)))) {
-			j.c = KG_CLASS_NORMAL; /* a row too long to keep: plain data, still a valid trial */
+			/* a row too long to keep: plain data, still a valid trial */
+			if (j.c == KG_CLASS_NEAR_DUPLICATE)
+				j.c = KG_CLASS_NORMAL;
+			for (int k = 0; k < j.n_mix; k++)
+				if (j.mix[k] == KG_CLASS_NEAR_DUPLICATE)
+					j.mix[k] = KG_CLASS_NORMAL;
 		} else {
 			kg_prng br;
 			kg_prng_init(&br, trial_key, STREAM(tensor, S_BASE_ROW), 0);
@@ -205,6 +287,9 @@ void kg_inputs_fill(void *dst, kg_dtype dt, size_t n, const int64_t *shape, int 
 			j.base_row = base;
 		}
 	}
+	j.per_row = j.c == KG_CLASS_CONSTANT_ROWS || j.c == KG_CLASS_SPIKED || j.c == KG_CLASS_MIXED;
+	j.cur_row = -1;
+	row_enter(&j, 0); /* the tensor's own parameters, for the classes that take nothing per row */
 	pthread_mutex_init(&j.lock, NULL);
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t nchunks = (n + CHUNK - 1) / CHUNK;

@@ -16,11 +16,13 @@
 
 /* Fills n elements of dtype at dst for input number `tensor` (0..15) under class c, from the
  * streams of trial_key. Weights and biases under the classes that shape the data (zeros, ones,
- * identity, sorted, large_mean, constant_rows, near_duplicate...) still get normal values: the
- * class tests the data, and a default-init identity weight is exactly the shortcut we must not
- * allow. */
+ * identity, sorted, large_mean, constant_rows, near_duplicate, spiked, mixed...) still get normal
+ * values: the class tests the data, and a default-init identity weight is exactly the shortcut we
+ * must not allow. mix (a bitmask of classes, the plan's) is what the rows of a mixed tensor may
+ * be: each row (the last dimension) takes one of its seeded classes other than mixed, chosen and
+ * parameterised from the row's own stream. */
 void kg_inputs_fill(void *dst, kg_dtype dt, size_t n, const int64_t *shape, int ndim, enum kg_role role,
-		    enum kg_input_class c, const kg_key *trial_key, int tensor);
+		    enum kg_input_class c, unsigned mix, const kg_key *trial_key, int tensor);
 /* The large_mean class gives a tensor of dtype dt a mean of magnitude in [lo, 2 lo), far above its
  * unit spread, so that E[x^2]-E[x]^2 cancels; lo is small enough that honest fp32 sums stay within
  * the tasks' tolerances. */

@@ -192,3 +192,14 @@ int kg_plan_trial_count(const struct kg_plan *p)
 			n += kg_plan_trials(p, s, (enum kg_input_class)k);
 	return n;
 }
+
+int kg_plan_timed_classes(const struct kg_plan *p, enum kg_input_class *out)
+{
+	int n = 0;
+	for (int k = 0; k < KG_CLASS_COUNT_; k++)
+		if (kg_plan_trials(p, 0, (enum kg_input_class)k) > 0 && kg_class_is_seeded((enum kg_input_class)k))
+			out[n++] = (enum kg_input_class)k;
+	if (!n)
+		out[n++] = KG_CLASS_NORMAL;
+	return n;
+}

@@ -62,5 +62,10 @@ void kg_plan_free(struct kg_plan *p);
 int kg_plan_trials(const struct kg_plan *p, int shape, enum kg_input_class k);
 /* Every correctness trial of the plan. */
 int kg_plan_trial_count(const struct kg_plan *p);
+/* The classes timed calls draw from, in table order, into out (KG_CLASS_COUNT_ entries); how many.
+ * Those the base shape is checked on whose inputs depend on the trial's key (kg_class_is_seeded):
+ * a timed call of zeros, ones or identity would repeat inputs an earlier call saw, so a cache keyed
+ * on their content would serve it. normal (which every policy runs) when none is left. */
+int kg_plan_timed_classes(const struct kg_plan *p, enum kg_input_class *out);
 
 #endif

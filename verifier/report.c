@@ -141,6 +141,14 @@ static json_t *verdict_json(const struct kg_verdict *v)
 				  num_or_null(v->acc.tol_used), "atol", json_real(v->acc.atol), "rtol", json_real(v->acc.rtol),
 				  "growth", json_real(v->acc.growth), "input_class", kg_report_jstr(&rc, v->acc.input_class),
 				  "shape", kg_report_jstr(&rc, v->acc.shape), "tensor", kg_report_jstr(&rc, v->acc.tensor)));
+	if (v->acc.n) /* the fewest bits any comparison kept (docs/report.md) */
+		json_object_set_new(
+			root, "precision",
+			json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "effective_bits", json_real(v->acc.effective_bits),
+				  "normwise_error", num_or_null(v->acc.normwise_res), "row_factor_max",
+				  json_real(v->acc.factor_max), "input_class", kg_report_jstr(&rc, v->acc.bits_class),
+				  "shape", kg_report_jstr(&rc, v->acc.bits_shape), "tensor",
+				  kg_report_jstr(&rc, v->acc.bits_tensor)));
 	if (v->timed) {
 		json_t *t = json_object();
 		json_object_set_new(t, "candidate", timing_obj(&v->cand));
@@ -475,6 +483,15 @@ int kg_report_text_file(const struct kg_verdict *v, FILE *f)
 			"reached %.3g%% of its tolerance (atol %.3g, rtol %.3g; class %s, %s, output %s)\n",
 			v->acc.max_abs_err, v->acc.max_rel_err, v->acc.normwise_err, 100 * v->acc.tol_used, v->acc.atol,
 			v->acc.rtol, ts(&tp, v->acc.input_class), ts(&tp, v->acc.shape), ts(&tp, v->acc.tensor));
+	if (v->acc.n) {
+		char factor[96] = "";
+		if (v->acc.factor_max > 0)
+			snprintf(factor, sizeof(factor), " after each row's common factor (the largest %.2g from 1)",
+				 v->acc.factor_max);
+		fprintf(f, "precision: %.1f effective bits of fp32's 24 (norm-wise error %.3g%s; class %s, %s, output %s)\n",
+			v->acc.effective_bits, v->acc.normwise_res, factor, ts(&tp, v->acc.bits_class),
+			ts(&tp, v->acc.bits_shape), ts(&tp, v->acc.bits_tensor));
+	}
 	if (v->timed) {
 		fprintf(f, "timing (median of %d, fresh inputs and cold caches each call):\n", v->cand.n);
 		fprintf(f, "  candidate %10.4f ms  [p10 %.4f, p90 %.4f, spread %.1f%%]\n", v->cand.median_ms,

@@ -52,7 +52,7 @@ static int parse_dims_map(kg_yaml *y, yaml_node_t *n, const struct kg_task *t, c
 
 static int parse_tensor(kg_yaml *y, yaml_node_t *n, const char *field, struct kg_tensor_spec *s, kg_error *e)
 {
-	static const char *const keys[] = {"name", "dtype", "shape", "role", "reduction", "terms", NULL};
+	static const char *const keys[] = {"name", "dtype", "shape", "role", "reduction", "terms", "factor", NULL};
 	int rc = kg_yaml_check_keys(y, n, keys, field, e);
 	if (rc)
 		return rc;
@@ -117,6 +117,18 @@ static int parse_tensor(kg_yaml *y, yaml_node_t *n, const char *field, struct kg
 			return kg_err(e, -EINVAL, "%s:%d: field '%s': an integer output has no rounding error to bound",
 				      y->path, kg_yaml_line(tn), sub);
 		s->terms = strcmp(buf, "reference") ? KG_TERMS_ABS_INPUTS : KG_TERMS_REFERENCE;
+	}
+	yaml_node_t *fn = kg_yaml_get(y, n, "factor");
+	if (fn) {
+		snprintf(sub, sizeof(sub), "%s.factor", field);
+		if ((rc = kg_yaml_str(y, fn, sub, buf, sizeof(buf), e)))
+			return rc;
+		if (strncmp(field, "outputs", 7) || !red || strcmp(buf, "row") || !kg_dtype_is_float(s->dtype))
+			return kg_err(e, -EINVAL,
+				      "%s:%d: field '%s': only a float output with a reduction has a factor, and its "
+				      "value is row",
+				      y->path, kg_yaml_line(fn), sub);
+		s->factor_row = 1;
 	}
 	return 0;
 }

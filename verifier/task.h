@@ -49,6 +49,10 @@ struct kg_tensor_spec {
 	/* outputs: where each element's own error scale T_i comes from, so that the tolerance follows
 	 * each element's cancellation or conditioning (compare.h) instead of the output's RMS alone */
 	enum kg_terms terms;
+	/* outputs: `factor: row`, each row (the last dimension) divided by one reduction of its own
+	 * (softmax's sum), whose rounding is then one factor common to the row: the growth term bounds
+	 * that factor instead of every element (compare.h) */
+	int factor_row;
 };
 
 struct kg_shapeset {

@@ -278,17 +278,14 @@ static int judge(struct kg_run *r, const struct kg_timed_call *calls, int n, con
 	return 1;
 }
 
-/* The classes the base shape is checked on, each as often as the others, in a keyed order: the
- * timed calls draw from the same distribution as the checked ones. */
+/* The classes the base shape is checked on whose inputs depend on the trial's key (zeros, ones
+ * and identity are the same in every trial: a timed call of one would repeat what an earlier call
+ * saw, and a cache keyed on content would serve it), each as often as the others, in a keyed
+ * order: the timed calls draw from the same distribution as the checked ones. */
 static int class_schedule(const struct kg_plan *p, enum kg_input_class *out, int n)
 {
 	enum kg_input_class k[KG_CLASS_COUNT_];
-	int nk = 0;
-	for (int c = 0; c < KG_CLASS_COUNT_; c++)
-		if (kg_plan_trials(p, 0, (enum kg_input_class)c) > 0)
-			k[nk++] = (enum kg_input_class)c;
-	if (!nk)
-		k[nk++] = KG_CLASS_NORMAL;
+	int nk = kg_plan_timed_classes(p, k);
 	for (int i = 0; i < n; i++)
 		out[i] = k[i % nk];
 	for (int i = n - 1; i > 0; i--) {

@@ -363,7 +363,7 @@ static void gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls
 	for (int i = 0; i < r->plan->task.n_inputs; i++) {
 		const struct kg_arena_slot *s = &r->ca.slot[i];
 		kg_inputs_fill(dst[i], s->dtype, (size_t)s->numel, s->shape, s->ndim, r->plan->task.inputs[i].role,
-			       cls, &tk, i);
+			       cls, r->plan->classes, &tk, i);
 	}
 	memset(&tk, 0, sizeof(tk));
 }
@@ -477,8 +477,16 @@ static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, ui
 		int s = p->task.n_inputs + j;
 		/* the tolerance model (compare.h): the task's bounds, the reduction's growth, both scaled
 		 * by this reference output's own magnitude */
-		const struct kg_tol_model m = {.atol = p->atol, .rtol = p->rtol, .rms = p->rms_tol, .growth = p->growth,
-					       .cap = p->growth_cap};
+		const struct kg_arena_slot *sl = &a->slot[s];
+		const struct kg_tol_model m = {
+			.atol = p->atol,
+			.rtol = p->rtol,
+			.rms = p->rms_tol,
+			.growth = p->growth,
+			.cap = p->growth_cap,
+			.factor_row = p->task.outputs[j].factor_row && sl->ndim > 0 ? sl->shape[sl->ndim - 1] : 0,
+			.reference_terms = p->task.outputs[j].terms == KG_TERMS_REFERENCE,
+		};
 		int64_t nred = 1;
 		kg_error re = {0};
 		if (kg_task_reduction(&p->task.outputs[j], &p->shapes[r->shape], &nred, &re)) {
@@ -763,10 +771,19 @@ static void note_accuracy(struct kg_run *r, enum kg_input_class cls)
 	const struct kg_arena *a = &r->ca;
 	for (int j = 0; j < a->n_out; j++) {
 		const struct kg_cmp *c = &r->cmp[j];
+		int first = acc->n++ == 0;
 		acc->max_abs_err = fmax(acc->max_abs_err, c->max_abs_err);
 		acc->max_rel_err = fmax(acc->max_rel_err, c->max_rel_err);
 		acc->normwise_err = fmax(acc->normwise_err, c->normwise_err);
-		if (acc->n++ && !(c->tol_used > acc->tol_used))
+		acc->factor_max = fmax(acc->factor_max, c->factor_max);
+		if (first || c->effective_bits < acc->effective_bits) {
+			acc->effective_bits = c->effective_bits;
+			acc->normwise_res = c->normwise_res;
+			snprintf(acc->bits_class, sizeof(acc->bits_class), "%s", kg_class_name(cls));
+			snprintf(acc->bits_shape, sizeof(acc->bits_shape), "%s", shape_str(r));
+			snprintf(acc->bits_tensor, sizeof(acc->bits_tensor), "%s", r->names[a->n_in + j]);
+		}
+		if (!first && !(c->tol_used > acc->tol_used))
 			continue;
 		acc->tol_used = c->tol_used;
 		acc->atol = r->tol[j].atol;

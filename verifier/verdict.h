@@ -54,6 +54,11 @@ struct kg_accuracy {
 	double tol_used; /* the largest max |got-exp| / (atol + rtol*|exp|); <= 1 passes */
 	double atol, rtol, growth; /* the tolerance of that comparison */
 	char input_class[16], shape[128], tensor[32];
+	/* The output's effective precision: the fewest bits any comparison kept (kg_effective_bits of
+	 * its norm-wise error after each row's common factor, compare.h), that error, and where; and
+	 * the largest row factor taken out anywhere (0 without factor: row). */
+	double effective_bits, normwise_res, factor_max;
+	char bits_class[16], bits_shape[128], bits_tensor[32];
 };
 
 struct kg_verdict {

@@ -58,21 +58,31 @@ __global__ static void normalise(const float *x, const float *w, const float *b,
 		y[row * n + i] = (float)(((double)x[row * n + i] - mu) * inv * w[i] + b[i]);
 }
 
-/* The plainest honest fp32 LayerNorm's sums (reference.c, fp32_sum): each thread adds one block of
- * SEQ_BLOCK elements in sequence, then one thread per row adds the block sums in sequence. */
-#define SEQ_BLOCK 4096
+/* The plain fp32 orders of reference.c (kg_orders, fp32_sum): runs of `run` elements, each summed
+ * in sequence by one thread with `acc` interleaved accumulators, backwards if rev; then one thread
+ * per row adds the runs' sums in sequence. */
+struct order {
+	long long run;
+	int acc, rev;
+};
+static const order orders[] = {{65536, 1, 0}, {65536, 2, 0}, {16384, 1, 0}, {4096, 1, 1}};
+#define N_ORDERS ((int)(sizeof(orders) / sizeof(orders[0])))
+#define MIN_RUN 4096
+
 __global__ static void twin_partial(const float *x, long long n, const float *mu32, float *part, long long nblk,
-				    int sq)
+				    int sq, order o)
 {
 	long long row = blockIdx.y, k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
 	if (k >= nblk)
 		return;
 	const float *xr = x + row * n;
-	float mu = sq ? mu32[row] : 0.0f, s = 0;
-	long long hi = (k + 1) * SEQ_BLOCK < n ? (k + 1) * SEQ_BLOCK : n;
-	for (long long i = k * SEQ_BLOCK; i < hi; i++)
-		s += sq ? (xr[i] - mu) * (xr[i] - mu) : xr[i];
-	part[row * nblk + k] = s;
+	float mu = sq ? mu32[row] : 0.0f, s[2] = {0.0f, 0.0f};
+	long long lo = k * o.run, hi = lo + o.run < n ? lo + o.run : n;
+	for (long long j = lo; j < hi; j++) {
+		long long i = o.rev ? hi - 1 - (j - lo) : j;
+		s[(j - lo) % o.acc] += sq ? (xr[i] - mu) * (xr[i] - mu) : xr[i];
+	}
+	part[row * nblk + k] = s[0] + s[1];
 }
 
 __global__ static void twin_finish(const float *part, long long nblk, long long n, long long rows, float *mu32,
@@ -90,31 +100,33 @@ __global__ static void twin_finish(const float *part, long long nblk, long long 
 		mu32[r] = t / (float)n;
 }
 
-/* each element's allowance: random rounding (g times its condition) and twice the plainest honest
- * kernel's own error (reference.c says why) */
+/* each element's allowance: random rounding (g times its condition, g's sqrt(n) law stopping at
+ * 2^16 terms) and three times the largest error of the plain orders, of the mean and of 1/std,
+ * each in magnitude (reference.c says why); mu32 and inv32 hold N_ORDERS rows of `rows` */
 __global__ static void error_terms(const float *x, const float *w, const float *b, float *t, long long n,
-				   const double *mean, const double *m2, const double *mabs, const float *mu32,
-				   const float *inv32)
+				   long long rows, const double *mean, const double *m2, const double *mabs,
+				   const float *mu32, const float *inv32)
 {
 	long long row = blockIdx.y;
 	double mu = mean[row], inv = rsqrt(m2[row] / (double)n + 1e-5), ma = mabs[row] / (double)n;
-	double g = 2.0 * sqrt((double)n + 1) / 16777216.0;
-	float m32 = mu32[row], i32 = inv32[row];
+	double g = 2.0 * sqrt(fmin((double)n + 1, 65536.0)) / 16777216.0, dmu = 0, dinv = 0;
+	for (int o = 0; o < N_ORDERS; o++) {
+		dmu = fmax(dmu, fabs((double)mu32[o * rows + row] - mu) * inv);
+		dinv = fmax(dinv, fabs((double)inv32[o * rows + row] / inv - 1.0));
+	}
 	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-		float xv = x[row * n + i], wv = w[i], bv = b[i];
-		double y = ((double)xv - mu) * inv * wv + bv;
-		float y32 = (xv - m32) * i32 * wv + bv;
-		double rnd = g * ((fabs((double)xv - mu) + ma) * inv * fabs((double)wv) + fabs((double)bv));
-		t[row * n + i] = (float)(rnd + 2.0 * fabs((double)y32 - y));
+		double c = fabs((double)x[row * n + i] - mu) * inv, aw = fabs((double)w[i]);
+		double rnd = g * ((c + ma * inv) * aw + fabs((double)b[i]));
+		t[row * n + i] = (float)(rnd + 3.0 * (dmu + dinv * c) * aw);
 	}
 }
 
-/* the twin's mean and inverse deviation per row, in scratch of its own */
+/* every order's mean and inverse deviation per row, in scratch of its own */
 static int twin(const float *x, long long rows, long long n, cudaStream_t s, float **mu32, float **inv32)
 {
 	static float *scratch;
 	static long long scratch_len;
-	long long nblk = (n + SEQ_BLOCK - 1) / SEQ_BLOCK, len = rows * nblk + 2 * rows;
+	long long maxblk = (n + MIN_RUN - 1) / MIN_RUN, len = rows * maxblk + 2 * N_ORDERS * rows;
 	if (len > scratch_len) {
 		cudaFree(scratch);
 		scratch_len = 0;
@@ -122,15 +134,19 @@ static int twin(const float *x, long long rows, long long n, cudaStream_t s, flo
 			return -12;
 		scratch_len = len;
 	}
-	float *part = scratch + 2 * rows;
+	float *part = scratch + 2 * N_ORDERS * rows;
 	*mu32 = scratch;
-	*inv32 = scratch + rows;
-	dim3 grid((unsigned)((nblk + 127) / 128), (unsigned)rows);
+	*inv32 = scratch + N_ORDERS * rows;
 	unsigned rblocks = (unsigned)((rows + 127) / 128);
-	twin_partial<<<grid, 128, 0, s>>>(x, n, *mu32, part, nblk, 0);
-	twin_finish<<<rblocks, 128, 0, s>>>(part, nblk, n, rows, *mu32, *inv32, 0);
-	twin_partial<<<grid, 128, 0, s>>>(x, n, *mu32, part, nblk, 1);
-	twin_finish<<<rblocks, 128, 0, s>>>(part, nblk, n, rows, *mu32, *inv32, 1);
+	for (int o = 0; o < N_ORDERS; o++) {
+		long long nblk = (n + orders[o].run - 1) / orders[o].run;
+		dim3 grid((unsigned)((nblk + 127) / 128), (unsigned)rows);
+		float *m = *mu32 + o * rows, *iv = *inv32 + o * rows;
+		twin_partial<<<grid, 128, 0, s>>>(x, n, m, part, nblk, 0, orders[o]);
+		twin_finish<<<rblocks, 128, 0, s>>>(part, nblk, n, rows, m, iv, 0);
+		twin_partial<<<grid, 128, 0, s>>>(x, n, m, part, nblk, 1, orders[o]);
+		twin_finish<<<rblocks, 128, 0, s>>>(part, nblk, n, rows, m, iv, 1);
+	}
 	return 0;
 }
 
@@ -165,7 +181,7 @@ static int layernorm(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, v
 		if (twin(x, rows, n, s, &mu32, &inv32))
 			return -12;
 		row_moment<<<grid, THREADS, 0, s>>>(x, n, mean, mabs, 2);
-		error_terms<<<g2, 1024, 0, s>>>(x, w, b, (float *)out[0].data, n, mean, m2, mabs, mu32, inv32);
+		error_terms<<<g2, 1024, 0, s>>>(x, w, b, (float *)out[0].data, n, rows, mean, m2, mabs, mu32, inv32);
 	} else {
 		normalise<<<g2, 1024, 0, s>>>(x, w, b, (float *)out[0].data, n, mean, m2);
 	}

@@ -53,6 +53,38 @@ static void test_shapes_and_classes(void **state)
 	free(p);
 }
 
+/* Timed calls draw only classes whose inputs depend on the trial's key: never zeros, ones or
+ * identity (kgate 0.2 timed them too, so a content-keyed cache served a fifth of the calls), and
+ * every seeded class the base shape runs. */
+static void test_timed_classes(void **state)
+{
+	(void)state;
+	struct kg_plan *p = malloc(sizeof(*p));
+	assert_int_equal(build(p, NULL, 0, 0), 0);
+	enum kg_input_class k[KG_CLASS_COUNT_];
+	int n = kg_plan_timed_classes(p, k);
+	unsigned got = 0;
+	for (int i = 0; i < n; i++) {
+		assert_true(kg_class_is_seeded(k[i]));
+		assert_true(kg_plan_trials(p, 0, k[i]) > 0);
+		got |= 1u << k[i];
+	}
+	for (int c = 0; c < KG_CLASS_COUNT_; c++)
+		if (kg_plan_trials(p, 0, (enum kg_input_class)c) > 0 && kg_class_is_seeded((enum kg_input_class)c))
+			assert_true(got >> c & 1);
+	assert_false(got >> KG_CLASS_ZEROS & 1);
+	assert_false(got >> KG_CLASS_ONES & 1);
+	assert_false(got >> KG_CLASS_IDENTITY & 1);
+	assert_true(got >> KG_CLASS_SPIKED & 1);
+	assert_true(got >> KG_CLASS_MIXED & 1);
+	/* a policy of unseeded classes only (and normal, which is required) still times normal */
+	p->classes = 1u << KG_CLASS_ZEROS | 1u << KG_CLASS_ONES;
+	assert_int_equal(kg_plan_timed_classes(p, k), 1);
+	assert_int_equal(k[0], KG_CLASS_NORMAL);
+	kg_plan_free(p);
+	free(p);
+}
+
 static void test_keys(void **state)
 {
 	(void)state;
@@ -95,7 +127,7 @@ static void test_keys(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_shapes_and_classes),
+		cmocka_unit_test(test_shapes_and_classes), cmocka_unit_test(test_timed_classes),
 		cmocka_unit_test(test_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -220,36 +220,36 @@ static void test_fill_classes(void **state)
 	float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
 	assert_non_null(a);
 	assert_non_null(b);
-	kg_inputs_fill(a, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, K(99), 0);
-	kg_inputs_fill(b, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, K(99), 0);
+	kg_inputs_fill(a, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, KG_CLASS_ALL, K(99), 0);
+	kg_inputs_fill(b, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, KG_CLASS_ALL, K(99), 0);
 	assert_memory_equal(a, b, n * sizeof(float));
-	kg_inputs_fill(b, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, K(100), 0);
+	kg_inputs_fill(b, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, KG_CLASS_ALL, K(100), 0);
 	assert_memory_not_equal(a, b, n * sizeof(float));
 
-	kg_inputs_fill(a, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_NEGATIVE, K(1), 0);
+	kg_inputs_fill(a, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_NEGATIVE, KG_CLASS_ALL, K(1), 0);
 	for (size_t i = 0; i < n; i++)
 		assert_true(a[i] < 0);
-	kg_inputs_fill(a, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_ZEROS, K(1), 0);
+	kg_inputs_fill(a, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_ZEROS, KG_CLASS_ALL, K(1), 0);
 	for (size_t i = 0; i < n; i++)
 		assert_true(a[i] == 0);
 	/* weights never take the degenerate classes */
-	kg_inputs_fill(a, KG_F32, n, shape, 2, KG_ROLE_WEIGHT, KG_CLASS_ZEROS, K(1), 0);
+	kg_inputs_fill(a, KG_F32, n, shape, 2, KG_ROLE_WEIGHT, KG_CLASS_ZEROS, KG_CLASS_ALL, K(1), 0);
 	int nonzero = 0;
 	for (size_t i = 0; i < n; i++)
 		nonzero += a[i] != 0;
 	assert_true(nonzero > (int)(n / 2));
-	kg_inputs_fill(a, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_SORTED, K(1), 0);
+	kg_inputs_fill(a, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_SORTED, KG_CLASS_ALL, K(1), 0);
 	for (size_t i = 1; i < n; i++)
 		if (i % (size_t)shape[1])
 			assert_true(a[i] > a[i - 1]);
-	kg_inputs_fill(a, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_TINY, K(1), 0);
+	kg_inputs_fill(a, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_TINY, KG_CLASS_ALL, K(1), 0);
 	int denormal = 0;
 	for (size_t i = 0; i < n; i++) {
 		assert_true(fabsf(a[i]) < 1e-25f);
 		denormal += a[i] != 0 && fpclassify(a[i]) == FP_SUBNORMAL;
 	}
 	assert_true(denormal > 1000);
-	kg_inputs_fill(a, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_SPECIAL, K(1), 0);
+	kg_inputs_fill(a, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_SPECIAL, KG_CLASS_ALL, K(1), 0);
 	int nans = 0, infs = 0;
 	for (size_t i = 0; i < n; i++) {
 		nans += isnan(a[i]);
@@ -265,7 +265,7 @@ static void test_identity(void **state)
 	(void)state;
 	int64_t shape[2] = {5, 5};
 	float m[25];
-	kg_inputs_fill(m, KG_F32, 25, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_IDENTITY, K(3), 0);
+	kg_inputs_fill(m, KG_F32, 25, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_IDENTITY, KG_CLASS_ALL, K(3), 0);
 	for (int i = 0; i < 5; i++)
 		for (int j = 0; j < 5; j++)
 			assert_true(m[i * 5 + j] == (i == j ? 1.0f : 0.0f));
@@ -280,7 +280,7 @@ static void test_new_classes(void **state)
 	float *a = malloc(R * C * sizeof(float));
 	assert_non_null(a);
 	/* large_mean: |mean| in [16, 32) against a unit spread, where E[x^2]-E[x]^2 in fp32 fails */
-	kg_inputs_fill(a, KG_F32, R * C, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_LARGE_MEAN, K(5), 0);
+	kg_inputs_fill(a, KG_F32, R * C, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_LARGE_MEAN, KG_CLASS_ALL, K(5), 0);
 	double s = 0, s2 = 0;
 	for (int i = 0; i < R * C; i++)
 		s += a[i];
@@ -302,11 +302,11 @@ static void test_new_classes(void **state)
 	dv /= C;
 	assert_true(fabs(fvar - dv) / dv > 1e-4);
 	/* weights keep their normal values */
-	kg_inputs_fill(a, KG_F32, R * C, shape, 2, KG_ROLE_WEIGHT, KG_CLASS_LARGE_MEAN, K(5), 0);
+	kg_inputs_fill(a, KG_F32, R * C, shape, 2, KG_ROLE_WEIGHT, KG_CLASS_LARGE_MEAN, KG_CLASS_ALL, K(5), 0);
 	assert_true(fabsf(a[0]) < 12 && fabsf(a[1]) < 12);
 
 	/* constant_rows: one value per row, rows differ */
-	kg_inputs_fill(a, KG_F32, R * C, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_CONSTANT_ROWS, K(6), 1);
+	kg_inputs_fill(a, KG_F32, R * C, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_CONSTANT_ROWS, KG_CLASS_ALL, K(6), 1);
 	for (int r = 0; r < R; r++) {
 		for (int c = 1; c < C; c++)
 			assert_true(a[r * C + c] == a[r * C]);
@@ -317,14 +317,14 @@ static void test_new_classes(void **state)
 	int64_t big[2] = {3, 700000};
 	float *b = malloc(3 * 700000 * sizeof(float));
 	assert_non_null(b);
-	kg_inputs_fill(b, KG_F32, 3 * 700000, big, 2, KG_ROLE_ACTIVATION, KG_CLASS_CONSTANT_ROWS, K(6), 1);
+	kg_inputs_fill(b, KG_F32, 3 * 700000, big, 2, KG_ROLE_ACTIVATION, KG_CLASS_CONSTANT_ROWS, KG_CLASS_ALL, K(6), 1);
 	for (int r = 0; r < 3; r++)
 		for (int c = 1; c < 700000; c++)
 			assert_true(b[r * 700000 + c] == b[r * 700000]);
 	free(b);
 
 	/* near_duplicate: each row equals row 0 in most places, and no two rows are equal */
-	kg_inputs_fill(a, KG_F32, R * C, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_NEAR_DUPLICATE, K(7), 0);
+	kg_inputs_fill(a, KG_F32, R * C, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_NEAR_DUPLICATE, KG_CLASS_ALL, K(7), 0);
 	for (int r = 1; r < R; r++) {
 		int eq = 0;
 		for (int c = 0; c < C; c++)

@@ -39,6 +39,13 @@ static void make_verdict(struct kg_verdict *v)
 	snprintf(r->also_classes, sizeof(r->also_classes), "tiny,zeros");
 	kg_verdict_add_reason(v, KG_R_CHECK_MISMATCH, "second at another shape");
 	kg_verdict_add_reason(v, KG_R_SANDBOX_SYSCALL, "socket denied\x01");
+	v->acc.n = 2;
+	v->acc.effective_bits = 13.7;
+	v->acc.normwise_res = 7.5e-5;
+	v->acc.factor_max = 1.1e-4;
+	snprintf(v->acc.bits_class, sizeof(v->acc.bits_class), "normal");
+	snprintf(v->acc.bits_shape, sizeof(v->acc.bits_shape), "R=8 C=65536");
+	snprintf(v->acc.bits_tensor, sizeof(v->acc.bits_tensor), "y");
 	kg_verdict_finish(v);
 }
 
@@ -89,6 +96,13 @@ static void test_json(void **state)
 	assert_int_equal(json_integer_value(json_object_get(r0, "occurrences")), 3);
 	assert_int_equal(json_array_size(json_object_get(r0, "also_classes")), 2);
 	assert_int_equal(json_array_size(json_object_get(root, "checks")), 3);
+	/* the output's effective precision, and where the fewest bits were kept */
+	json_t *prec = json_object_get(root, "precision");
+	assert_non_null(prec);
+	assert_true(json_real_value(json_object_get(prec, "effective_bits")) == 13.7);
+	assert_true(json_real_value(json_object_get(prec, "normwise_error")) == 7.5e-5);
+	assert_true(json_real_value(json_object_get(prec, "row_factor_max")) == 1.1e-4);
+	assert_string_equal(json_string_value(json_object_get(prec, "shape")), "R=8 C=65536");
 	json_decref(root);
 	unlink(p);
 	kg_verdict_free(&v);
@@ -159,6 +173,8 @@ static void test_text_and_errors(void **state)
 	const char *t = slurp(p);
 	assert_non_null(strstr(t, "verdict: REJECTED (exit 1)"));
 	assert_non_null(strstr(t, "3 trials in all, also classes tiny,zeros"));
+	assert_non_null(strstr(t, "precision: 13.7 effective bits of fp32's 24 (norm-wise error 7.5e-05 after each "
+				  "row's common factor (the largest 0.00011 from 1); class normal, R=8 C=65536, output y)"));
 	unlink(p);
 	kg_error e = {0};
 	assert_int_not_equal(kg_report_write(&v, "pdf:x.pdf", &e), 0);

@@ -114,6 +114,13 @@ static void test_good(void **state)
 		 good, sh + strlen("shape: [R, (C+1)/2]}"));
 	assert_int_equal(load_text(rref, t, &e), 0);
 	assert_int_equal(t->outputs[0].terms, KG_TERMS_REFERENCE);
+	assert_int_equal(t->outputs[0].factor_row, 0);
+	/* factor: row, a row normalised by its own reduction */
+	char rfac[4096];
+	snprintf(rfac, sizeof(rfac), "%.*sshape: [R, (C+1)/2], reduction: 2*C, factor: row}%s", (int)(sh - good), good,
+		 sh + strlen("shape: [R, (C+1)/2]}"));
+	assert_int_equal(load_text(rfac, t, &e), 0);
+	assert_int_equal(t->outputs[0].factor_row, 1);
 	/* an integer input has no absolute value to run on */
 	const char *w = strstr(rtext, "dtype: bf16");
 	memcpy((char *)w, "dtype: u8  ", 11);
@@ -163,6 +170,9 @@ static void test_malformed(void **state)
 		{"shape: [R, (C+1)/2]}", "shape: [R, C], reduction: C, terms: abs}", {":13:", "abs_inputs and reference", NULL}},
 		{"y, dtype: f32, shape: [R, (C+1)/2]}", "y, dtype: i32, shape: [R, C], reduction: C, terms: abs_inputs}",
 		 {":13:", "integer output", NULL}},
+		{"shape: [R, (C+1)/2]}", "shape: [R, C], factor: row}", {":13:", "outputs[0].factor", "with a reduction"}},
+		{"shape: [R, (C+1)/2]}", "shape: [R, C], reduction: C, factor: col}", {":13:", "value is row", NULL}},
+		{"shape: [R, C]}", "shape: [R, C], factor: row}", {":10:", "inputs[0].factor", "only a float output"}},
 		/* a variant that changes nothing over some shape set (here ci) is no coverage */
 		{"{C: 1}", "{R: 2, C: 3}", {"variants[0]", "equals shape set 'ci'", NULL}},
 		{"  - {C: 1}\n", "  - {C: 1}\nrandom_shapes: {count: 2, ranges: {C: [1, 31]}}\n",

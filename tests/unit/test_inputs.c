@@ -1,0 +1,212 @@
+/* Unit tests of the input classes that put structure at secret places (spiked: one outlier per
+ * row; mixed: a class per row) and of the table's seeded column that the timed calls rely on:
+ * every seeded class gives two trial keys different inputs, every other one the same. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verifier/dtype.h"
+#include "verifier/inputs.h"
+#include "verifier/prng.h"
+
+static kg_key key_of(uint32_t s)
+{
+	kg_key k;
+	memset(&k, 0, sizeof(k));
+	k.w[0] = s;
+	k.w[3] = 0x5eed;
+	return k;
+}
+
+static float *fill(enum kg_input_class c, unsigned mix, uint32_t seed, const int64_t *shape, int ndim)
+{
+	size_t n = 1;
+	for (int d = 0; d < ndim; d++)
+		n *= (size_t)shape[d];
+	float *a = malloc(n * sizeof(float));
+	assert_non_null(a);
+	kg_key k = key_of(seed);
+	kg_inputs_fill(a, KG_F32, n, shape, ndim, KG_ROLE_ACTIVATION, c, mix, &k, 0);
+	return a;
+}
+
+/* Each row holds exactly one value past 88.7 in magnitude (exp overflows) at least 90 away from
+ * every other element of the row, all finite; the outlier's column is not the same in every row,
+ * nor in every trial; about half are positive. */
+static void test_spiked(void **state)
+{
+	(void)state;
+	enum { R = 256, C = 1000 };
+	int64_t shape[2] = {R, C};
+	float *a = fill(KG_CLASS_SPIKED, KG_CLASS_ALL, 1, shape, 2), *b = fill(KG_CLASS_SPIKED, KG_CLASS_ALL, 2, shape, 2);
+	int first = 0, positive = 0, moved = 0;
+	int64_t col0 = -1;
+	for (int r = 0; r < R; r++) {
+		int big = 0;
+		int64_t at = -1;
+		double lo = INFINITY, hi = -INFINITY;
+		for (int c = 0; c < C; c++) {
+			float v = a[r * C + c];
+			assert_true(isfinite(v));
+			if (fabsf(v) > 88.7f) {
+				big++;
+				at = c;
+			} else {
+				lo = fmin(lo, v);
+				hi = fmax(hi, v);
+			}
+		}
+		assert_int_equal(big, 1);
+		float s = a[r * C + at];
+		assert_true(s > 0 ? s - hi > 90 : lo - s > 90);
+		assert_true(fabsf(s) < 500);
+		positive += s > 0;
+		first += at == 0;
+		if (col0 < 0)
+			col0 = at;
+		moved += at != col0;
+		int bat = -1;
+		for (int c = 0; c < C; c++)
+			if (fabsf(b[r * C + c]) > 88.7f)
+				bat = c;
+		moved += bat != at;
+	}
+	assert_true(first < 4);
+	assert_true(positive > R / 4 && positive < 3 * R / 4);
+	assert_true(moved > R);
+	/* weights stay normal: no outliers */
+	kg_key k = key_of(1);
+	kg_inputs_fill(a, KG_F32, R * C, shape, 2, KG_ROLE_WEIGHT, KG_CLASS_SPIKED, KG_CLASS_ALL, &k, 0);
+	for (int i = 0; i < R * C; i++)
+		assert_true(fabsf(a[i]) < 60);
+	free(a);
+	free(b);
+}
+
+/* The rows of a mixed tensor: their classes differ from row to row and from key to key, they are
+ * only the seeded ones among those given (never zeros or ones; special only when given), and a
+ * row that straddles the 1 Mi-element chunks is still one row (a constant row stays constant). */
+static void test_mixed(void **state)
+{
+	(void)state;
+	enum { R = 400, C = 64 };
+	int64_t shape[2] = {R, C};
+	unsigned no_special = KG_CLASS_ALL & ~(1u << KG_CLASS_SPECIAL);
+	float *a = fill(KG_CLASS_MIXED, no_special, 3, shape, 2);
+	int constant = 0, spiked = 0, large = 0, negative = 0, zero_rows = 0;
+	for (int r = 0; r < R; r++) {
+		int same = 1, big = 0, neg = 1, zero = 1;
+		for (int c = 0; c < C; c++) {
+			float v = a[r * C + c];
+			assert_true(isfinite(v)); /* no special rows */
+			same &= v == a[r * C];
+			big += fabsf(v) > 500;
+			neg &= v < 0;
+			zero &= v == 0;
+		}
+		constant += same;
+		large += big == C;
+		negative += neg;
+		zero_rows += zero;
+		int outliers = 0;
+		for (int c = 0; c < C; c++)
+			outliers += fabsf(a[r * C + c]) > 88.7f && fabsf(a[r * C + c]) < 500;
+		spiked += outliers == 1;
+	}
+	/* 11 row classes when special is left out: each about R/11 = 36 rows */
+	assert_true(constant > 10 && constant < 80);
+	assert_true(large > 10 && large < 80);
+	assert_true(spiked > 10);
+	assert_true(negative > 10);
+	assert_int_equal(zero_rows, 0);
+	float *b = fill(KG_CLASS_MIXED, no_special, 4, shape, 2);
+	int differ = 0;
+	for (int r = 0; r < R; r++) {
+		int same_b = 1;
+		for (int c = 1; c < C; c++)
+			same_b &= b[r * C + c] == b[r * C];
+		int same_a = 1;
+		for (int c = 1; c < C; c++)
+			same_a &= a[r * C + c] == a[r * C];
+		differ += same_a != same_b;
+	}
+	assert_true(differ > 10); /* the constant rows sit elsewhere under another key */
+	free(b);
+	/* given special, NaN rows appear; given normal only, every row is normal-like */
+	float *s = fill(KG_CLASS_MIXED, KG_CLASS_ALL, 3, shape, 2);
+	int nans = 0;
+	for (int i = 0; i < R * C; i++)
+		nans += isnan(s[i]);
+	assert_true(nans > 0);
+	free(s);
+	float *n = fill(KG_CLASS_MIXED, 1u << KG_CLASS_NORMAL, 3, shape, 2);
+	for (int i = 0; i < R * C; i++)
+		assert_true(fabsf(n[i]) < 40);
+	free(n);
+	free(a);
+	/* rows straddling chunks: 3 rows of 700 000; whatever class each took, it took it whole */
+	int64_t big[2] = {3, 700000};
+	float *l = fill(KG_CLASS_MIXED, 1u << KG_CLASS_NORMAL | 1u << KG_CLASS_CONSTANT_ROWS, 9, big, 2);
+	for (int r = 0; r < 3; r++) {
+		int same = 1;
+		for (int c = 1; c < 700000; c++)
+			same &= l[r * 700000 + c] == l[r * 700000];
+		int same_tail = 1;
+		for (int c = 600000; c < 700000; c++)
+			same_tail &= l[r * 700000 + c] == l[r * 700000];
+		assert_int_equal(same, same_tail);
+	}
+	free(l);
+}
+
+/* The seeded column says the truth, both ways: a seeded class's activations differ between two
+ * trial keys at every shape (what keeps a timed call's inputs from repeating an earlier call's),
+ * and a class said not to be seeded gives the same activations under any key where it applies
+ * (identity is normal data away from square matrices, but timed calls do not rely on that).
+ * Shapes: a square matrix, a long row, a batch of short rows, and one element. */
+static void test_seeded_classes_differ(void **state)
+{
+	(void)state;
+	int64_t shapes[4][2] = {{33, 33}, {2, 5000}, {300, 7}, {1, 1}};
+	int n_seeded = 0;
+	for (int c = 0; c < KG_CLASS_COUNT_; c++) {
+		enum kg_input_class k = (enum kg_input_class)c;
+		int seeded = kg_class_is_seeded(k);
+		n_seeded += seeded;
+		for (int s = 0; s < 4; s++) {
+			size_t n = (size_t)(shapes[s][0] * shapes[s][1]);
+			float *a = fill(k, KG_CLASS_ALL, 11, shapes[s], 2), *b = fill(k, KG_CLASS_ALL, 12, shapes[s], 2);
+			int same = !memcmp(a, b, n * sizeof(float));
+			if (seeded && same)
+				fail_msg("class %s is seeded but two keys gave the same %lldx%lld inputs", kg_class_name(k),
+					 (long long)shapes[s][0], (long long)shapes[s][1]);
+			if (!seeded && !same && (s == 0 || k != KG_CLASS_IDENTITY))
+				fail_msg("class %s is not seeded but two keys gave different inputs", kg_class_name(k));
+			free(a);
+			free(b);
+		}
+	}
+	/* zeros, ones and identity are all that repeat */
+	assert_int_equal(n_seeded, KG_CLASS_COUNT_ - 3);
+	assert_false(kg_class_is_seeded(KG_CLASS_ZEROS));
+	assert_false(kg_class_is_seeded(KG_CLASS_ONES));
+	assert_false(kg_class_is_seeded(KG_CLASS_IDENTITY));
+	assert_false(kg_class_is_seeded(KG_CLASS_COUNT_));
+	assert_true(kg_class_is_seeded(KG_CLASS_SPIKED));
+	assert_true(kg_class_is_seeded(KG_CLASS_MIXED));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_spiked),
+		cmocka_unit_test(test_mixed),
+		cmocka_unit_test(test_seeded_classes_differ),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
