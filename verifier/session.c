@@ -446,9 +446,11 @@ static int host_call(struct kg_session *s, const struct kg_call *c, struct kg_ca
 	}
 	if (dbg) {
 		debug_counts(s, &f1, &v1, &i1);
-		fprintf(stderr, "[kgate] %s call: cpu %.1f us claim %.1f us, %ld minor faults, %ld+%ld switches\n",
-			s->watched ? "cand" : "ref", (double)(cpu1 - cpu0) / 1e3, (double)rep.elapsed_ns / 1e3, f1 - f0,
-			v1 - v0, i1 - i0);
+		fprintf(stderr,
+			"[kgate] %s call: cpu %.1f us claim %.1f us, span %.1f us (round trip %.1f), %ld minor faults, "
+			"%ld+%ld switches\n",
+			s->watched ? "cand" : "ref", (double)(cpu1 - cpu0) / 1e3, (double)rep.elapsed_ns / 1e3,
+			(double)r->span_ns / 1e3, (double)r->parent_ns / 1e3, f1 - f0, v1 - v0, i1 - i0);
 	}
 	r->ret = rep.rc;
 	r->child_ns = rep.elapsed_ns;

@@ -59,6 +59,8 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 		int nan = 0;
 		for (int64_t c = 0; c < cols; c++) {
 			nan |= isnan(x[r * cols + c]);
+			if (x[r * cols + c] == -INFINITY)
+				continue; /* adds nothing; before any finite value, expf(-inf - -inf) is NaN */
 			if (x[r * cols + c] > m) {
 				s = s * expf(m - x[r * cols + c]);
 				m = x[r * cols + c];
