@@ -1,9 +1,11 @@
 /* The timing phase: warm-up and timed calls of the reference and the candidate, alternating, each
- * on inputs nobody has seen before, of every class the base shape is checked on, in a keyed order,
- * interleaved with checked calls at the variant shapes, caches flushed before every call (as in
- * the correctness phase): no call tells the candidate it is timed. Every timed output is checked
- * again (check.stale_result), and every claim is held against the trusted clock: the parent's
- * own measures of the call, calibrated on calls that did nothing before the .so was loaded. */
+ * on inputs nobody has seen before (of every seeded class the base shape is checked on: zeros,
+ * ones and identity repeat, and stay in the correctness trials), in a keyed order, interleaved with
+ * checked calls at the variant shapes, every call cold (as in the correctness phase): no call tells
+ * the candidate it is timed. Every timed output is checked again (check.stale_result), and every
+ * claim is held against the trusted clock: the parent's own measures of the call (a host call's
+ * CPU time from before its inputs were written to its process stopped), calibrated on calls that
+ * did nothing before the .so was loaded, and against the machine's measured ceilings. */
 #include "verifier/timing.h"
 
 #include <math.h>

@@ -67,7 +67,7 @@ if "script" in p.tags or "img" in p.tags: problems.append("a script or img eleme
 if "svg" not in p.tags or "circle" not in p.tags: problems.append("no inline SVG plot")
 if "\x1b" in text: problems.append("a raw terminal escape")
 if "http://" in text or "https://" in text: problems.append("an external reference")
-for want in ("</pre><script>alert(1)</script>", "<img src=x onerror=alert(2)>", "check.", "compile.error",
+for want in ("</pre><script>alert(1)</script>", "<img src=x onerror=alert(2)>", "sandbox.crash", "compile.error",
              "baseline", "trusted C reference", "kg_forward", "Re-timed 2 times"):
     if want not in body: problems.append("missing text: %r" % want)
 for want in ("\\x1b[31mACCEPTED", "\\xff\\xfe", "\\u202e } \\u2066 if (admin) \\u2069 \\u200b\\u2028 caf\u00e9",

@@ -33,7 +33,7 @@ for agent in openai anthropic; do
 	ok "$agent: winner.json names it accepted" is_true "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict"] == "accepted")' "$out/winner.json")"
 	ok "$agent: four distinct candidates verified once each" is_true "$(hist "$out" 'len(c) == 4 and len({e["id"] for e in c}) == 4')"
 	ok "$agent: the broken one has compile.error" is_true "$(hist "$out" '"compile.error" in codes("broken")')"
-	ok "$agent: the input-zeroing one is rejected with its reason" is_true "$(hist "$out" 'verdict("hostile_zero") == ["rejected"] and "check.input_modified" in codes("hostile_zero")')"
+	ok "$agent: the input-zeroing one is rejected with its reason" is_true "$(hist "$out" 'verdict("hostile_zero") == ["rejected"] and "sandbox.crash" in codes("hostile_zero")')"
 	ok "$agent: the socket one is rejected" is_true "$(hist "$out" 'verdict("hostile_socket") == ["rejected"] and len(codes("hostile_socket")) > 0')"
 	ok "$agent: both rounds recorded" is_true "$(hist "$out" 'sorted(e["round"] for e in ev if e["event"] == "round") == [1, 2]')"
 	ok "$agent: each fault served once" is_true "$(stats "all(s['served'].get('$agent:' + f) == 1 for f in ('429', '500', 'slow', 'malformed'))")"
