@@ -30,17 +30,23 @@
 /* How long a stopped runner may take to hold still (a thread in uninterruptible sleep) */
 #define STOP_TIMEOUT_MS 3000
 
+/* The process ends now (after linger_ms of grace, or at once) and is reaped into outcome. */
+static void end_process(struct kg_session *s, int linger_ms)
+{
+	if (s->ended)
+		return;
+	if (s->sb && (!linger_ms || kg_sb_wait_fd(s->sb, -1, linger_ms) != KG_SB_ENDED))
+		kg_sb_kill(s->sb, KG_SB_END_KILLED);
+	kg_sb_wait(s->sb, &s->outcome);
+	s->ended = 1;
+	if (s->proc)
+		kg_sb_proc_detach(s->proc);
+}
+
 static int ended(struct kg_session *s)
 {
-	if (!s->ended) {
-		/* the process may still run with its channel closed: it ends now, not at the watchdog */
-		if (s->sb && kg_sb_wait_fd(s->sb, -1, s->linger_ms) != KG_SB_ENDED)
-			kg_sb_kill(s->sb, KG_SB_END_KILLED);
-		kg_sb_wait(s->sb, &s->outcome);
-		s->ended = 1;
-		if (s->proc)
-			kg_sb_proc_detach(s->proc);
-	}
+	/* the process may still run with its channel closed: it ends now, not at the watchdog */
+	end_process(s, s->linger_ms);
 	return KG_SESSION_ENDED;
 }
 
@@ -56,13 +62,8 @@ static int fault(struct kg_session *s, enum kg_reason_code code, const char *fmt
 		va_end(ap);
 		s->fault_code = (int)code;
 	}
-	if (!s->ended && s->sb) {
-		kg_sb_kill(s->sb, KG_SB_END_KILLED);
-		kg_sb_wait(s->sb, &s->outcome);
-		s->ended = 1;
-		if (s->proc)
-			kg_sb_proc_detach(s->proc);
-	}
+	if (s->sb)
+		end_process(s, 0);
 	return KG_SESSION_FAULT;
 }
 
