@@ -407,12 +407,13 @@ static int host_call(struct kg_session *s, const struct kg_call *c, struct kg_ca
 	long f0 = 0, v0 = 0, i0 = 0, f1, v1, i1;
 	if (dbg)
 		debug_counts(s, &f0, &v0, &i0);
-	/* with threads, every thread's CPU time too: no thread can run longer than the call did */
+	/* the candidate with threads: every thread's CPU time too, no thread can run longer than the call
+	 * did (the reference's calls are timed by its own clock) */
 	pid_t tid0[64];
 	uint64_t tcpu0[64], tcpu1[KG_SB_MAX_TASKS];
 	int nt0 = -1;
 	kg_error te = {0};
-	if (s->threads && s->proc && !kg_sb_proc_tasks(s->proc, &te) && s->proc->n_tasks <= 64 &&
+	if (s->watched && s->threads && s->proc && !kg_sb_proc_tasks(s->proc, &te) && s->proc->n_tasks <= 64 &&
 	    !kg_sb_proc_task_cpu(s->proc, tcpu0, &te)) {
 		nt0 = s->proc->n_tasks;
 		memcpy(tid0, s->proc->tasks, (size_t)nt0 * sizeof(pid_t));
