@@ -45,7 +45,8 @@ COMMON_LIB := $(BUILD)/libkgcommon.a
 SANDBOX_LIB := $(BUILD)/libkgsandbox.a
 POLICY_LIB := $(BUILD)/libkgpolicy.a
 VERIFIER_LIB := $(BUILD)/libkgverifier.a
-KG_CORE_LIBS := $(VERIFIER_LIB) $(POLICY_LIB) $(SANDBOX_LIB) $(COMMON_LIB)
+DEVICE_LIB := $(BUILD)/libkgdevice.a
+KG_CORE_LIBS := $(VERIFIER_LIB) $(DEVICE_LIB) $(POLICY_LIB) $(SANDBOX_LIB) $(COMMON_LIB)
 
 # Rooms add sources and targets here.
 include $(sort $(wildcard */module.mk))

@@ -47,7 +47,7 @@ mv "$rt/usr/share/pkgconfig" "$dev/usr/share/"
 
 # As dh_strip: no debug info, .comment or .note in the shipped ELF files; executables lose every
 # symbol, the plugins all but the dynamic ones they are loaded by. (No -dbgsym package yet.)
-for f in "$rt/usr/bin/kgate" "$rt/usr/lib/kgate/kgate-run"; do
+for f in "$rt/usr/bin/kgate" "$rt/usr/lib/kgate/kgate-run" "$rt/usr/lib/kgate/kgate-device"; do
 	strip --remove-section=.comment --remove-section=.note "$f"
 done
 for f in "$rt"/usr/lib/kgate/plugins/*.so; do
@@ -75,14 +75,14 @@ for d in "$rt" "$dev"; do
 	find "$d" -type d -exec chmod 0755 {} +
 	find "$d" -type f -exec chmod 0644 {} +
 done
-chmod 0755 "$rt/usr/bin/kgate" "$rt/usr/lib/kgate/kgate-run"
+chmod 0755 "$rt/usr/bin/kgate" "$rt/usr/lib/kgate/kgate-run" "$rt/usr/lib/kgate/kgate-device"
 
 # Control files: library dependencies computed from the ELF files, md5sums as dh_md5sums.
 ln -s "$top/packaging/debian/control" "$top/packaging/debian/changelog" "$stage/src/debian/"
 mkdir -p "$rt/DEBIAN" "$dev/DEBIAN"  # dpkg-shlibdeps finds a package's root by its DEBIAN
 (
 	cd "$stage/src"
-	dpkg-shlibdeps -Tdebian/kgate.substvars debian/kgate/usr/bin/kgate debian/kgate/usr/lib/kgate/kgate-run \
+	dpkg-shlibdeps -Tdebian/kgate.substvars debian/kgate/usr/bin/kgate debian/kgate/usr/lib/kgate/kgate-run debian/kgate/usr/lib/kgate/kgate-device \
 		debian/kgate/usr/lib/kgate/plugins/*.so
 	for p in kgate kgate-dev; do
 		dpkg-gencontrol -p"$p" -Pdebian/"$p" -Tdebian/"$p".substvars

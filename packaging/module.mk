@@ -34,6 +34,7 @@ install-kgate: all
 		$(DESTDIR)$(DATADIR)/include/kgate $(DESTDIR)$(SYSCONFDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
 	install -m 0755 $(KGATE_BIN) $(DESTDIR)$(BINDIR)/kgate
 	install -m 0755 $(RUNNER_BIN) $(DESTDIR)$(LIBEXECDIR)/kgate-run
+	install -m 0755 $(DEVICE_BIN) $(DESTDIR)$(LIBEXECDIR)/kgate-device
 	install -m 0644 runner/torch_runner.py $(DESTDIR)$(LIBEXECDIR)/torch_runner.py
 	install -m 0644 $(KG_INST_HEADERS) $(DESTDIR)$(INCLUDEDIR)/kgate/
 	install -m 0644 include/kgate/kernel.h $(DESTDIR)$(DATADIR)/include/kgate/

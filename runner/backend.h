@@ -34,6 +34,10 @@ struct kg_rbackend {
 	/* Measured memory bandwidth ceiling in MB/s (bytes read plus written), 0 when not measured. */
 	uint64_t ceiling_mbps;
 	int exact; /* set before init: one exact-size device buffer per tensor, no guard bands */
+	/* set before init: the device arena kgate-device exported (fd 4, --device-arena BYTES), which
+	 * the backend imports in place of a host arena; -1 when none */
+	int device_fd;
+	size_t device_bytes;
 	/* Whole pages holding this struct and the state the measurements rest on (function pointers,
 	 * event handles, flush buffer and size): nothing writes them after init, and main.c seals
 	 * them read-only (mprotect, then mseal) before the candidate is loaded. */

@@ -8,6 +8,7 @@
  * signal handler: a fault ends the process, and the parent names it from the wait status. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -293,7 +294,7 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: kgate-run --backend NAME [--exact-buffers] [--tool-sockets]\n"
+	fprintf(stderr, "usage: kgate-run --backend NAME [--exact-buffers] [--tool-sockets] [--device-arena BYTES]\n"
 			"  (started by kgate inside its sandbox; fd 3 is the control socket, fd 4 the arena)\n");
 }
 
@@ -312,6 +313,7 @@ int main(int argc, char **argv)
 {
 	const char *backend = "cpu";
 	int exact = 0, tool_sockets = 0;
+	unsigned long long device_bytes = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
 			backend = argv[++i];
@@ -319,6 +321,13 @@ int main(int argc, char **argv)
 			exact = 1;
 		} else if (!strcmp(argv[i], "--tool-sockets")) {
 			tool_sockets = 1;
+		} else if (!strcmp(argv[i], "--device-arena") && i + 1 < argc) {
+			char *end = NULL;
+			device_bytes = strtoull(argv[++i], &end, 10);
+			if (!end || *end || !device_bytes) {
+				usage();
+				return 2;
+			}
 		} else {
 			usage();
 			return 2;
@@ -335,7 +344,18 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	b->exact = exact;
-	if (kg_rarena_map(&rarena, hello.msg, sizeof(hello.msg))) {
+	if (device_bytes && (!b->device || exact)) {
+		hello.status = KG_WS_ERROR;
+		snprintf(hello.msg, sizeof(hello.msg), "--device-arena is for a device backend's verified runs only");
+		goto fail;
+	}
+	if (device_bytes) {
+		/* fd 4 is kgate-device's allocation: no host arena here at all, so nothing in this
+		 * process can touch what kgate judges by */
+		b->device_fd = KG_WIRE_ARENA_FD;
+		b->device_bytes = (size_t)device_bytes;
+		rarena.size = (size_t)device_bytes;
+	} else if (kg_rarena_map(&rarena, hello.msg, sizeof(hello.msg))) {
 		hello.status = KG_WS_ERROR;
 		goto fail;
 	}
@@ -343,6 +363,12 @@ int main(int argc, char **argv)
 		hello.status = b->device ? KG_WS_CUDA : KG_WS_ERROR;
 		goto fail;
 	}
+	/* glibc reads the CPU count from /sys the first time a ninth thread wants a malloc arena of its
+	 * own (its arena limit, 8 per CPU): an open that the seal below would end the process for (an
+	 * honest kernel of twelve threads, or the matmul reference on 16 cores). The limit it would
+	 * compute is set now, while opens are allowed. */
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	mallopt(M_ARENA_MAX, (int)(8 * (ncpu > 0 && ncpu < 4096 ? ncpu : 1)));
 	/* Sealed before the filter (which has no mseal) and before anything untrusted exists here:
 	 * the backend's pages, then every loaded object's code, read-only data and GOT. */
 	kg_error se = {0};

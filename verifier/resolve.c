@@ -205,6 +205,18 @@ int kg_path_runner(char *out, size_t outsz)
 	return rc;
 }
 
+int kg_path_device(char *out, size_t outsz)
+{
+	const char *env = getenv("KGATE_DEVICE");
+	if (env && *env) {
+		snprintf(out, outsz, "%s", env);
+		return access(out, X_OK) ? -ENOENT : 0;
+	}
+	if (kg_path_runner_script("kgate-device", out, outsz))
+		return -ENOENT;
+	return access(out, X_OK) ? -ENOENT : 0;
+}
+
 int kg_path_include(char *out, size_t outsz)
 {
 	const char *home = getenv("KGATE_HOME");

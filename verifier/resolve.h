@@ -35,6 +35,8 @@ const struct kg_backend *kg_resolve_default_backend(const struct kg_task *t, int
 
 /* kgate's own files: next to the running binary (a build tree) or installed. */
 int kg_path_runner(char *out, size_t outsz);
+/* kgate-device, the keeper of a run's device memory: $KGATE_DEVICE, else beside kgate-run. */
+int kg_path_device(char *out, size_t outsz);
 int kg_path_include(char *out, size_t outsz); /* the directory holding kgate/kernel.h */
 /* A runner script shipped beside kgate-run ("torch_runner.py"), as an absolute path. */
 int kg_path_runner_script(const char *name, char *out, size_t outsz);

@@ -14,6 +14,7 @@
 #include "verifier/plan.h"
 #include "verifier/session.h"
 #include "verifier/verdict.h"
+#include "device/keeper.h"
 
 #define KG_RUN_MAX_T KG_MAX_TENSORS
 
@@ -28,6 +29,8 @@ struct kg_run {
 	struct kg_arena ra, ca;
 	struct kg_session rs, cs;
 	int rs_up, cs_up;
+	/* kgate-device, when either side runs on a device: it owns both device arenas */
+	struct kg_keeper keeper;
 	int cand_dead; /* its process ended, or it cannot be talked to any more */
 	int shape; /* index into plan->shapes of the current layout */
 	const char *names[2 * KG_RUN_MAX_T]; /* per arena slot */

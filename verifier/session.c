@@ -15,6 +15,7 @@
 #include "verifier/session.h"
 
 #include "verifier/resolve.h"
+#include "device/keeper.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -333,6 +334,15 @@ int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t arg, stru
 		return KG_SESSION_FAULT;
 	if (s->ended)
 		return KG_SESSION_ENDED;
+	if (s->keeper && op == KG_OP_SETTLE) {
+		/* the device arena is the keeper's: the runner's process stays stopped */
+		memset(r, 0, sizeof(*r));
+		uint64_t t = kg_now_ns();
+		int krc = kg_keeper_settle(s->keeper, s->dev_slot, s->arena->used, arg, e);
+		if (parent_ns)
+			*parent_ns = kg_now_ns() - t;
+		return krc;
+	}
 	int rc = resume(s);
 	if (rc)
 		return rc;
@@ -464,12 +474,112 @@ static int host_call(struct kg_session *s, const struct kg_call *c, struct kg_ca
 	return KG_SESSION_OK;
 }
 
+/* The outputs' span in the arena: from the first output's offset to the end of the last. */
+static void out_range(const struct kg_arena *a, uint64_t *lo, uint64_t *hi)
+{
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (int i = a->n_in; i < a->n_in + a->n_out; i++) {
+		const struct kg_arena_slot *sl = &a->slot[i];
+		if (sl->off < *lo)
+			*lo = sl->off;
+		if (sl->off + sl->bytes > *hi)
+			*hi = sl->off + sl->bytes;
+	}
+	if (*hi <= *lo || *hi > a->used)
+		*lo = *hi = 0;
+}
+
+/* A device call with kgate-device holding the arena: the keeper writes the inputs (the clock
+ * starts once they are all on the device), the runner's process is resumed for RUN alone, and
+ * once it is stopped again the keeper snapshots the outputs (the clock stops when it has them) and
+ * refreshes the host arena. Before LOAD (the calibration) nothing is copied: the span is then the
+ * protocol's own, which every later span is charged less. */
+static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_call_result *r, kg_error *e)
+{
+	struct kg_wire_reply rep = {0};
+	if (s->fault_code)
+		return KG_SESSION_FAULT;
+	if (s->ended)
+		return KG_SESSION_ENDED;
+	if (c->expose)
+		c->expose(c->expose_arg);
+	size_t bytes = s->loaded ? s->arena->used : 0;
+	uint64_t lo = 0, hi = 0, t0 = 0, t1 = 0;
+	if (s->loaded)
+		out_range(s->arena, &lo, &hi);
+	r->step = "upload";
+	int rc = kg_keeper_begin(s->keeper, s->dev_slot, bytes, c->flush, &t0, e);
+	if (rc)
+		return rc;
+	double keep = s->call_timeout_s;
+	r->step = "run";
+	if (c->run_timeout_s > 0)
+		s->call_timeout_s = c->run_timeout_s;
+	uint64_t cpu0 = runner_cpu_ns(s);
+	if ((rc = resume(s))) {
+		s->call_timeout_s = keep;
+		return rc;
+	}
+	struct kg_wire_cmd cmd;
+	fill_cmd(s, &cmd, KG_OP_RUN, c->entry);
+	uint64_t sent;
+	rc = exchange(s, &cmd, c->entry, &rep, &sent, e);
+	r->parent_ns = kg_now_ns() - sent;
+	s->call_timeout_s = keep;
+	/* The snapshot at once, the stop after it: how long stopping the process and counting its
+	 * threads takes is no part of the call. Work left running on the device then either lands in
+	 * the snapshot's time (charged) or after it (SETTLE's check.async_escape); none is credited. */
+	int krc = 0;
+	if (rc == KG_SESSION_OK) {
+		r->step = "download";
+		krc = kg_keeper_end(s->keeper, s->dev_slot, bytes, lo, hi, &t1, &r->copy_ns, e);
+	}
+	if (rc == KG_SESSION_OK || rc == KG_SESSION_FAILED) {
+		int h = hold(s, KG_OP_RUN);
+		if (h)
+			return h;
+	}
+	if (rc)
+		return rc;
+	uint64_t cpu1 = runner_cpu_ns(s);
+	if (krc == -ETIMEDOUT) {
+		/* the device did not let the keeper copy: work the candidate left running holds it */
+		kg_sb_kill(s->sb, KG_SB_END_TIMEOUT);
+		return ended(s);
+	}
+	if (krc)
+		return krc;
+	r->span_ns = t1 > t0 ? t1 - t0 : 0;
+	r->download_ns = r->span_ns > r->parent_ns ? r->span_ns - r->parent_ns : 0;
+	/* the snapshot reads and writes the outputs once: at the device's measured copy rate, the
+	 * least it can take, whoever else is on the device */
+	uint64_t mbps = s->keeper->ceiling_mbps;
+	r->snap_ns = mbps ? (uint64_t)((double)(hi - lo) * 2.0 * 1000.0 / (double)mbps) : 0;
+	r->ret = rep.rc;
+	r->child_ns = rep.elapsed_ns;
+	r->tail_ns = rep.info;
+	r->l2_flags = rep.flags;
+	s->l2_flags |= rep.flags;
+	r->cpu_known = cpu0 && cpu1 >= cpu0;
+	r->cpu_ns = r->cpu_known ? cpu1 - cpu0 : 0;
+	if (getenv("KGATE_DEBUG_TIMING"))
+		fprintf(stderr, "[kgate] %s device call: span %.1f us (RUN round trip %.1f, claim %.1f), snapshot %.1f us "
+				"(least %.1f), %zu bytes\n",
+			s->watched ? "cand" : "ref", (double)r->span_ns / 1e3, (double)r->parent_ns / 1e3,
+			(double)r->child_ns / 1e3, (double)r->copy_ns / 1e3, (double)r->snap_ns / 1e3, bytes);
+	r->step = NULL;
+	return KG_SESSION_OK;
+}
+
 int kg_session_run_call(struct kg_session *s, const struct kg_call *c, struct kg_call_result *r, kg_error *e)
 {
 	struct kg_wire_reply rep = {0};
 	memset(r, 0, sizeof(*r));
 	if (s->host)
 		return host_call(s, c, r, e);
+	if (s->keeper)
+		return keeper_call(s, c, r, e);
 	uint64_t cpu0 = 0, cpu1 = 0;
 	if (c->expose)
 		c->expose(c->expose_arg);
@@ -663,6 +773,25 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	int one = 1;
 	setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 
+	/* A device arena is the keeper's, exported to the runner in place of the host arena, which
+	 * then stays kgate's and the keeper's alone. Under a tool the runner copies exact buffers. */
+	int dev_fd = -1;
+	size_t dev_bytes = 0;
+	char dev_arg[32];
+	if (o->be->needs_gpu && !o->tool_argv) {
+		if (!o->keeper) {
+			close(sv[0]);
+			close(sv[1]);
+			return kg_err(e, -EINVAL, "a device runner needs kgate-device (the keeper of its arena)");
+		}
+		if ((rc = kg_keeper_attach(o->keeper, a->fd, a->capacity, &s->dev_slot, &dev_fd, &dev_bytes, e))) {
+			close(sv[0]);
+			close(sv[1]);
+			return rc;
+		}
+		s->keeper = o->keeper;
+		snprintf(dev_arg, sizeof(dev_arg), "%zu", dev_bytes);
+	}
 	const char *argv[40];
 	int ac = 0;
 	for (int i = 0; o->tool_argv && o->tool_argv[i]; i++)
@@ -673,6 +802,10 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	if (o->tool_argv) {
 		argv[ac++] = "--exact-buffers";
 		argv[ac++] = "--tool-sockets";
+	}
+	if (dev_fd >= 0) {
+		argv[ac++] = "--device-arena";
+		argv[ac++] = dev_arg;
 	}
 	argv[ac] = NULL;
 	/* A sanitizer build's runner: ASan's own fault handler would report through /proc/self/maps,
@@ -686,7 +819,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	const char *const *envp = getenv("KGATE_SANITIZE") ? envp_san : envp_plain;
 	/* fd 5: a paged arena's inputs, a memfd sealed so that the runner can only map it read-only;
 	 * fd 6: its page map (runner/wire.h) */
-	int fds[4] = {sv[1], a->fd, a->fd_in, a->fd_map};
+	int fds[4] = {sv[1], dev_fd >= 0 ? dev_fd : a->fd, dev_fd >= 0 ? -1 : a->fd_in, dev_fd >= 0 ? -1 : a->fd_map};
 	/* An installed runner lives under /usr, which every profile already shows read-only; a build
 	 * tree's runner has to be bound in (at the same path, so argv[0] stays valid). */
 	int n_paths = 1;
@@ -714,6 +847,8 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	rc = kg_sb_spawn(&spec, &s->sb, e);
 	close(sv[1]);
 	sv[1] = -1;
+	if (dev_fd >= 0)
+		close(dev_fd);
 	if (rc) {
 		close(sv[0]);
 		return rc;
@@ -739,7 +874,8 @@ static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o,
 		return rc;
 	int zero = 0;
 	setsockopt(s->ctl, SOL_SOCKET, SO_PASSCRED, &zero, sizeof(zero));
-	s->ceiling_mbps = r.info;
+	/* a device's ceiling is the keeper's measure, where nothing untrusted runs */
+	s->ceiling_mbps = s->keeper ? s->keeper->ceiling_mbps : r.info;
 	s->has_cpu_clock = s->runner_pid > 0 && !clock_getcpuclockid(s->runner_pid, &s->cpu_clock);
 	if (s->proc) {
 		if (s->runner_pid <= 0 || kg_sb_proc_attach(s->proc, s->runner_pid, e)) {

@@ -14,6 +14,8 @@
 #include "verifier/arena.h"
 #include "verifier/backend.h"
 
+struct kg_keeper;
+
 struct kg_session_opts {
 	const struct kg_backend *be; /* the runner's backend and its sandbox data */
 	const char *so_path; /* host path of the .so to load */
@@ -30,6 +32,10 @@ struct kg_session_opts {
 	 * process's threads held to those it had at HELLO but the loader (all of them, with
 	 * threads), counted from outside whenever it is stopped. */
 	int watched;
+	/* A device backend's verified runs: kgate-device, which owns the device arena (attached at
+	 * start), writes each call's inputs, keeps its clock and snapshots its outputs. Required for
+	 * every device session but one under a tool (exact buffers, copied by the runner). */
+	struct kg_keeper *keeper;
 };
 
 struct kg_session {
@@ -68,6 +74,8 @@ struct kg_session {
 	 * process is killed at once. KG_SESSION_FAULT. */
 	int fault_code; /* a kg_reason_code; 0: none */
 	char fault[400];
+	struct kg_keeper *keeper; /* the device arena's owner (kg_session_opts), NULL when none */
+	int dev_slot; /* this session's arena in the keeper */
 };
 
 enum {
@@ -114,9 +122,11 @@ struct kg_call_result {
 	uint64_t parent_ns; /* the parent's round trip of RUN */
 	uint64_t download_ns; /* the parent's round trip of DOWNLOAD */
 	uint64_t span_ns; /* host: from before the inputs were written to the process stopped after RUN;
-			   * devices: from sending RUN to the DOWNLOAD reply */
+			   * devices: the keeper's, from the inputs on the device to the outputs' snapshot */
 	uint64_t tail_ns; /* how long the device stayed busy after the call's stream (runner's claim) */
-	uint64_t snap_ns; /* CUDA: the runner's stream-done snapshot of the outputs (its claim) */
+	uint64_t snap_ns; /* devices: the least the keeper's snapshot of the outputs can take (their bytes
+			   * at the measured copy ceiling), part of span_ns and not the candidate's */
+	uint64_t copy_ns; /* devices: that snapshot's duration as the keeper's events measured it */
 	uint32_t l2_flags; /* KG_RUN_L2_*: persisting-L2 changes the runner found and undid */
 	/* The CPU time the kernel charged the runner's process over span_ns (host: from before the
 	 * inputs were written to the stop), and over the FLUSH (trusted: the candidate cannot forge

@@ -54,10 +54,12 @@ uint64_t kg_timing_bound(const struct kg_timed_call *c, const struct kg_clock_ca
 		uint64_t rt = c->parent_ns > cal->run_ns ? c->parent_ns - cal->run_ns : 0;
 		return b > thr ? (b > rt ? b : rt) : (thr > rt ? thr : rt);
 	}
-	/* Never the claimed tail: device time after the call's stream is the candidate's work. */
+	/* The keeper's span, from the inputs on the device to its snapshot of the outputs, less the
+	 * protocol's own span (calibrated) and the least the snapshot itself can take: whatever else
+	 * kept the device busy in between is the candidate's. Never the claimed tail. */
 	uint64_t snap = c->snap_ns < cal->snap_cap_ns ? c->snap_ns : cal->snap_cap_ns;
-	uint64_t idle = cal->run_ns + snap;
-	return c->parent_ns > idle ? c->parent_ns - idle : 0;
+	uint64_t idle = cal->span_ns + snap;
+	return c->span_ns > idle ? c->span_ns - idle : 0;
 }
 
 uint64_t kg_timing_reported(const struct kg_timed_call *c, const struct kg_clock_cal *cal)
@@ -375,6 +377,7 @@ void kg_phase_timing(struct kg_run *r)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	struct kg_clock_cal cal = {
 		.run_ns = r->cs.cal_run_ns,
+		.span_ns = r->cs.cal_span_ns,
 		.cpu_ns = r->cs.cal_cpu_ns,
 		.flush_cpu_ns = r->cs.cal_flush_cpu_ns,
 		.cpu_clock = p->be->cpu_clock && r->cs.has_cpu_clock,

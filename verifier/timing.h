@@ -31,6 +31,7 @@ struct kg_timed_call {
 /* The session's calibration, on calls that did nothing, measured before the .so was loaded. */
 struct kg_clock_cal {
 	uint64_t run_ns; /* RUN round trip of a call that does nothing */
+	uint64_t span_ns; /* devices: the keeper's span of such a call (nothing copied) */
 	uint64_t cpu_ns; /* the runner's CPU time over such a call's span */
 	uint64_t flush_cpu_ns; /* the runner's CPU time for one flush; 0: not measured */
 	int cpu_clock; /* the work runs on the CPU: the runner's CPU time bounds it */
@@ -49,9 +50,10 @@ struct kg_clock_cal {
  * the largest of: that over par, the most one thread was charged less the same, and the RUN round
  * trip less a call that does nothing: a kernel that uses one thread, or threads one after another,
  * is not reported as if it had used every CPU. Devices: the
- * RUN round trip less a call that does nothing and the output snapshot (at most snap_cap_ns). The
- * round trip ends after a device-wide synchronisation, so work the candidate hid on other
- * streams, graphs or the legacy stream is inside it, charged whatever its length. */
+ * keeper's span (kgate-device: from the call's inputs on the device to its own snapshot of the
+ * outputs, taken once the runner's process is stopped) less a call that does nothing and the least
+ * the snapshot can take (at most snap_cap_ns). Whatever the candidate's process does or says,
+ * work done on the device in between, on any stream, graph or context, is inside it. */
 uint64_t kg_timing_bound(const struct kg_timed_call *c, const struct kg_clock_cal *cal);
 /* The time a call is reported at: its claim, never below the trusted bound. */
 uint64_t kg_timing_reported(const struct kg_timed_call *c, const struct kg_clock_cal *cal);

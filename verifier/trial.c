@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "verifier/compare.h"
+#include "verifier/resolve.h"
 #include "verifier/dtype.h"
 #include "verifier/ends.h"
 #include "verifier/inputs.h"
@@ -106,6 +107,7 @@ void kg_run_free(struct kg_run *r)
 	if (r->rs_up)
 		kg_session_free(&r->rs);
 	r->cs_up = r->rs_up = 0;
+	kg_keeper_stop(&r->keeper); /* after the runners: their imported arenas went with them */
 	kg_arena_destroy(&r->ra);
 	kg_arena_destroy(&r->ca);
 	for (int i = 0; i < KG_RUN_MAX_T; i++) {
@@ -247,6 +249,16 @@ void kg_run_start_sessions(struct kg_run *r)
 	};
 	if (getenv("KGATE_SANITIZE"))
 		so.limits.mem_bytes = KG_SB_MEM_UNBOUNDED; /* ASan reserves terabytes of shadow */
+	if (p->ref_be->needs_gpu || p->be->needs_gpu) {
+		char dev[PATH_MAX];
+		int krc = kg_path_device(dev, sizeof(dev));
+		if (krc || kg_keeper_start(&r->keeper, dev, &e)) {
+			kg_run_internal(r, "starting kgate-device (the keeper of the device's memory): %s",
+					krc ? "not found beside kgate-run (install kgate, or set KGATE_DEVICE)" : e.msg);
+			return;
+		}
+		so.keeper = &r->keeper;
+	}
 	/* Reference: trusted code, the same sandbox; threads allowed (a reference may use them). */
 	so.be = p->ref_be;
 	so.so_path = r->ref_so;
@@ -499,7 +511,15 @@ static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, ui
 		kg_tol_resolve(&m, a->slot[s].dtype, nred, rms, &r->tol[j]);
 	}
 	*ns = res->child_ns;
-	r->ref_ns_last = res->child_ns;
+	if (r->rs.keeper) {
+		/* on a device both sides are timed alike: by the keeper's span, as the candidate's
+		 * bound is (timing.c), never below the runner's own events */
+		uint64_t idle = r->rs.cal_span_ns + res->snap_ns;
+		uint64_t bound = res->span_ns > idle ? res->span_ns - idle : 0;
+		if (bound > *ns)
+			*ns = bound;
+	}
+	r->ref_ns_last = *ns;
 	uint64_t own = res->child_ns + r->rs.cal_cpu_ns;
 	r->ref_excess_ns = res->cpu_known && res->cpu_ns > own ? res->cpu_ns - own : 0;
 	return 0;

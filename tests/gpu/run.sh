@@ -42,6 +42,9 @@ expect 0 - softmax $C/softmax/online.cu $S
 # parent's round trip (device-wide sync inside RUN, tail never subtracted) charges the work, but at
 # ~10 us it is inside the bound's noise. Closing them needs the given stream gated before the call
 # (see runner/cuda.c). Longer escapes (stream_escape.cu above) are caught by the snapshot.
+# kg_forward serves the protocol itself and answers RUN at once (kgate 0.2: computed at FLUSH,
+# accepted at a forged speedup); the keeper's span holds the work
+expect 1 timing.tampered softmax $H/own_protocol.cu $S
 expect 1 timing.tampered softmax $H/l2_persist.cu $S
 expect 1 check.canary softmax $H/output_overrun.cu $S
 expect 1 timing.tampered softmax $H/rerecord_start.cu $S

@@ -16,6 +16,9 @@ fp=0 fn=0 n_honest=0 n_hostile=0
 
 honest softmax $U/softmax_double.c $P
 honest softmax $U/softmax_threads.c $T
+# twelve threads, each with a malloc'd row: glibc's ninth arena read /sys after the seal (kgate 0.2:
+# sandbox.dlopen); the runner sets the arena limit before it seals itself
+honest softmax $U/softmax_threads_malloc.c $T
 # a `static __thread` scratch buffer: __tls_get_addr, and the loader's allocation of the TLS block
 # on the sealed thread's first access (kgate 0.2: static.forbidden_symbol)
 honest softmax $U/softmax_tls.c $P

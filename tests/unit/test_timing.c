@@ -66,20 +66,22 @@ static void test_bound_cpu(void **state)
 static void test_bound_device(void **state)
 {
 	(void)state;
-	const struct kg_clock_cal dev = {.run_ns = 50000, .snap_cap_ns = 20000};
-	struct kg_timed_call c = {.child_ns = 1000000, .parent_ns = 1080000, .span_ns = 1500000, .tail_ns = 10000};
-	/* the claimed tail is the candidate's work: charged, never subtracted */
-	assert_int_equal(kg_timing_bound(&c, &dev), 1030000);
-	assert_int_equal(kg_timing_reported(&c, &dev), 1030000);
-	/* the output snapshot is subtracted, up to what the trusted ceiling allows */
+	/* the keeper's span of a call that does nothing is 60 us; the outputs' snapshot takes at least
+	 * 15 us at the measured ceiling, and no more than 20 us is ever credited */
+	const struct kg_clock_cal dev = {.run_ns = 50000, .span_ns = 60000, .snap_cap_ns = 20000};
+	struct kg_timed_call c = {.child_ns = 1000000, .parent_ns = 1080000, .span_ns = 1100000, .tail_ns = 10000};
+	/* the span holds the claimed tail too: charged, never subtracted */
+	assert_int_equal(kg_timing_bound(&c, &dev), 1040000);
+	assert_int_equal(kg_timing_reported(&c, &dev), 1040000);
 	c.snap_ns = 15000;
-	assert_int_equal(kg_timing_bound(&c, &dev), 1015000);
-	c.snap_ns = 900000; /* a claimed snapshot cannot hide a tail */
-	assert_int_equal(kg_timing_bound(&c, &dev), 1010000);
-	/* a 150 us escape after a 5 us stream: the round trip holds it, the report says so */
-	struct kg_timed_call esc = {.child_ns = 5000, .parent_ns = 210000, .span_ns = 400000, .tail_ns = 150000};
-	assert_int_equal(kg_timing_reported(&esc, &dev), 160000);
-	c.parent_ns = 10000;
+	assert_int_equal(kg_timing_bound(&c, &dev), 1025000);
+	c.snap_ns = 900000; /* more than the cap is never subtracted */
+	assert_int_equal(kg_timing_bound(&c, &dev), 1020000);
+	/* the RUN round trip is nothing to the bound: a runner that answers early and leaves its work
+	 * running (a 5 us claim, a 60 us round trip) is charged what the keeper's span holds */
+	struct kg_timed_call esc = {.child_ns = 5000, .parent_ns = 60000, .span_ns = 400000};
+	assert_int_equal(kg_timing_reported(&esc, &dev), 340000);
+	c.span_ns = 10000;
 	assert_int_equal(kg_timing_bound(&c, &dev), 0);
 }
 
@@ -216,7 +218,7 @@ static void test_tamper_flush(void **state)
 static void test_tamper_device(void **state)
 {
 	(void)state;
-	const struct kg_clock_cal dev = {.run_ns = 50000};
+	const struct kg_clock_cal dev = {.run_ns = 50000, .span_ns = 50000};
 	struct kg_timed_call c[3];
 	struct kg_tamper t;
 	for (int i = 0; i < 3; i++)
@@ -232,7 +234,7 @@ static void test_tamper_device(void **state)
 	c[2] = (struct kg_timed_call){.child_ns = 49000000, .parent_ns = 49100000, .span_ns = 49300000};
 	kg_timing_tamper(c, 3, &dev, &t);
 	assert_false(t.forged);
-	assert_int_equal(kg_timing_reported(&c[0], &dev), 50000000 - 50000);
+	assert_int_equal(kg_timing_reported(&c[0], &dev), 50200000 - 50000); /* the keeper's span */
 	/* under a millisecond of gap is never a lie */
 	c[0] = (struct kg_timed_call){.child_ns = 10000, .parent_ns = 900000, .span_ns = 900000};
 	kg_timing_tamper(c, 1, &dev, &t);

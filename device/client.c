@@ -1,0 +1,225 @@
+/* kgate's side of the keeper protocol (device/wire.h): spawning kgate-device, one command at a
+ * time under a lock (a reference's call may run on a thread beside the candidate's checks), every
+ * reply awaited with a deadline scaled to the bytes it moves. */
+#include "device/keeper.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "device/wire.h"
+
+static int wait_reply(struct kg_keeper *k, uint32_t op, uint64_t seq, struct kg_dev_reply *r, int *fd, double timeout_s,
+		      kg_error *e)
+{
+	uint64_t deadline = kg_now_ns() + (uint64_t)(timeout_s * 1e9);
+	for (;;) {
+		uint64_t now = kg_now_ns();
+		if (now >= deadline)
+			return kg_err(e, -ETIMEDOUT, "kgate-device gave no answer to %s within %.0f s", kg_dev_op_name(op),
+				      timeout_s);
+		struct pollfd p = {.fd = k->ctl, .events = POLLIN};
+		int pr = poll(&p, 1, (int)((deadline - now) / 1000000u) + 1);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0)
+			continue;
+		struct iovec iov = {.iov_base = r, .iov_len = sizeof(*r)};
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+		ssize_t n = recvmsg(k->ctl, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		int got = -1;
+		for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); n > 0 && h; h = CMSG_NXTHDR(&mh, h))
+			if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(sizeof(int)))
+				memcpy(&got, CMSG_DATA(h), sizeof(int));
+		if (n <= 0) {
+			k->dead = 1;
+			return kg_err(e, -EPIPE, "kgate-device ended while kgate waited for %s", kg_dev_op_name(op));
+		}
+		if (n != (ssize_t)sizeof(*r) || r->magic != KG_DEV_MAGIC) {
+			if (got >= 0)
+				close(got);
+			k->dead = 1;
+			return kg_err(e, -EPROTO, "kgate-device sent a malformed reply");
+		}
+		/* a late answer to a command given up on: dropped */
+		if (r->op != op || r->seq != seq) {
+			if (got >= 0)
+				close(got);
+			continue;
+		}
+		if (fd)
+			*fd = got;
+		else if (got >= 0)
+			close(got);
+		r->msg[sizeof(r->msg) - 1] = '\0';
+		if (r->status)
+			return kg_err(e, r->status < 0 ? r->status : -EIO, "kgate-device: %s", r->msg);
+		return 0;
+	}
+}
+
+static int command(struct kg_keeper *k, struct kg_dev_cmd *c, int pass_fd, struct kg_dev_reply *r, int *fd,
+		   kg_error *e)
+{
+	if (k->dead || k->ctl < 0)
+		return kg_err(e, -EPIPE, "kgate-device is not running");
+	/* copies of the whole arena at >= 1 GB/s, twice (START: up; END: snapshot and down) */
+	double timeout_s = 30.0 + 2.0 * (double)c->bytes / 1e9 + c->delay_ms / 1000.0;
+	pthread_mutex_lock(&k->mu);
+	c->magic = KG_DEV_MAGIC;
+	c->seq = ++k->seq;
+	struct iovec iov = {.iov_base = c, .iov_len = sizeof(*c)};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (pass_fd >= 0) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &pass_fd, sizeof(int));
+	}
+	ssize_t n;
+	do
+		n = sendmsg(k->ctl, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	int rc = n == (ssize_t)sizeof(*c) ? wait_reply(k, c->op, c->seq, r, fd, timeout_s, e)
+					  : kg_err(e, -EPIPE, "sending %s to kgate-device: %s", kg_dev_op_name(c->op),
+						   strerror(errno));
+	pthread_mutex_unlock(&k->mu);
+	return rc;
+}
+
+int kg_keeper_start(struct kg_keeper *k, const char *path, kg_error *e)
+{
+	memset(k, 0, sizeof(*k));
+	k->ctl = -1;
+	pthread_mutex_init(&k->mu, NULL);
+	k->up = 1;
+	if (access(path, X_OK))
+		return kg_err(e, -ENOENT, "kgate-device at %s is not executable", path);
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return kg_err(e, -errno, "socketpair: %s", strerror(errno));
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	/* dup2 onto fd 3 clears close-on-exec there; nothing else of kgate's is inherited */
+	posix_spawn_file_actions_adddup2(&fa, sv[1], KG_DEV_CTL_FD);
+	char *argv[] = {(char *)path, NULL};
+	/* the runners' environment: the same device 0, no JIT cache written anywhere */
+	char *envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "CUDA_CACHE_DISABLE=1", NULL};
+	int rc = posix_spawn(&k->pid, path, &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	close(sv[1]);
+	if (rc) {
+		close(sv[0]);
+		k->pid = 0;
+		return kg_err(e, -rc, "starting kgate-device: %s", strerror(rc));
+	}
+	k->ctl = sv[0];
+	struct kg_dev_reply r;
+	/* a context, a 512 MB copy measured six times */
+	if ((rc = wait_reply(k, KG_DEV_HELLO, 0, &r, NULL, 60.0, e))) {
+		kg_keeper_stop(k);
+		return rc;
+	}
+	k->ceiling_mbps = r.ceiling_mbps;
+	k->l2_bytes = r.l2_bytes;
+	k->granularity = r.granularity;
+	return 0;
+}
+
+int kg_keeper_attach(struct kg_keeper *k, int host_fd, size_t bytes, int *slot, int *dev_fd, size_t *dev_bytes,
+		     kg_error *e)
+{
+	struct kg_dev_cmd c = {.op = KG_DEV_ATTACH, .bytes = bytes};
+	struct kg_dev_reply r;
+	*dev_fd = -1;
+	int rc = command(k, &c, host_fd, &r, dev_fd, e);
+	if (rc)
+		return rc;
+	if (*dev_fd < 0)
+		return kg_err(e, -EPROTO, "kgate-device attached an arena but passed no device fd");
+	*slot = (int)r.slot;
+	*dev_bytes = r.dev_bytes;
+	return 0;
+}
+
+int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, uint64_t *t0, kg_error *e)
+{
+	struct kg_dev_cmd c = {.op = KG_DEV_START, .slot = (uint32_t)slot, .bytes = bytes, .flush = flush != 0};
+	struct kg_dev_reply r;
+	int rc = command(k, &c, -1, &r, NULL, e);
+	*t0 = rc ? 0 : r.t_ns;
+	return rc;
+}
+
+int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, uint64_t out_hi, uint64_t *t1,
+		  uint64_t *copy_ns, kg_error *e)
+{
+	struct kg_dev_cmd c = {.op = KG_DEV_END, .slot = (uint32_t)slot, .bytes = bytes, .out_lo = out_lo, .out_hi = out_hi};
+	struct kg_dev_reply r;
+	int rc = command(k, &c, -1, &r, NULL, e);
+	*t1 = rc ? 0 : r.t_ns;
+	*copy_ns = rc ? 0 : r.copy_ns;
+	return rc;
+}
+
+int kg_keeper_settle(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay_ms, kg_error *e)
+{
+	struct kg_dev_cmd c = {.op = KG_DEV_SETTLE, .slot = (uint32_t)slot, .bytes = bytes, .delay_ms = delay_ms};
+	struct kg_dev_reply r;
+	return command(k, &c, -1, &r, NULL, e);
+}
+
+void kg_keeper_stop(struct kg_keeper *k)
+{
+	if (!k->up)
+		return;
+	if (k->ctl >= 0 && !k->dead) {
+		struct kg_dev_cmd c = {.op = KG_DEV_QUIT};
+		struct kg_dev_reply r;
+		kg_error e = {0};
+		/* a short wait: QUIT moves nothing */
+		c.magic = KG_DEV_MAGIC;
+		c.seq = ++k->seq;
+		if (send(k->ctl, &c, sizeof(c), MSG_NOSIGNAL) == (ssize_t)sizeof(c))
+			wait_reply(k, KG_DEV_QUIT, c.seq, &r, NULL, 5.0, &e);
+	}
+	if (k->ctl >= 0)
+		close(k->ctl);
+	k->ctl = -1;
+	if (k->pid > 0) {
+		/* closing the socket ends it; a keeper stuck in the driver is killed */
+		int st;
+		for (int i = 0; i < 50 && waitpid(k->pid, &st, WNOHANG) == 0; i++)
+			usleep(20000);
+		if (waitpid(k->pid, &st, WNOHANG) == 0) {
+			kill(k->pid, SIGKILL);
+			while (waitpid(k->pid, &st, 0) < 0 && errno == EINTR)
+				;
+		}
+	}
+	k->pid = 0;
+	k->up = 0;
+	pthread_mutex_destroy(&k->mu);
+}

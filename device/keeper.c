@@ -1,0 +1,447 @@
+/* kgate-device: the trusted process that owns the GPU's memory for a run. kgate starts it beside
+ * the runners; no candidate code is ever loaded here. For each runner it creates the device mirror
+ * of that runner's host arena as one exportable allocation (CUDA VMM, a POSIX fd the runner
+ * imports) and a snapshot buffer it never exports. It writes every call's inputs onto the mirror,
+ * flushes the L2, takes the clock's start and end, and copies the outputs back into the host
+ * arena from its own snapshot: no input, output or time reaches kgate through the candidate's
+ * process. A candidate can re-map what it imported read-write (measured on an H200: the importer's
+ * cuMemSetAccess wins), so the mirror is the candidate's to scribble on; what kgate judges by is
+ * the host arena, which no runner maps, and the snapshot. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kg_cudrv.h"
+#include "device/wire.h"
+
+struct cu_api {
+	CUresult (*init)(unsigned);
+	CUresult (*device_get)(CUdevice *, int);
+	CUresult (*primary_retain)(CUcontext *, CUdevice);
+	CUresult (*ctx_set_current)(CUcontext);
+	CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+	CUresult (*mem_free)(CUdeviceptr);
+	CUresult (*memcpy_htod_async)(CUdeviceptr, const void *, size_t, CUstream);
+	CUresult (*memcpy_dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
+	CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+	CUresult (*memset_d32_async)(CUdeviceptr, unsigned, size_t, CUstream);
+	CUresult (*stream_create)(CUstream *, unsigned);
+	CUresult (*stream_synchronize)(CUstream);
+	CUresult (*event_create)(CUevent *, unsigned);
+	CUresult (*event_record)(CUevent, CUstream);
+	CUresult (*event_elapsed)(float *, CUevent, CUevent);
+	CUresult (*device_attr)(int *, int, CUdevice);
+	CUresult (*host_register)(void *, size_t, unsigned);
+	CUresult (*error_string)(CUresult, const char **);
+	CUresult (*granularity)(size_t *, const struct kg_cu_alloc_prop *, int);
+	CUresult (*mem_create)(CUmemGenericAllocationHandle *, size_t, const struct kg_cu_alloc_prop *,
+			       unsigned long long);
+	CUresult (*mem_export)(void *, CUmemGenericAllocationHandle, int, unsigned long long);
+	CUresult (*address_reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+	CUresult (*mem_map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+	CUresult (*set_access)(CUdeviceptr, size_t, const struct kg_cu_access_desc *, size_t);
+	/* optional: the persisting-L2 controls */
+	CUresult (*ctx_set_limit)(int, size_t);
+	CUresult (*reset_persisting_l2)(void);
+};
+
+struct slot {
+	int used;
+	unsigned char *host; /* the host arena, shared with kgate (no runner maps it) */
+	size_t host_bytes;
+	CUdeviceptr mirror; /* exported: the runner's */
+	CUdeviceptr snap; /* never exported */
+	size_t dev_bytes;
+};
+
+static struct {
+	struct cu_api cu;
+	CUdevice dev;
+	CUcontext ctx;
+	CUstream stream;
+	CUevent ev0, ev1;
+	CUdeviceptr flush;
+	size_t flush_bytes;
+	unsigned flush_value;
+	size_t gran;
+	struct slot slot[KG_DEV_MAX_SLOTS];
+} k;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cu_fail(CUresult rc, const char *what, struct kg_dev_reply *r)
+{
+	const char *s = NULL;
+	if (k.cu.error_string)
+		k.cu.error_string(rc, &s);
+	snprintf(r->msg, sizeof(r->msg), "%s: CUDA error %d (%s)", what, rc, s ? s : "unknown");
+	r->status = -EIO;
+	return -EIO;
+}
+
+#define CU_OK(call, what)                                                                                            \
+	do {                                                                                                         \
+		CUresult rc_ = (call);                                                                               \
+		if (rc_)                                                                                             \
+			return cu_fail(rc_, what, r);                                                                \
+	} while (0)
+
+static int load_api(struct kg_dev_reply *r)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		snprintf(r->msg, sizeof(r->msg), "no NVIDIA driver: %s", dlerror());
+		r->status = -ENOENT;
+		return -ENOENT;
+	}
+	static const struct {
+		const char *name;
+		size_t off;
+	} syms[] = {
+		{"cuInit", offsetof(struct cu_api, init)},
+		{"cuDeviceGet", offsetof(struct cu_api, device_get)},
+		{"cuDevicePrimaryCtxRetain", offsetof(struct cu_api, primary_retain)},
+		{"cuCtxSetCurrent", offsetof(struct cu_api, ctx_set_current)},
+		{"cuMemAlloc_v2", offsetof(struct cu_api, mem_alloc)},
+		{"cuMemFree_v2", offsetof(struct cu_api, mem_free)},
+		{"cuMemcpyHtoDAsync_v2", offsetof(struct cu_api, memcpy_htod_async)},
+		{"cuMemcpyDtoHAsync_v2", offsetof(struct cu_api, memcpy_dtoh_async)},
+		{"cuMemcpyDtoDAsync_v2", offsetof(struct cu_api, memcpy_dtod_async)},
+		{"cuMemsetD32Async", offsetof(struct cu_api, memset_d32_async)},
+		{"cuStreamCreate", offsetof(struct cu_api, stream_create)},
+		{"cuStreamSynchronize", offsetof(struct cu_api, stream_synchronize)},
+		{"cuEventCreate", offsetof(struct cu_api, event_create)},
+		{"cuEventRecord", offsetof(struct cu_api, event_record)},
+		{"cuEventElapsedTime", offsetof(struct cu_api, event_elapsed)},
+		{"cuDeviceGetAttribute", offsetof(struct cu_api, device_attr)},
+		{"cuMemHostRegister_v2", offsetof(struct cu_api, host_register)},
+		{"cuGetErrorString", offsetof(struct cu_api, error_string)},
+		{"cuMemGetAllocationGranularity", offsetof(struct cu_api, granularity)},
+		{"cuMemCreate", offsetof(struct cu_api, mem_create)},
+		{"cuMemExportToShareableHandle", offsetof(struct cu_api, mem_export)},
+		{"cuMemAddressReserve", offsetof(struct cu_api, address_reserve)},
+		{"cuMemMap", offsetof(struct cu_api, mem_map)},
+		{"cuMemSetAccess", offsetof(struct cu_api, set_access)},
+		{"cuCtxSetLimit", offsetof(struct cu_api, ctx_set_limit)},
+		{"cuCtxResetPersistingL2Cache", offsetof(struct cu_api, reset_persisting_l2)},
+	};
+	const size_t n_required = 24;
+	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+		void *p = dlsym(lib, syms[i].name);
+		if (!p && i < n_required) {
+			snprintf(r->msg, sizeof(r->msg), "libcuda lacks %s", syms[i].name);
+			r->status = -ENOSYS;
+			return -ENOSYS;
+		}
+		memcpy((char *)&k.cu + syms[i].off, &p, sizeof(p));
+	}
+	return 0;
+}
+
+static struct kg_cu_alloc_prop vmm_prop(void)
+{
+	struct kg_cu_alloc_prop p;
+	memset(&p, 0, sizeof(p));
+	p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	p.requested_handle_types = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	p.location.id = k.dev;
+	return p;
+}
+
+/* The ceiling kgate's roofline check believes: a device-to-device copy of 512 MB, best of five,
+ * bytes read plus written, measured here where nothing untrusted runs. */
+static uint64_t measure_copy_mbps(void)
+{
+	const size_t n = 512u << 20;
+	CUdeviceptr a = 0, b = 0;
+	float best = 0;
+	if (k.cu.mem_alloc(&a, n) || k.cu.mem_alloc(&b, n))
+		goto out;
+	k.cu.memset_d32_async(a, 0x3f800000u, n / 4, k.stream);
+	for (int i = 0; i < 6; i++) {
+		float ms = 0;
+		if (k.cu.event_record(k.ev0, k.stream) || k.cu.memcpy_dtod_async(b, a, n, k.stream) ||
+		    k.cu.event_record(k.ev1, k.stream) || k.cu.stream_synchronize(k.stream) ||
+		    k.cu.event_elapsed(&ms, k.ev0, k.ev1))
+			goto out;
+		if (i > 0 && ms > 0 && (float)(2.0 * (double)n / 1e6 / ms) > best)
+			best = (float)(2.0 * (double)n / 1e6 / ms);
+	}
+out:
+	if (a)
+		k.cu.mem_free(a);
+	if (b)
+		k.cu.mem_free(b);
+	return (uint64_t)(best * 1000.0f);
+}
+
+static int init(struct kg_dev_reply *r)
+{
+	if (load_api(r))
+		return r->status;
+	CU_OK(k.cu.init(0), "cuInit");
+	CU_OK(k.cu.device_get(&k.dev, 0), "cuDeviceGet");
+	int fd_ok = 0;
+	k.cu.device_attr(&fd_ok, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, k.dev);
+	if (!fd_ok) {
+		snprintf(r->msg, sizeof(r->msg), "the device cannot export memory as a POSIX fd (CUDA VMM)");
+		return r->status = -ENOTSUP;
+	}
+	CU_OK(k.cu.primary_retain(&k.ctx, k.dev), "cuDevicePrimaryCtxRetain");
+	CU_OK(k.cu.ctx_set_current(k.ctx), "cuCtxSetCurrent");
+	CU_OK(k.cu.stream_create(&k.stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+	CU_OK(k.cu.event_create(&k.ev0, 0), "cuEventCreate");
+	CU_OK(k.cu.event_create(&k.ev1, 0), "cuEventCreate");
+	struct kg_cu_alloc_prop p = vmm_prop();
+	CU_OK(k.cu.granularity(&k.gran, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
+	if (!k.gran)
+		k.gran = 2u << 20;
+	int l2 = 0;
+	k.cu.device_attr(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, k.dev);
+	k.flush_bytes = (size_t)(l2 > 0 ? l2 : 64 << 20) * 2;
+	CU_OK(k.cu.mem_alloc(&k.flush, k.flush_bytes), "cuMemAlloc (L2 flush buffer)");
+	r->l2_bytes = (uint64_t)(l2 > 0 ? l2 : 0);
+	r->granularity = k.gran;
+	r->ceiling_mbps = measure_copy_mbps();
+	return 0;
+}
+
+static int send_reply(int fd, struct kg_dev_reply *r, int pass_fd)
+{
+	r->magic = KG_DEV_MAGIC;
+	struct iovec iov = {.iov_base = r, .iov_len = sizeof(*r)};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (pass_fd >= 0) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+	}
+	ssize_t n;
+	do
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)sizeof(*r) ? 0 : -1;
+}
+
+/* One exportable allocation of `bytes` (granularity-rounded), mapped read-write here. */
+static int vmm_alloc(size_t bytes, CUdeviceptr *va, int *fd, struct kg_dev_reply *r)
+{
+	struct kg_cu_alloc_prop p = vmm_prop();
+	CUmemGenericAllocationHandle h = 0;
+	CU_OK(k.cu.mem_create(&h, bytes, &p, 0), "cuMemCreate (the runner's device arena)");
+	CU_OK(k.cu.mem_export(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), "cuMemExportToShareableHandle");
+	CU_OK(k.cu.address_reserve(va, bytes, k.gran, 0, 0), "cuMemAddressReserve");
+	CU_OK(k.cu.mem_map(*va, bytes, 0, h, 0), "cuMemMap");
+	struct kg_cu_access_desc d = {.location = p.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+	CU_OK(k.cu.set_access(*va, bytes, &d, 1), "cuMemSetAccess");
+	/* the handle lives on in the mapping and in the exported fd; this process keeps both */
+	return 0;
+}
+
+static int do_attach(const struct kg_dev_cmd *c, int host_fd, struct kg_dev_reply *r, int *out_fd)
+{
+	int i = 0;
+	while (i < KG_DEV_MAX_SLOTS && k.slot[i].used)
+		i++;
+	struct stat st;
+	if (i == KG_DEV_MAX_SLOTS) {
+		snprintf(r->msg, sizeof(r->msg), "no free slot (%d arenas attached)", KG_DEV_MAX_SLOTS);
+		return r->status = -ENOSPC;
+	}
+	if (host_fd < 0 || fstat(host_fd, &st) || !c->bytes || (uint64_t)st.st_size < c->bytes) {
+		snprintf(r->msg, sizeof(r->msg), "ATTACH without a host arena of %llu bytes", (unsigned long long)c->bytes);
+		return r->status = -EINVAL;
+	}
+	struct slot *s = &k.slot[i];
+	s->host = mmap(NULL, c->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, host_fd, 0);
+	if (s->host == MAP_FAILED) {
+		s->host = NULL;
+		snprintf(r->msg, sizeof(r->msg), "mapping the host arena: %s", strerror(errno));
+		return r->status = -errno;
+	}
+	s->host_bytes = c->bytes;
+	/* pinned, the copies run at the link's speed; pageable works where pinning is refused */
+	k.cu.host_register(s->host, s->host_bytes, 0);
+	s->dev_bytes = (c->bytes + k.gran - 1) / k.gran * k.gran;
+	if (vmm_alloc(s->dev_bytes, &s->mirror, out_fd, r))
+		return r->status;
+	CU_OK(k.cu.mem_alloc(&s->snap, s->dev_bytes), "cuMemAlloc (the outputs' snapshot)");
+	s->used = 1;
+	r->slot = (uint32_t)i;
+	r->dev_bytes = s->dev_bytes;
+	return 0;
+}
+
+static struct slot *slot_of(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
+{
+	if (c->slot >= KG_DEV_MAX_SLOTS || !k.slot[c->slot].used || c->bytes > k.slot[c->slot].host_bytes ||
+	    c->out_lo > c->out_hi || c->out_hi > c->bytes) {
+		snprintf(r->msg, sizeof(r->msg), "bad %s record", kg_dev_op_name(c->op));
+		r->status = -EINVAL;
+		return NULL;
+	}
+	return &k.slot[c->slot];
+}
+
+static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
+{
+	struct slot *s = slot_of(c, r);
+	if (!s)
+		return r->status;
+	/* Whatever the candidate's context set aside or windowed as persisting since the last call:
+	 * demoted, and the set-aside taken back, before the flush evicts the L2. */
+	if (k.cu.reset_persisting_l2)
+		k.cu.reset_persisting_l2();
+	if (k.cu.ctx_set_limit)
+		k.cu.ctx_set_limit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
+	if (c->flush) {
+		/* a different value every time: no compression or cache shortcut keeps old lines */
+		k.flush_value = k.flush_value * 1664525u + 1013904223u;
+		CU_OK(k.cu.memset_d32_async(k.flush, k.flush_value, k.flush_bytes / 4, k.stream), "L2 flush");
+	}
+	if (c->bytes)
+		CU_OK(k.cu.memcpy_htod_async(s->mirror, s->host, c->bytes, k.stream), "copying the call's inputs");
+	CU_OK(k.cu.stream_synchronize(k.stream), "copying the call's inputs (sync)");
+	r->t_ns = now_ns();
+	return 0;
+}
+
+static int download(struct slot *s, uint64_t bytes, uint64_t lo, uint64_t hi, struct kg_dev_reply *r)
+{
+	if (lo > 0)
+		CU_OK(k.cu.memcpy_dtoh_async(s->host, s->mirror, lo, k.stream), "download");
+	if (hi > lo)
+		CU_OK(k.cu.memcpy_dtoh_async(s->host + lo, s->snap + lo, hi - lo, k.stream), "download (snapshot)");
+	if (bytes > hi)
+		CU_OK(k.cu.memcpy_dtoh_async(s->host + hi, s->mirror + hi, bytes - hi, k.stream), "download");
+	CU_OK(k.cu.stream_synchronize(k.stream), "download (sync)");
+	return 0;
+}
+
+static int do_end(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
+{
+	struct slot *s = slot_of(c, r);
+	if (!s)
+		return r->status;
+	uint64_t lo = c->out_lo, hi = c->out_hi;
+	CU_OK(k.cu.event_record(k.ev0, k.stream), "cuEventRecord");
+	/* With no outputs (the calibration), a page all the same: the device switches to this context
+	 * for any copy, and that switch is part of every call's span, so it must be of the calibrated
+	 * one too. */
+	uint64_t n = hi > lo ? hi - lo : s->dev_bytes < 4096 ? s->dev_bytes : 4096;
+	CU_OK(k.cu.memcpy_dtod_async(s->snap + lo, s->mirror + lo, n, k.stream), "the outputs' snapshot");
+	CU_OK(k.cu.event_record(k.ev1, k.stream), "cuEventRecord");
+	CU_OK(k.cu.stream_synchronize(k.stream), "the outputs' snapshot (sync)");
+	r->t_ns = now_ns();
+	float ms = 0;
+	if (!k.cu.event_elapsed(&ms, k.ev0, k.ev1))
+		r->copy_ns = (uint64_t)((double)ms * 1e6);
+	return download(s, c->bytes, lo, hi, r);
+}
+
+static int do_settle(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
+{
+	struct slot *s = slot_of(c, r);
+	if (!s)
+		return r->status;
+	struct timespec ts = {.tv_sec = c->delay_ms / 1000, .tv_nsec = (long)(c->delay_ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	return download(s, c->bytes, 0, 0, r);
+}
+
+static ssize_t recv_cmd(int fd, struct kg_dev_cmd *c, int *got_fd)
+{
+	struct iovec iov = {.iov_base = c, .iov_len = sizeof(*c)};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	ssize_t n;
+	do
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	*got_fd = -1;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); n > 0 && h; h = CMSG_NXTHDR(&mh, h))
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(got_fd, CMSG_DATA(h), sizeof(int));
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: kgate-device  (started by kgate; fd 3 is its control socket)\n");
+		return 2;
+	}
+	/* kgate's helper: it ends with kgate, whatever kgate's end */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		return 1;
+	signal(SIGPIPE, SIG_IGN);
+	int ctl = KG_DEV_CTL_FD;
+	struct kg_dev_reply hello = {.op = KG_DEV_HELLO};
+	int rc = init(&hello);
+	if (send_reply(ctl, &hello, -1) || rc)
+		return 1;
+	for (;;) {
+		struct kg_dev_cmd c;
+		int fd = -1;
+		ssize_t n = recv_cmd(ctl, &c, &fd);
+		if (n <= 0)
+			return 0; /* kgate went away */
+		struct kg_dev_reply r = {.op = c.op, .seq = c.seq};
+		int out_fd = -1;
+		if (n != (ssize_t)sizeof(c) || c.magic != KG_DEV_MAGIC) {
+			snprintf(r.msg, sizeof(r.msg), "malformed record");
+			r.status = -EPROTO;
+		} else if (c.op == KG_DEV_ATTACH) {
+			do_attach(&c, fd, &r, &out_fd);
+		} else if (c.op == KG_DEV_START) {
+			do_start(&c, &r);
+		} else if (c.op == KG_DEV_END) {
+			do_end(&c, &r);
+		} else if (c.op == KG_DEV_SETTLE) {
+			do_settle(&c, &r);
+		} else if (c.op == KG_DEV_QUIT) {
+			send_reply(ctl, &r, -1);
+			return 0;
+		} else {
+			snprintf(r.msg, sizeof(r.msg), "unknown op %u", c.op);
+			r.status = -EPROTO;
+		}
+		if (fd >= 0)
+			close(fd);
+		int sent = send_reply(ctl, &r, r.status ? -1 : out_fd);
+		if (out_fd >= 0)
+			close(out_fd);
+		if (sent)
+			return 1;
+	}
+}

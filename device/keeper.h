@@ -1,0 +1,44 @@
+/* kgate's side of kgate-device (device/keeper.c), the trusted process that owns the GPU's memory
+ * for a run: started once per run, it mirrors each runner's host arena on the device, and the
+ * session (verifier/session.c) asks it for every call's start (inputs on the device, L2 flushed,
+ * the clock started) and end (the outputs' snapshot, the clock stopped, the host arena refreshed).
+ * Calls from several threads are serialised here. */
+#ifndef KG_DEVICE_KEEPER_H
+#define KG_DEVICE_KEEPER_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kg_common.h"
+
+struct kg_keeper {
+	pid_t pid;
+	int ctl;
+	uint64_t seq;
+	pthread_mutex_t mu;
+	uint64_t ceiling_mbps; /* device-to-device copy, bytes read plus written (measured by the keeper) */
+	uint64_t l2_bytes, granularity;
+	int dead; /* it failed to answer once: every later call fails at once */
+	int up; /* kg_keeper_start ran: there is a socket, a lock, perhaps a process */
+};
+
+/* Starts kgate-device at path (kg_path_device) and waits for its HELLO. */
+int kg_keeper_start(struct kg_keeper *k, const char *path, kg_error *e);
+/* Hands the keeper a host arena (a memfd of `bytes`); *dev_fd gets the exported device mirror's
+ * fd (the caller's to pass on and close), *dev_bytes its size, *slot the keeper's index for it. */
+int kg_keeper_attach(struct kg_keeper *k, int host_fd, size_t bytes, int *slot, int *dev_fd, size_t *dev_bytes,
+		     kg_error *e);
+/* START: *t0 the moment the call's inputs are on the device (CLOCK_MONOTONIC ns). */
+int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, uint64_t *t0, kg_error *e);
+/* END: *t1 the moment the outputs [out_lo, out_hi) were snapshotted, *copy_ns the snapshot's
+ * own duration; the host arena's first `bytes` then hold the mirror, outputs from the snapshot. */
+int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, uint64_t out_hi, uint64_t *t1,
+		  uint64_t *copy_ns, kg_error *e);
+/* SETTLE: after delay_ms, the mirror's first `bytes` into the host arena as they are now. */
+int kg_keeper_settle(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay_ms, kg_error *e);
+/* QUIT, reap; safe on a keeper never started. */
+void kg_keeper_stop(struct kg_keeper *k);
+
+#endif

@@ -1,0 +1,63 @@
+/* The protocol between kgate (the verifier) and kgate-device, the trusted process that owns the
+ * GPU's memory for a run: fixed-size records over a SOCK_SEQPACKET pair, file descriptors beside
+ * them (SCM_RIGHTS). Both ends are trusted; no candidate's process ever holds this channel. */
+#ifndef KG_DEVICE_WIRE_H
+#define KG_DEVICE_WIRE_H
+
+#include <stdint.h>
+
+#define KG_DEV_MAGIC 0x6b676456u /* "kgdV" */
+#define KG_DEV_CTL_FD 3 /* the keeper's end, where it finds it at start */
+#define KG_DEV_MAX_SLOTS 4 /* device arenas one keeper holds: a reference's and a candidate's */
+
+enum kg_dev_op {
+	KG_DEV_HELLO = 1, /* keeper -> kgate once its context is up: the device's figures */
+	/* fd: a host arena (memfd) of `bytes`; the keeper maps it, creates its device mirror (one
+	 * exportable allocation) and a private snapshot, and answers with the mirror's fd, for the
+	 * runner that will import it */
+	KG_DEV_ATTACH,
+	/* the call's start: undo persisting-L2 state, flush the L2 (`flush`), copy the host arena's
+	 * first `bytes` (inputs, poisoned outputs, guard bands) to the mirror, synchronise; t_ns is
+	 * the moment all of it is on the device: the call's clock starts there */
+	KG_DEV_START,
+	/* the call's end, once the runner's process is stopped: snapshot [out_lo, out_hi) of the
+	 * mirror into memory only the keeper maps; t_ns is the moment the snapshot is complete (the
+	 * call's clock stops there), copy_ns its own duration; then the host arena gets the mirror's
+	 * first `bytes` with the outputs from the snapshot */
+	KG_DEV_END,
+	/* after delay_ms, the mirror's first `bytes` as they are now (what work left running wrote) */
+	KG_DEV_SETTLE,
+	KG_DEV_QUIT,
+};
+
+struct kg_dev_cmd {
+	uint32_t magic, op;
+	uint64_t seq;
+	uint32_t slot;
+	uint32_t flush; /* START */
+	uint64_t bytes; /* ATTACH: the host arena's size; START/END/SETTLE: bytes in use */
+	uint64_t out_lo, out_hi; /* END */
+	uint32_t delay_ms; /* SETTLE */
+	uint32_t pad;
+};
+
+struct kg_dev_reply {
+	uint32_t magic, op;
+	uint64_t seq;
+	int32_t status; /* 0, or a negative errno (msg says why) */
+	uint32_t slot; /* ATTACH */
+	uint64_t dev_bytes; /* ATTACH: the mirror's size (granularity-rounded) */
+	uint64_t t_ns; /* START, END: CLOCK_MONOTONIC, see the ops */
+	uint64_t copy_ns; /* END: the outputs' snapshot by the keeper's events */
+	uint64_t ceiling_mbps; /* HELLO: device-to-device copy, bytes read plus written, MB/s */
+	uint64_t l2_bytes, granularity; /* HELLO */
+	char msg[300];
+};
+
+static inline const char *kg_dev_op_name(uint32_t op)
+{
+	static const char *const names[] = {"?", "HELLO", "ATTACH", "START", "END", "SETTLE", "QUIT"};
+	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "an unknown command";
+}
+
+#endif

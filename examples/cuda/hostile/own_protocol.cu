@@ -1,0 +1,213 @@
+/* Runner takeover on the GPU: kg_forward never returns. It serves the parent's protocol itself on
+ * the runner's control socket (fd 3), with the right sequence numbers, through raw system calls no
+ * import shows, and answers every RUN at once claiming 1 us. kgate 0.2's runner copied the inputs
+ * to the device at UPLOAD, flushed at FLUSH and copied the outputs back at DOWNLOAD, all on its
+ * commands: this serves those too (the host arena mapped again from fd 4), computes when FLUSH
+ * arrives, after the inputs are on the device and before the clock starts, and 2 ms more of real
+ * work with them (what the forged claim hides is worth something at any shape). Accepted there at
+ * a forged speedup.
+ * kgate now has kgate-device write the inputs and snapshot the outputs, and the runner gets RUN
+ * alone: the work is done after its RUN (the process is stopped before it), the keeper's span from
+ * the inputs on the device to its snapshot of the outputs holds it, and the claim is a lie in every
+ * call: timing.tampered. (Task: softmax.) */
+#include <kgate/kernel.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+KG_CANDIDATE;
+
+static long raw_syscall(long n, long a, long b, long c, long d, long e, long f)
+{
+	long r;
+	register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return r;
+}
+
+/* The runner's records, as runner/wire.h lays them out. */
+struct tensor {
+	uint64_t offset;
+	int32_t dtype, ndim;
+	int64_t shape[8];
+};
+struct cmd {
+	uint32_t magic, op;
+	uint64_t seq, arena_size;
+	uint32_t n_in, n_out;
+	struct tensor t[16];
+	uint32_t delay_ms, entry;
+	char path[512];
+};
+struct reply {
+	uint32_t magic, op;
+	uint64_t seq;
+	int32_t status, rc;
+	uint64_t elapsed_ns, info, snap_ns;
+	uint32_t flags, tid;
+	char msg[400];
+};
+enum { SETUP = 3, UPLOAD, FLUSH, RUN, DOWNLOAD, SETTLE, NOP, QUIT };
+
+__device__ static void merge(float &m, float &s, float m2, float s2)
+{
+	float mm = fmaxf(m, m2);
+	s = (m == -INFINITY ? 0.0f : s * __expf(m - mm)) + (m2 == -INFINITY ? 0.0f : s2 * __expf(m2 - mm));
+	m = mm;
+}
+
+__global__ static void softmax(const float *x, float *y, long long cols)
+{
+	__shared__ float sm[32], ss[32];
+	__shared__ int snan;
+	const float *xr = x + blockIdx.x * cols;
+	float *yr = y + blockIdx.x * cols;
+	float m = -INFINITY, s = 0.0f;
+	int nan = 0;
+	for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
+		float v = xr[c];
+		nan |= isnan(v);
+		if (v > m) {
+			s = (m == -INFINITY ? 0.0f : s * __expf(m - v));
+			m = v;
+		}
+		s += __expf(v - m);
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+	if ((threadIdx.x & 31) == 0) {
+		sm[threadIdx.x >> 5] = m;
+		ss[threadIdx.x >> 5] = s;
+	}
+	nan = __syncthreads_or(nan);
+	if (threadIdx.x < 32) {
+		int nw = blockDim.x >> 5;
+		m = threadIdx.x < nw ? sm[threadIdx.x] : -INFINITY;
+		s = threadIdx.x < nw ? ss[threadIdx.x] : 0.0f;
+		for (int o = 16; o > 0; o >>= 1)
+			merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+		if (threadIdx.x == 0) {
+			sm[0] = m;
+			ss[0] = s;
+			snan = nan;
+		}
+	}
+	__syncthreads();
+	m = sm[0];
+	float inv = 1.0f / ss[0];
+	nan = snan;
+	for (long long c = threadIdx.x; c < cols; c += blockDim.x)
+		yr[c] = nan ? NAN : __expf(xr[c] - m) * inv;
+}
+
+/* 2 ms of the device's time, after the outputs are written */
+__global__ static void spin(void)
+{
+	unsigned long long t0, t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	do
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	while (t - t0 < 2000000ull);
+}
+
+static void compute(unsigned char *dev, const struct cmd *c, cudaStream_t st)
+{
+	softmax<<<(unsigned)c->t[0].shape[0], 1024, 0, st>>>((const float *)(dev + c->t[0].offset),
+							    (float *)(dev + c->t[1].offset), c->t[0].shape[1]);
+	spin<<<1, 1, 0, st>>>();
+}
+
+/* The runner's command record sits a few frames up the stack; stale copies of earlier commands lie
+ * about too: the live one has the highest sequence number. */
+static const struct cmd *live_run(void)
+{
+	volatile unsigned char probe = 0;
+	const unsigned char *p = (const unsigned char *)((uintptr_t)&probe & ~(uintptr_t)7);
+	const struct cmd *best = NULL;
+	for (long off = 0; off < 16 * 1024; off += 8) {
+		const struct cmd *c = (const struct cmd *)(p + off);
+		if (c->magic == 0x6b67775au && c->op == RUN && c->seq < (1ull << 40) && (!best || c->seq > best->seq))
+			best = c;
+	}
+	return best;
+}
+
+int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *stream)
+{
+	(void)n_in, (void)n_out;
+	cudaStream_t st = (cudaStream_t)stream;
+	const struct cmd *now = live_run();
+	if (!now) { /* no runner to take over: an honest call */
+		softmax<<<(unsigned)in[0].shape[0], 1024, 0, st>>>((const float *)in[0].data, (float *)out[0].data,
+								  in[0].shape[1]);
+		return 0;
+	}
+	unsigned char *dev = (unsigned char *)in[0].data - now->t[0].offset;
+	/* the host arena, where kgate 0.2's runner had it: fd 4, mapped again (its seal let a device
+	 * runner map files) */
+	struct {
+		uint64_t a, b, c;
+		uint32_t d, e, f, g;
+		uint64_t h;
+		int64_t size;
+		int64_t rest[9];
+	} stt;
+	unsigned char *host = NULL;
+	if (!raw_syscall(5 /* fstat */, 4, (long)&stt, 0, 0, 0, 0) && stt.size > 0) {
+		long m = raw_syscall(9 /* mmap */, 0, stt.size, 3, 1 /* MAP_SHARED */, 4, 0);
+		if (m > 0 || m < -4096)
+			host = (unsigned char *)m;
+	}
+	static struct cmd c;
+	static struct reply rep;
+	memcpy(&c, now, sizeof(c));
+	compute(dev, &c, st);
+	memset(&rep, 0, sizeof(rep));
+	rep.magic = 0x6b67775au;
+	rep.op = RUN;
+	rep.seq = now->seq;
+	rep.elapsed_ns = 1000;
+	int computed = 0;
+	for (;;) {
+		if (raw_syscall(44 /* sendto */, 3, (long)&rep, sizeof(rep), 0, 0, 0) < 0)
+			raw_syscall(231 /* exit_group */, 0, 0, 0, 0, 0, 0);
+		if (rep.op == QUIT)
+			raw_syscall(231, 0, 0, 0, 0, 0, 0);
+		long n = raw_syscall(45 /* recvfrom */, 3, (long)&c, sizeof(c), 0, 0, 0);
+		if (n != (long)sizeof(c))
+			raw_syscall(231, 0, 0, 0, 0, 0, 0);
+		memset(&rep, 0, sizeof(rep));
+		rep.magic = 0x6b67775au;
+		rep.op = c.op;
+		rep.seq = c.seq;
+		switch (c.op) {
+		case UPLOAD:
+			if (host)
+				cudaMemcpy(dev, host, c.arena_size, cudaMemcpyHostToDevice);
+			break;
+		case FLUSH:
+			/* the inputs are on the device: the work now, the answer when it is done */
+			compute(dev, &c, st);
+			cudaStreamSynchronize(st);
+			computed = 1;
+			rep.info = 100u << 20;
+			break;
+		case RUN:
+			if (!computed)
+				compute(dev, &c, st); /* and no wait: the answer at once */
+			computed = 0;
+			rep.elapsed_ns = 1000;
+			break;
+		case DOWNLOAD:
+		case SETTLE:
+			cudaDeviceSynchronize();
+			if (host)
+				cudaMemcpy(host, dev, c.arena_size, cudaMemcpyDeviceToHost);
+			break;
+		default: /* SETUP, NOP: nothing to do */
+			break;
+		}
+	}
+}
