@@ -126,7 +126,7 @@ static const struct cmd *live_run(void)
 	volatile unsigned char probe = 0;
 	const unsigned char *p = (const unsigned char *)((uintptr_t)&probe & ~(uintptr_t)7);
 	const struct cmd *best = NULL;
-	for (long off = 0; off < 16 * 1024; off += 8) {
+	for (long off = 0; off < 6 * 1024; off += 8) {
 		const struct cmd *c = (const struct cmd *)(p + off);
 		if (c->magic == 0x6b67775au && c->op == RUN && c->seq < (1ull << 40) && (!best || c->seq > best->seq))
 			best = c;

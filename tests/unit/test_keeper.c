@@ -1,0 +1,237 @@
+/* Unit tests of kgate's side of the keeper protocol (device/client.c), without a GPU: this program
+ * is also the keeper it starts (found at /proc/self/exe, it sees its control socket on fd 3) and
+ * then plays one with a host memfd as the "device" arena; and the real kgate-device, on a machine
+ * without a driver, must fail its HELLO with a reason. What the fake does is chosen by the
+ * command's fields: an ATTACH of 1 byte is answered with a stale reply first, a START of 7 bytes
+ * ends the keeper. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "device/keeper.h"
+#include "device/wire.h"
+
+static int send_rep(int fd, struct kg_dev_reply *r, int pass)
+{
+	r->magic = KG_DEV_MAGIC;
+	struct iovec iov = {.iov_base = r, .iov_len = sizeof(*r)};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (pass >= 0) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &pass, sizeof(int));
+	}
+	return sendmsg(fd, &mh, 0) == (ssize_t)sizeof(*r) ? 0 : -1;
+}
+
+/* The fake keeper: HELLO, then each command answered as kgate-device would, its "device" a memfd
+ * that START fills from the host arena and END copies back. */
+static int fake_keeper(void)
+{
+	int ctl = KG_DEV_CTL_FD;
+	struct kg_dev_reply hello = {.op = KG_DEV_HELLO, .ceiling_mbps = 1000000, .granularity = 4096};
+	if (send_rep(ctl, &hello, -1))
+		return 1;
+	unsigned char *host = NULL, *dev = NULL;
+	for (uint64_t t = 1000;; t += 1000) {
+		struct kg_dev_cmd c;
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct iovec iov = {.iov_base = &c, .iov_len = sizeof(c)};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+		ssize_t n = recvmsg(ctl, &mh, 0);
+		if (n != (ssize_t)sizeof(c))
+			return 0;
+		int fd = -1;
+		struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+		if (h && h->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(h), sizeof(int));
+		struct kg_dev_reply r = {.op = c.op, .seq = c.seq};
+		int pass = -1;
+		switch (c.op) {
+		case KG_DEV_ATTACH: {
+			if (c.bytes == 1) {
+				struct kg_dev_reply stale = {.op = c.op, .seq = c.seq - 1, .status = -EIO};
+				send_rep(ctl, &stale, -1);
+			}
+			host = mmap(NULL, c.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			pass = memfd_create("fake-device", MFD_CLOEXEC);
+			if (host == MAP_FAILED || pass < 0 || ftruncate(pass, (off_t)c.bytes))
+				return 1;
+			dev = mmap(NULL, c.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, pass, 0);
+			r.dev_bytes = c.bytes;
+			r.slot = 2;
+			break;
+		}
+		case KG_DEV_START:
+			if (c.bytes == 7)
+				return 0;
+			memcpy(dev, host, c.bytes);
+			r.t_ns = t;
+			break;
+		case KG_DEV_END:
+			dev[c.out_lo] ^= 0xff; /* "the candidate's" write, to be seen in the host arena */
+			memcpy(host, dev, c.bytes);
+			r.t_ns = t + 500;
+			r.copy_ns = 20;
+			break;
+		case KG_DEV_QUIT:
+			send_rep(ctl, &r, -1);
+			return 0;
+		default:
+			r.status = -EPROTO;
+			snprintf(r.msg, sizeof(r.msg), "unknown op %u", c.op);
+		}
+		if (fd >= 0)
+			close(fd);
+		if (send_rep(ctl, &r, pass))
+			return 1;
+		if (pass >= 0)
+			close(pass);
+	}
+}
+
+static int host_arena(size_t bytes, unsigned char **map)
+{
+	int fd = memfd_create("host-arena", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)bytes), 0);
+	*map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(*map != MAP_FAILED);
+	return fd;
+}
+
+static void test_call_cycle(void **state)
+{
+	(void)state;
+	struct kg_keeper k;
+	kg_error e = {0};
+	assert_int_equal(kg_keeper_start(&k, "/proc/self/exe", &e), 0);
+	assert_int_equal(k.ceiling_mbps, 1000000);
+	unsigned char *h;
+	int hfd = host_arena(8192, &h);
+	int slot = -1, dfd = -1;
+	size_t dbytes = 0;
+	assert_int_equal(kg_keeper_attach(&k, hfd, 8192, &slot, &dfd, &dbytes, &e), 0);
+	assert_int_equal(slot, 2);
+	assert_int_equal(dbytes, 8192);
+	assert_true(dfd >= 0); /* the mirror's fd came back, for the runner */
+	unsigned char *d = mmap(NULL, 8192, PROT_READ, MAP_SHARED, dfd, 0);
+	assert_true(d != MAP_FAILED);
+	h[100] = 42;
+	uint64_t t0 = 0, t1 = 0, copy = 0;
+	assert_int_equal(kg_keeper_begin(&k, slot, 8192, 1, &t0, &e), 0);
+	assert_int_equal(d[100], 42); /* the inputs are on the "device" */
+	assert_int_equal(kg_keeper_end(&k, slot, 8192, 100, 200, &t1, &copy, &e), 0);
+	assert_true(t1 > t0);
+	assert_int_equal(copy, 20);
+	assert_int_equal(h[100], 42 ^ 0xff); /* the host arena holds what the device held */
+	munmap(d, 8192);
+	munmap(h, 8192);
+	close(dfd);
+	close(hfd);
+	kg_keeper_stop(&k);
+	assert_int_equal(k.pid, 0);
+}
+
+/* A reply to an earlier command (one given up on) is not this command's answer. */
+static void test_stale_reply_dropped(void **state)
+{
+	(void)state;
+	struct kg_keeper k;
+	kg_error e = {0};
+	assert_int_equal(kg_keeper_start(&k, "/proc/self/exe", &e), 0);
+	unsigned char *h;
+	int hfd = host_arena(4096, &h);
+	int slot = -1, dfd = -1;
+	size_t dbytes = 0;
+	assert_int_equal(kg_keeper_attach(&k, hfd, 1, &slot, &dfd, &dbytes, &e), 0);
+	assert_true(dfd >= 0);
+	close(dfd);
+	close(hfd);
+	munmap(h, 4096);
+	kg_keeper_stop(&k);
+}
+
+/* A keeper that ends mid-call: the call fails with a reason, every later one at once. */
+static void test_keeper_gone(void **state)
+{
+	(void)state;
+	struct kg_keeper k;
+	kg_error e = {0};
+	assert_int_equal(kg_keeper_start(&k, "/proc/self/exe", &e), 0);
+	uint64_t t0;
+	assert_int_equal(kg_keeper_begin(&k, 0, 7, 0, &t0, &e), -EPIPE);
+	assert_non_null(strstr(e.msg, "ended"));
+	assert_true(k.dead);
+	assert_int_equal(kg_keeper_begin(&k, 0, 8, 0, &t0, &e), -EPIPE);
+	kg_keeper_stop(&k);
+	/* never started: stopping is a no-op */
+	struct kg_keeper none;
+	memset(&none, 0, sizeof(none));
+	kg_keeper_stop(&none);
+}
+
+/* The real kgate-device where there is no driver (CI): HELLO says why, and start fails cleanly. */
+static void test_real_keeper_without_driver(void **state)
+{
+	(void)state;
+	const char *path = getenv("KG_TEST_DEVICE");
+	char buf[4096];
+	if (!path || !*path) {
+		/* beside this test binary: build/tests/bin/ -> build/kgate-device */
+		ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 32);
+		assert_true(n > 0);
+		buf[n] = '\0';
+		char *slash = strstr(buf, "/tests/bin/");
+		assert_non_null(slash);
+		strcpy(slash, "/kgate-device");
+		path = buf;
+	}
+	if (!access("/dev/nvidiactl", F_OK))
+		skip(); /* a GPU machine: make test-gpu covers it */
+	struct kg_keeper k;
+	kg_error e = {0};
+	int rc = kg_keeper_start(&k, path, &e);
+	assert_true(rc < 0);
+	assert_non_null(strstr(e.msg, "kgate-device"));
+	assert_int_equal(k.pid, 0);
+	assert_int_equal(kg_keeper_start(&k, "/nonexistent/kgate-device", &e), -ENOENT);
+}
+
+int main(void)
+{
+	int type = 0;
+	socklen_t len = sizeof(type);
+	if (!getsockopt(KG_DEV_CTL_FD, SOL_SOCKET, SO_TYPE, &type, &len) && type == SOCK_SEQPACKET)
+		return fake_keeper();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_call_cycle),
+		cmocka_unit_test(test_stale_reply_dropped),
+		cmocka_unit_test(test_keeper_gone),
+		cmocka_unit_test(test_real_keeper_without_driver),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
