@@ -14,7 +14,8 @@
 
 /* fds the runner finds at start: */
 #define KG_WIRE_CTL_FD 3 /* SOCK_SEQPACKET to the parent */
-#define KG_WIRE_ARENA_FD 4 /* memfd holding the arena (a paged arena: its outputs) */
+#define KG_WIRE_ARENA_FD 4 /* memfd holding the arena (a paged arena: its outputs); a device runner's
+			    * verified runs: kgate-device's exported allocation (--device-arena) */
 #define KG_WIRE_INPUT_FD 5 /* a paged arena's inputs: sealed, mapped read-only before the outputs */
 #define KG_WIRE_MAP_FD 6 /* a paged arena's page map (below): what to map at start, the rest guards */
 
@@ -34,9 +35,11 @@ enum kg_wire_op {
 	KG_OP_HELLO = 1, /* runner -> parent once it is initialised and filtered */
 	KG_OP_LOAD, /* dlopen the .so at path, check kg_abi_version, resolve kg_forward */
 	KG_OP_SETUP, /* describe the tensors (offsets in the arena) for the next runs; maps nothing */
-	KG_OP_UPLOAD, /* CUDA: copy the arena (inputs, poisoned outputs, guards) to the device */
-	KG_OP_FLUSH, /* CUDA: overwrite L2 (a host arena is written by the parent with streaming
-		      * stores, which leave nothing of it in any cache: no flush to ask for) */
+	/* UPLOAD, FLUSH, DOWNLOAD and SETTLE: a CUDA runner under a tool (exact buffers) only. Every
+	 * other device runner's arena is kgate-device's (device/wire.h), which does them itself; a host
+	 * arena is written by the parent with streaming stores, which leave nothing in any cache. */
+	KG_OP_UPLOAD, /* copy the host arena's tensors to their exact device buffers */
+	KG_OP_FLUSH, /* nothing: a run under a tool is never timed */
 	KG_OP_RUN, /* call kg_forward (or the entry cmd.entry names) once and time it */
 	KG_OP_DOWNLOAD, /* CUDA: copy the arena back; outputs as they were when the call's stream was done */
 	KG_OP_SETTLE, /* wait delay_ms (CUDA: after a device-wide sync), then DOWNLOAD the live arena */

@@ -54,7 +54,7 @@ static int fake_keeper(void)
 		return 1;
 	unsigned char *host = NULL, *dev = NULL;
 	for (uint64_t t = 1000;; t += 1000) {
-		struct kg_dev_cmd c;
+		struct kg_dev_cmd c = {0};
 		union {
 			char buf[CMSG_SPACE(sizeof(int))];
 			struct cmsghdr align;
