@@ -102,6 +102,24 @@ void kg_run_cand_arena(struct kg_run *r, uint64_t seed);
 /* The reference on the current inputs; its outputs land in refout. 0, or -1 after recording an
  * internal error (the reference is trusted: its failure is kgate's). */
 int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns);
+
+/* Shared by trial.c and trial_ref.c (the reference's calls and its look-ahead): */
+/* "N=64 D=128", the current layout's dims */
+const char *kg_run_shape_str(const struct kg_run *r);
+/* Why a reference call failed, in words (its outcome, fault, message or the error). */
+void kg_run_ref_failure(const struct kg_run *r, int rc, const kg_error *e, char *what, size_t n);
+/* The inputs of (cls, seed) generated into dst (one buffer per input). */
+void kg_run_gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls, uint64_t seed);
+/* The inputs src holds written into arena a's input slots. */
+void kg_run_load_inputs_from(struct kg_run *r, struct kg_arena *a, void *const *src);
+/* One reference call (poison, call, outputs copied to dst); what names it in an internal error. */
+int kg_run_ref_call(struct kg_run *r, int flush, uint32_t entry, const char *what, void *const *dst,
+		    struct kg_call_result *res);
+/* The look-ahead: the next trial's inputs drawn and its reference call started on a thread; taken
+ * by that trial (0 taken, 1 not there, -1 failed and recorded), or dropped. */
+void kg_run_ahead_start(struct kg_run *r, enum kg_input_class cls, uint64_t seed);
+int kg_run_ahead_take(struct kg_run *r, enum kg_input_class cls, uint64_t seed, uint64_t *ns);
+void kg_run_ahead_drop(struct kg_run *r);
 /* kg_check_outputs, and where an output failed and has `terms: abs_inputs`, again with each
  * element's own term magnitudes from the trusted reference (compare.h). */
 int kg_run_check_outputs(struct kg_run *r, struct kg_view *v, enum kg_reason_code code, struct kg_findings *f);

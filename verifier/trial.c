@@ -1,6 +1,7 @@
-/* Trials: inputs from a secret seed, one call of the trusted reference and one of the candidate in
- * their separate sandboxed runners, the pure checks over what the call left, and their findings
- * turned into reasons. The correctness phase is a loop of trials over every shape and class. */
+/* Trials: inputs from a secret seed, one call of the trusted reference (trial_ref.c) and one of the
+ * candidate in their separate sandboxed runners, the pure checks over what the call left, and their
+ * findings turned into reasons. The correctness phase is a loop of trials over every shape and
+ * class. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -10,7 +11,6 @@
 #include <string.h>
 
 #include "verifier/compare.h"
-#include "verifier/resolve.h"
 #include "verifier/dtype.h"
 #include "verifier/ends.h"
 #include "verifier/inputs.h"
@@ -18,107 +18,12 @@
 #include "verifier/run.h"
 
 /* Trial ids (public: each names a trial, whose data comes from the run's secret key); the
- * reference's poison ids start here. The report gives the key and each trial's id. */
-#define SEED_REF_POISON 0x7265660000ull
+ * reference's poison ids are trial_ref.c's. The report gives the key and each trial's id. */
 #define SEED_PROBE 0x70726f6265ull
 
-static const char *shape_str(const struct kg_run *r)
+const char *kg_run_shape_str(const struct kg_run *r)
 {
 	return r->shape >= 0 ? r->plan->shape_str[r->shape] : "";
-}
-
-int kg_run_alloc(struct kg_run *r, kg_error *e)
-{
-	const struct kg_plan *p = r->plan;
-	const struct kg_task *t = &p->task;
-	uint64_t maxb[2 * KG_RUN_MAX_T] = {0}, layout_max = 0;
-	size_t pin[KG_PLAN_MAX_SHAPES], pout[KG_PLAN_MAX_SHAPES];
-	for (int i = 0; i < t->n_inputs + t->n_outputs; i++)
-		r->names[i] = i < t->n_inputs ? t->inputs[i].name : t->outputs[i - t->n_inputs].name;
-	for (int s = 0; s < p->n_shapes; s++) {
-		uint64_t b[2 * KG_RUN_MAX_T];
-		for (int i = 0; i < t->n_inputs + t->n_outputs; i++) {
-			const struct kg_tensor_spec *sp = i < t->n_inputs ? &t->inputs[i] : &t->outputs[i - t->n_inputs];
-			int64_t shape[KG_MAX_DIMS];
-			int rc = kg_task_shape(sp, &p->shapes[s], shape, e);
-			if (rc)
-				return rc;
-			b[i] = (uint64_t)kg_shape_numel(sp->ndim, shape) * kg_dtype_size(sp->dtype);
-			if (b[i] > maxb[i])
-				maxb[i] = b[i];
-		}
-		uint64_t need = kg_arena_size_for(b, t->n_inputs + t->n_outputs);
-		/* a paged arena gives each shape a region of its own, laid out before the runner starts */
-		kg_arena_paged_size_for(b, t->n_inputs, t->n_outputs, &pin[s], &pout[s]);
-		if (need > layout_max)
-			layout_max = need;
-	}
-	for (int i = 0; i < t->n_inputs; i++)
-		if (!(r->shadow[i] = malloc(maxb[i] ? maxb[i] : 1)))
-			return kg_err(e, -ENOMEM, "out of memory for inputs (%llu bytes)", (unsigned long long)maxb[i]);
-	/* the look-ahead's copy is an optimisation: without the memory, trials run one by one */
-	for (int i = 0; i < t->n_inputs; i++)
-		if (!(r->shadow_next[i] = malloc(maxb[i] ? maxb[i] : 1))) {
-			for (int k = 0; k <= i; k++) {
-				free(r->shadow_next[k]);
-				r->shadow_next[k] = NULL;
-			}
-			break;
-		}
-	for (int j = 0; j < t->n_outputs; j++) {
-		uint64_t b = maxb[t->n_inputs + j] ? maxb[t->n_inputs + j] : 1;
-		if (!(r->refout[j] = malloc(b)) || !(r->snap[j] = malloc(b)) ||
-		    (t->outputs[j].terms && !(r->terms[j] = malloc(b))))
-			return kg_err(e, -ENOMEM, "out of memory for outputs (%llu bytes)", (unsigned long long)b);
-	}
-	/* host-resident runners get the paged arena (read-only inputs, guard pages); a device runner
-	 * mirrors the flat one on the device */
-	int rc = p->ref_be->needs_gpu ? kg_arena_create(&r->ra, layout_max, e)
-				      : kg_arena_create_paged(&r->ra, p->n_shapes, pin, pout, e);
-	if (!rc)
-		rc = p->be->needs_gpu ? kg_arena_create(&r->ca, layout_max, e)
-				      : kg_arena_create_paged(&r->ca, p->n_shapes, pin, pout, e);
-	if (!rc) {
-		kg_arena_set_keys(&r->ra, &p->k_canary, &p->k_poison);
-		kg_arena_set_keys(&r->ca, &p->k_canary, &p->k_poison);
-	}
-	/* every shape's tensor pages, for the runners' page maps: nothing is mapped after they start */
-	struct kg_arena *both[2] = {&r->ra, &r->ca};
-	for (int k = 0; k < 2 && !rc; k++) {
-		if (!both[k]->paged)
-			continue;
-		for (int sh = 0; sh < p->n_shapes && !rc; sh++)
-			if (!(rc = kg_run_layout(r, sh, both[k], e)))
-				kg_arena_map_region(both[k]);
-		if (!rc)
-			rc = kg_arena_map_seal(both[k], e);
-	}
-	r->shape = -1;
-	return rc;
-}
-
-static void ahead_drop(struct kg_run *r);
-
-void kg_run_free(struct kg_run *r)
-{
-	ahead_drop(r);
-	if (r->cs_up)
-		kg_session_free(&r->cs);
-	if (r->rs_up)
-		kg_session_free(&r->rs);
-	r->cs_up = r->rs_up = 0;
-	kg_keeper_stop(&r->keeper); /* after the runners: their imported arenas went with them */
-	kg_arena_destroy(&r->ra);
-	kg_arena_destroy(&r->ca);
-	for (int i = 0; i < KG_RUN_MAX_T; i++) {
-		free(r->shadow[i]);
-		free(r->shadow_next[i]);
-		r->shadow_next[i] = NULL;
-		free(r->refout[i]);
-		free(r->snap[i]);
-		free(r->terms[i]);
-		r->shadow[i] = r->refout[i] = r->snap[i] = r->terms[i] = NULL;
-	}
 }
 
 /* One reason per (code, shape): the first instance carries the details; repeats are counted and
@@ -127,7 +32,7 @@ static int already_reported(struct kg_run *r, enum kg_reason_code code, enum kg_
 {
 	for (int i = 0; i < r->v->n_reasons; i++) {
 		struct kg_reason *x = &r->v->reasons[i];
-		if (x->code != code || strcmp(x->shape, shape_str(r)))
+		if (x->code != code || strcmp(x->shape, kg_run_shape_str(r)))
 			continue;
 		x->occurrences++;
 		const char *name = kg_class_name(cls);
@@ -157,7 +62,7 @@ static struct kg_reason *trial_reason(struct kg_run *r, enum kg_reason_code code
 	snprintf(x->input_class, sizeof(x->input_class), "%s", kg_class_name(cls));
 	x->seed = seed;
 	x->has_seed = 1;
-	snprintf(x->shape, sizeof(x->shape), "%s", shape_str(r));
+	snprintf(x->shape, sizeof(x->shape), "%s", kg_run_shape_str(r));
 	return x;
 }
 
@@ -173,9 +78,9 @@ int kg_run_record(struct kg_run *r, const struct kg_findings *f, enum kg_input_c
 		if (r->shape > 0 && (code == KG_R_CHECK_MISMATCH || code == KG_R_CHECK_NAN ||
 				     code == KG_R_CHECK_UNWRITTEN_OUTPUT)) {
 			code = KG_R_CHECK_SHAPE_VARIANT;
-			snprintf(at, sizeof(at), "at shape %s (not the base shape): ", shape_str(r));
+			snprintf(at, sizeof(at), "at shape %s (not the base shape): ", kg_run_shape_str(r));
 		} else if (r->shape > 0) {
-			snprintf(at, sizeof(at), "at shape %s: ", shape_str(r));
+			snprintf(at, sizeof(at), "at shape %s: ", kg_run_shape_str(r));
 		}
 		if (already_reported(r, code, cls))
 			continue;
@@ -227,7 +132,7 @@ void kg_run_cand_ended(struct kg_run *r, const char *during, enum kg_input_class
 }
 
 /* What went wrong with the reference's session: how its process ended, or the session's word. */
-static void ref_failure(const struct kg_run *r, int rc, const kg_error *e, char *what, size_t n)
+void kg_run_ref_failure(const struct kg_run *r, int rc, const kg_error *e, char *what, size_t n)
 {
 	if (rc == KG_SESSION_ENDED)
 		kg_end_describe(&r->rs.outcome, what, n);
@@ -235,107 +140,6 @@ static void ref_failure(const struct kg_run *r, int rc, const kg_error *e, char 
 		snprintf(what, n, "%s", r->rs.fault);
 	else
 		snprintf(what, n, "%s", rc == KG_SESSION_FAILED ? r->rs.msg : e->msg);
-}
-
-void kg_run_start_sessions(struct kg_run *r)
-{
-	const struct kg_plan *p = r->plan;
-	kg_error e = {0};
-	struct kg_session_opts so = {
-		.limits = p->limits,
-		.required_layers = p->required_layers,
-		.disabled_layers = p->disabled_layers,
-		.call_timeout_s = 60,
-	};
-	if (getenv("KGATE_SANITIZE"))
-		so.limits.mem_bytes = KG_SB_MEM_UNBOUNDED; /* ASan reserves terabytes of shadow */
-	if (p->ref_be->needs_gpu || p->be->needs_gpu) {
-		char dev[PATH_MAX];
-		int krc = kg_path_device(dev, sizeof(dev));
-		if (krc || kg_keeper_start(&r->keeper, dev, &e)) {
-			kg_run_internal(r, "starting kgate-device (the keeper of the device's memory): %s",
-					krc ? "not found beside kgate-run (install kgate, or set KGATE_DEVICE)" : e.msg);
-			return;
-		}
-		so.keeper = &r->keeper;
-	}
-	/* Reference: trusted code, the same sandbox; threads allowed (a reference may use them). */
-	so.be = p->ref_be;
-	so.so_path = r->ref_so;
-	so.threads = 1;
-	int rc = kg_session_start(&r->rs, &so, &r->ra, &e);
-	r->rs_up = 1;
-	if (rc == -EPERM) {
-		/* a layer the policy requires that this host refuses: the sandbox's finding, named as such
-		 * (with a cached build, the reference's runner is the first sandbox to come up) */
-		kg_verdict_add_reason(r->v, KG_R_SANDBOX_SETUP, "%s", e.msg);
-		r->cand_dead = 1;
-		return;
-	}
-	if (rc) {
-		char what[700];
-		ref_failure(r, rc, &e, what, sizeof(what));
-		kg_run_internal(r, "starting the reference (before any shape): %s", what);
-		return;
-	}
-	so.be = p->be;
-	so.so_path = r->cand_so;
-	so.threads = p->pol.threads;
-	so.watched = 1; /* a black box from LOAD on */
-	rc = kg_session_start(&r->cs, &so, &r->ca, &e);
-	r->cs_up = 1;
-	r->cs.call_timeout_s = 30; /* copies and settling; RUN has its own deadline */
-	char layers[256];
-	kg_sb_layers_str(kg_sb_layers_active(r->cs.sb ? r->cs.sb : r->rs.sb), layers, sizeof(layers));
-	snprintf(r->v->layers_active, sizeof(r->v->layers_active), "%s", layers);
-	if (rc == KG_SESSION_ENDED || rc == KG_SESSION_FAULT) {
-		kg_run_cand_ended(r, "while loading", KG_CLASS_NORMAL, 0, 0);
-	} else if (rc == KG_SESSION_FAILED) {
-		kg_verdict_add_reason(r->v, KG_R_LOAD_ERROR, "the candidate could not be loaded: %s", r->cs.msg);
-		r->cand_dead = 1;
-	} else if (rc) {
-		if (rc == -EPERM)
-			kg_verdict_add_reason(r->v, KG_R_SANDBOX_SETUP, "%s", e.msg);
-		else
-			kg_run_internal(r, "starting the candidate: %s", e.msg);
-		r->cand_dead = 1;
-	}
-}
-
-int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e)
-{
-	const struct kg_task *t = &r->plan->task;
-	kg_dtype dt[2 * KG_RUN_MAX_T];
-	int nd[2 * KG_RUN_MAX_T];
-	int64_t shp[2 * KG_RUN_MAX_T][KG_MAX_DIMS];
-	r->shape = s;
-	r->shortcuts.have = 0;
-	for (int i = 0; i < t->n_inputs + t->n_outputs; i++) {
-		const struct kg_tensor_spec *sp = i < t->n_inputs ? &t->inputs[i] : &t->outputs[i - t->n_inputs];
-		memset(shp[i], 0, sizeof(shp[i]));
-		int rc = kg_task_shape(sp, &r->plan->shapes[s], shp[i], e);
-		if (rc)
-			return rc;
-		dt[i] = sp->dtype;
-		nd[i] = sp->ndim;
-	}
-	snprintf(a->dims, sizeof(a->dims), "%s", r->plan->shape_str[s]); /* a torch reference builds per shape */
-	return kg_arena_layout(a, a->paged ? s : 0, t->n_inputs, t->n_outputs, dt, nd,
-			       (const int64_t(*)[KG_MAX_DIMS])shp, e);
-}
-
-int kg_run_set_shape(struct kg_run *r, int s, const char *during)
-{
-	kg_error e = {0};
-	int rc;
-	if (kg_run_layout(r, s, &r->ra, &e) || kg_run_layout(r, s, &r->ca, &e) || kg_session_setup(&r->rs, &e)) {
-		kg_run_internal(r, "setting up shape %s: %s", shape_str(r), e.msg[0] ? e.msg : r->rs.msg);
-		return -1;
-	}
-	/* whatever goes wrong on the candidate's side is the candidate's */
-	if ((rc = kg_session_setup(&r->cs, &e)))
-		kg_run_cand_failed(r, rc, &e, during, "SETUP", KG_CLASS_NORMAL, 0, 0);
-	return rc ? -1 : 0;
 }
 
 void kg_run_cand_failed(struct kg_run *r, int rc, const kg_error *e, const char *during, const char *cmd,
@@ -360,14 +164,13 @@ void kg_run_cand_failed(struct kg_run *r, int rc, const kg_error *e, const char 
 	}
 }
 
-static void gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls, uint64_t seed);
 
 void kg_run_gen_inputs(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 {
-	gen_into(r, r->shadow, cls, seed);
+	kg_run_gen_into(r, r->shadow, cls, seed);
 }
 
-static void gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls, uint64_t seed)
+void kg_run_gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls, uint64_t seed)
 {
 	/* the trial's own key: its inputs say nothing of any other trial's, nor of the run's key */
 	kg_key tk;
@@ -380,7 +183,7 @@ static void gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls
 	memset(&tk, 0, sizeof(tk));
 }
 
-static void load_inputs_from(struct kg_run *r, struct kg_arena *a, void *const *src)
+void kg_run_load_inputs_from(struct kg_run *r, struct kg_arena *a, void *const *src)
 {
 	for (int i = 0; i < r->plan->task.n_inputs; i++)
 		kg_arena_put(a, i, src[i]);
@@ -388,7 +191,7 @@ static void load_inputs_from(struct kg_run *r, struct kg_arena *a, void *const *
 
 static void load_inputs(struct kg_run *r, struct kg_arena *a)
 {
-	load_inputs_from(r, a, r->shadow);
+	kg_run_load_inputs_from(r, a, r->shadow);
 }
 
 void kg_run_cand_arena(struct kg_run *r, uint64_t seed)
@@ -397,196 +200,6 @@ void kg_run_cand_arena(struct kg_run *r, uint64_t seed)
 	 * under their own keys (plan.c): a canary or poison word tells nothing of the inputs */
 	kg_arena_canary_fill(&r->ca, seed);
 	kg_arena_poison(&r->ca, seed);
-}
-
-/* A call of the trusted reference in three parts, so that the middle one (the session call, which
- * touches nothing but rs) can run on a thread of its own: poisoning its outputs, the call, and
- * reading what it left (each output copied to dst[j], written in full). what names the call in an
- * internal error. */
-static void ref_prepare(struct kg_run *r)
-{
-	kg_arena_poison(&r->ra, SEED_REF_POISON + r->ref_poison_seq++);
-}
-
-/* The reference's inputs, written into its arena once its call's clock runs (as the candidate's):
- * the buffers ref_src names, or (NULL) none, when the caller wrote them already. */
-static void ref_expose(void *arg)
-{
-	struct kg_run *r = arg;
-	if (r->ref_src)
-		load_inputs_from(r, &r->ra, r->ref_src);
-}
-
-/* entry: KG_ENTRY_FORWARD, or KG_ENTRY_TERMS (the reference's kg_error_terms) */
-static int ref_exec(struct kg_run *r, int flush, uint32_t entry, struct kg_call_result *res, kg_error *e)
-{
-	/* the trusted reference may take as long as the policy lets a run session live: a CPU
-	 * reference at a nominal shape (matmul N=4096) runs past a fixed minute */
-	double ref_s = r->plan->pol.wall_s > 60 ? r->plan->pol.wall_s : 60;
-	return kg_session_run_call(&r->rs,
-				   &(struct kg_call){.flush = flush, .run_timeout_s = ref_s, .entry = entry,
-						     .expose = ref_expose, .expose_arg = r},
-				   res, e);
-}
-
-static int ref_finish(struct kg_run *r, int rc, const struct kg_call_result *res, const kg_error *e,
-		      const char *what, void *const *dst)
-{
-	const struct kg_plan *p = r->plan;
-	struct kg_arena *a = &r->ra;
-	if (rc) {
-		char why[700];
-		ref_failure(r, rc, e, why, sizeof(why));
-		kg_run_internal(r, "running the reference%s (%s, %s): %s", what, shape_str(r), res->step, why);
-		return -1;
-	}
-	if (res->ret) {
-		kg_run_internal(r, "the reference%s returned %d (%s)", what, res->ret, shape_str(r));
-		return -1;
-	}
-	for (int j = 0; j < p->task.n_outputs; j++) {
-		int s = p->task.n_inputs + j;
-		if (!dst[j])
-			continue;
-		if (kg_arena_unwritten(a, s, NULL) >= 0) {
-			kg_run_internal(r, "the reference%s left output '%s' partly unwritten (%s)", what, r->names[s],
-					shape_str(r));
-			return -1;
-		}
-		memcpy(dst[j], kg_arena_ptr(a, s), a->slot[s].bytes);
-	}
-	return 0;
-}
-
-static int ref_call(struct kg_run *r, int flush, uint32_t entry, const char *what, void *const *dst,
-		    struct kg_call_result *res)
-{
-	kg_error e = {0};
-	ref_prepare(r);
-	int rc = ref_exec(r, flush, entry, res, &e);
-	return ref_finish(r, rc, res, &e, what, dst);
-}
-
-/* The reference's outputs in refout: this trial's tolerances from them (compare.h). */
-static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, uint64_t *ns);
-
-int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns)
-{
-	struct kg_call_result res;
-	ahead_drop(r); /* one call on rs at a time */
-	r->ref_src = r->shadow;
-	if (ref_call(r, flush, KG_ENTRY_FORWARD, "", r->refout, &res))
-		return -1;
-	return ref_tolerances(r, &res, ns);
-}
-
-static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, uint64_t *ns)
-{
-	const struct kg_plan *p = r->plan;
-	struct kg_arena *a = &r->ra;
-	r->ref_download_ns = res->download_ns;
-	for (int j = 0; j < p->task.n_outputs; j++) {
-		int s = p->task.n_inputs + j;
-		/* the tolerance model (compare.h): the task's bounds, the reduction's growth, both scaled
-		 * by this reference output's own magnitude */
-		const struct kg_arena_slot *sl = &a->slot[s];
-		const struct kg_tol_model m = {
-			.atol = p->atol,
-			.rtol = p->rtol,
-			.rms = p->rms_tol,
-			.growth = p->growth,
-			.cap = p->growth_cap,
-			.factor_row = p->task.outputs[j].factor_row && sl->ndim > 0 ? sl->shape[sl->ndim - 1] : 0,
-			.reference_terms = p->task.outputs[j].terms == KG_TERMS_REFERENCE,
-		};
-		int64_t nred = 1;
-		kg_error re = {0};
-		if (kg_task_reduction(&p->task.outputs[j], &p->shapes[r->shape], &nred, &re)) {
-			kg_run_internal(r, "output '%s': %s", r->names[s], re.msg); /* checked when the task loaded */
-			return -1;
-		}
-		double rms = m.rms > 0 || kg_tol_growth(&m, a->slot[s].dtype, nred) > 0
-				     ? kg_rms(r->refout[j], a->slot[s].dtype, (size_t)a->slot[s].numel)
-				     : 0;
-		kg_tol_resolve(&m, a->slot[s].dtype, nred, rms, &r->tol[j]);
-	}
-	*ns = res->child_ns;
-	if (r->rs.keeper) {
-		/* on a device both sides are timed alike: by the keeper's span, as the candidate's
-		 * bound is (timing.c), never below the runner's own events */
-		uint64_t idle = r->rs.cal_span_ns + res->snap_ns;
-		uint64_t bound = res->span_ns > idle ? res->span_ns - idle : 0;
-		if (bound > *ns)
-			*ns = bound;
-	}
-	r->ref_ns_last = *ns;
-	uint64_t own = res->child_ns + r->rs.cal_cpu_ns;
-	r->ref_excess_ns = res->cpu_known && res->cpu_ns > own ? res->cpu_ns - own : 0;
-	return 0;
-}
-
-static void *ahead_main(void *arg)
-{
-	struct kg_run *r = arg;
-	r->ahead.rc = ref_exec(r, 0, KG_ENTRY_FORWARD, &r->ahead.res, &r->ahead.e);
-	return NULL;
-}
-
-/* The next trial's inputs, and its reference call started on a thread. Called after the
- * candidate's call has returned and before its checks, which then overlap the reference. (The
- * inputs are drawn here, on every core, not on the thread: drawn beside the checks they only
- * compete with them, measured 1.73x the plain harness against 1.58x.) */
-static void ahead_start(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
-{
-	if (!r->shadow_next[0] || r->ahead.active || r->ahead.ready)
-		return;
-	gen_into(r, r->shadow_next, cls, seed);
-	r->ref_src = r->shadow_next; /* written by the call, on the thread */
-	ref_prepare(r);
-	r->ahead.cls = cls;
-	r->ahead.seed = seed;
-	memset(&r->ahead.e, 0, sizeof(r->ahead.e));
-	r->ahead.ready = 1;
-	if (pthread_create(&r->ahead.th, NULL, ahead_main, r))
-		ahead_main(r); /* no thread: the same call, in line */
-	else
-		r->ahead.active = 1;
-}
-
-static void ahead_join(struct kg_run *r)
-{
-	if (r->ahead.active)
-		pthread_join(r->ahead.th, NULL);
-	r->ahead.active = 0;
-}
-
-/* Waits for a call in flight and forgets it: the reference session is needed for something else
- * (a term-magnitude call, a timed call, a new shape), and the trial it was for starts over. */
-static void ahead_drop(struct kg_run *r)
-{
-	ahead_join(r);
-	r->ahead.ready = 0;
-}
-
-/* The reference's result for (cls, seed) when the look-ahead has it: 0 taken (refout, tolerances
- * and this trial's inputs in shadow), 1 not there (the caller generates and calls), -1 failed
- * (recorded). */
-static int ahead_take(struct kg_run *r, enum kg_input_class cls, uint64_t seed, uint64_t *ns)
-{
-	if (!r->ahead.ready || r->ahead.cls != cls || r->ahead.seed != seed) {
-		ahead_drop(r);
-		return 1;
-	}
-	ahead_join(r);
-	r->ahead.ready = 0;
-	for (int i = 0; i < r->plan->task.n_inputs; i++) {
-		void *t = r->shadow[i];
-		r->shadow[i] = r->shadow_next[i];
-		r->shadow_next[i] = t;
-	}
-	if (ref_finish(r, r->ahead.rc, &r->ahead.res, &r->ahead.e, "", r->refout))
-		return -1;
-	return ref_tolerances(r, &r->ahead.res, ns);
 }
 
 static void cand_expose(void *arg)
@@ -704,13 +317,13 @@ static int term_bounds_by(struct kg_run *r, const struct kg_findings *f, enum kg
 	}
 	if (!need)
 		return 0;
-	ahead_drop(r);
+	kg_run_ahead_drop(r);
 	int by_ref = how == KG_TERMS_REFERENCE;
 	r->ref_src = by_ref ? r->shadow : NULL;
 	if (!by_ref)
 		abs_inputs(r, a);
 	struct kg_call_result res;
-	if (ref_call(r, 0, by_ref ? KG_ENTRY_TERMS : KG_ENTRY_FORWARD,
+	if (kg_run_ref_call(r, 0, by_ref ? KG_ENTRY_TERMS : KG_ENTRY_FORWARD,
 		     by_ref ? "'s kg_error_terms (the task says terms: reference)" : " on |inputs|", dst, &res))
 		return -1;
 	const struct kg_tol_model m = {.growth = p->growth, .cap = p->growth_cap};
@@ -800,7 +413,7 @@ static void note_accuracy(struct kg_run *r, enum kg_input_class cls)
 			acc->effective_bits = c->effective_bits;
 			acc->normwise_res = c->normwise_res;
 			snprintf(acc->bits_class, sizeof(acc->bits_class), "%s", kg_class_name(cls));
-			snprintf(acc->bits_shape, sizeof(acc->bits_shape), "%s", shape_str(r));
+			snprintf(acc->bits_shape, sizeof(acc->bits_shape), "%s", kg_run_shape_str(r));
 			snprintf(acc->bits_tensor, sizeof(acc->bits_tensor), "%s", r->names[a->n_in + j]);
 		}
 		if (!first && !(c->tol_used > acc->tol_used))
@@ -810,7 +423,7 @@ static void note_accuracy(struct kg_run *r, enum kg_input_class cls)
 		acc->rtol = r->tol[j].rtol;
 		acc->growth = r->tol[j].growth;
 		snprintf(acc->input_class, sizeof(acc->input_class), "%s", kg_class_name(cls));
-		snprintf(acc->shape, sizeof(acc->shape), "%s", shape_str(r));
+		snprintf(acc->shape, sizeof(acc->shape), "%s", kg_run_shape_str(r));
 		snprintf(acc->tensor, sizeof(acc->tensor), "%s", r->names[a->n_in + j]);
 	}
 }
@@ -830,8 +443,8 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	struct kg_view v;
 	struct kg_findings f = {0};
 	r->trial_no++;
-	kg_run_progress(r, "trial %d/%d: class %s, %s", r->trial_no, r->trial_total, kg_class_name(cls), shape_str(r));
-	int got = ahead_take(r, cls, seed, &ref_ns);
+	kg_run_progress(r, "trial %d/%d: class %s, %s", r->trial_no, r->trial_total, kg_class_name(cls), kg_run_shape_str(r));
+	int got = kg_run_ahead_take(r, cls, seed, &ref_ns);
 	if (got < 0)
 		return;
 	if (got > 0) {
@@ -859,7 +472,7 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	if (with_async && c.ok && (async_check(r, cls, seed) || r->cand_dead))
 		return;
 	if (next)
-		ahead_start(r, next->cls, next->seed);
+		kg_run_ahead_start(r, next->cls, next->seed);
 	probe_finding(r, &f);
 	kg_check_canaries(&v, &f);
 	kg_check_inputs(&v, &f);
@@ -899,9 +512,9 @@ void kg_phase_correctness(struct kg_run *r)
 				first = 0;
 			}
 		}
-		ahead_drop(r); /* before the next shape's layout */
+		kg_run_ahead_drop(r); /* before the next shape's layout */
 	}
-	ahead_drop(r);
+	kg_run_ahead_drop(r);
 	int failed = r->v->n_reasons > 0;
 	/* A PASS only for every planned trial run: a trusted side that failed part way (exit 3) leaves
 	 * the rest unchecked, and kgate 0.2 said "PASS correctness 26 trials over 9 shapes" when one

@@ -1,0 +1,317 @@
+/* One call of the hosted .so, as the parent measures it: a host call (its inputs written once
+ * the runner's CPU clock is read, the process stopped after the reply, its CPU time and threads
+ * read from outside, an optional mid-call probe), a device call with kgate-device holding the arena
+ * (inputs on the device, RUN, the outputs' snapshot: the keeper's span), and a run under a tool
+ * (exact buffers the runner copies itself); and the calibration of those clocks on calls that do
+ * nothing, before the .so is loaded. */
+#include "verifier/session_int.h"
+
+#include "device/keeper.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* KGATE_DEBUG_TIMING: the process's minor faults and context switches so far (the kernel's
+ * account in /proc), to see where the CPU time a call was charged beyond its claim went. */
+static void debug_counts(const struct kg_session *s, long *minflt, long *vcsw, long *ivcsw)
+{
+	char path[64], buf[4096];
+	*minflt = *vcsw = *ivcsw = -1;
+	if (!s->proc || s->proc->pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)s->proc->pid);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f)) {
+			char *p = strrchr(buf, ')');
+			/* after ") ": state ppid pgrp session tty tpgid flags minflt */
+			if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %ld", minflt) != 1)
+				*minflt = -1;
+		}
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)s->proc->pid);
+	if ((f = fopen(path, "re"))) {
+		while (fgets(buf, sizeof(buf), f)) {
+			sscanf(buf, "voluntary_ctxt_switches: %ld", vcsw);
+			sscanf(buf, "nonvoluntary_ctxt_switches: %ld", ivcsw);
+		}
+		fclose(f);
+	}
+}
+
+/* A host backend's call: one RUN, timed from before the inputs exist in the runner's memory to the
+ * process stopped after its reply, in the CPU time the kernel charged the process. The outputs are
+ * final then: nothing in the process runs again before the parent has read them. */
+static int host_call(struct kg_session *s, const struct kg_call *c, struct kg_call_result *r, kg_error *e)
+{
+	struct kg_wire_cmd cmd;
+	struct kg_wire_reply rep = {0};
+	r->step = "run";
+	if (s->fault_code)
+		return KG_SESSION_FAULT;
+	if (s->ended)
+		return KG_SESSION_ENDED;
+	int rc = kg_sess_resume(s);
+	if (rc)
+		return rc;
+	double keep = s->call_timeout_s;
+	if (c->run_timeout_s > 0)
+		s->call_timeout_s = c->run_timeout_s;
+	kg_sess_fill_cmd(s, &cmd, KG_OP_RUN, c->entry);
+	int dbg = getenv("KGATE_DEBUG_TIMING") != NULL;
+	long f0 = 0, v0 = 0, i0 = 0, f1, v1, i1;
+	if (dbg)
+		debug_counts(s, &f0, &v0, &i0);
+	/* the candidate with threads: every thread's CPU time too, no thread can run longer than the call
+	 * did (the reference's calls are timed by its own clock) */
+	pid_t tid0[64];
+	uint64_t tcpu0[64], tcpu1[KG_SB_MAX_TASKS];
+	int nt0 = -1;
+	kg_error te = {0};
+	if (s->watched && s->threads && s->proc && !kg_sb_proc_tasks(s->proc, &te) && s->proc->n_tasks <= 64 &&
+	    !kg_sb_proc_task_cpu(s->proc, tcpu0, &te)) {
+		nt0 = s->proc->n_tasks;
+		memcpy(tid0, s->proc->tasks, (size_t)nt0 * sizeof(pid_t));
+	}
+	uint64_t cpu0 = kg_sess_cpu_ns(s), w0 = kg_now_ns(), t_sent;
+	if (c->expose)
+		c->expose(c->expose_arg);
+	rc = kg_sess_exchange_probed(s, &cmd, c->entry, &rep, &t_sent, c, &r->probed, e);
+	s->call_timeout_s = keep;
+	r->parent_ns = kg_now_ns() - t_sent;
+	if (rc == KG_SESSION_OK || rc == KG_SESSION_FAILED) {
+		int h = kg_sess_hold(s, KG_OP_RUN);
+		if (h)
+			return h;
+	}
+	if (rc)
+		return rc;
+	uint64_t cpu1 = kg_sess_cpu_ns(s);
+	r->span_ns = kg_now_ns() - w0;
+	if (nt0 >= 0 && !kg_sb_proc_task_cpu(s->proc, tcpu1, &te)) {
+		/* the process is stopped: its threads' times are final */
+		for (int i = 0; i < s->proc->n_tasks; i++) {
+			uint64_t before = 0;
+			for (int k = 0; k < nt0; k++)
+				if (tid0[k] == s->proc->tasks[i])
+					before = tcpu0[k];
+			uint64_t d = tcpu1[i] > before ? tcpu1[i] - before : 0;
+			if (d > r->thread_cpu_ns)
+				r->thread_cpu_ns = d;
+		}
+		r->thread_known = 1;
+	}
+	if (dbg) {
+		debug_counts(s, &f1, &v1, &i1);
+		fprintf(stderr,
+			"[kgate] %s call: cpu %.1f us claim %.1f us, span %.1f us (round trip %.1f), %ld minor faults, "
+			"%ld+%ld switches\n",
+			s->watched ? "cand" : "ref", (double)(cpu1 - cpu0) / 1e3, (double)rep.elapsed_ns / 1e3,
+			(double)r->span_ns / 1e3, (double)r->parent_ns / 1e3, f1 - f0, v1 - v0, i1 - i0);
+	}
+	r->ret = rep.rc;
+	r->child_ns = rep.elapsed_ns;
+	r->tail_ns = rep.info;
+	r->l2_flags = rep.flags;
+	r->cpu_known = cpu0 && cpu1 >= cpu0;
+	r->cpu_ns = r->cpu_known ? cpu1 - cpu0 : 0;
+	r->step = NULL;
+	return KG_SESSION_OK;
+}
+
+/* The outputs' span in the arena: from the first output's offset to the end of the last. */
+static void out_range(const struct kg_arena *a, uint64_t *lo, uint64_t *hi)
+{
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (int i = a->n_in; i < a->n_in + a->n_out; i++) {
+		const struct kg_arena_slot *sl = &a->slot[i];
+		if (sl->off < *lo)
+			*lo = sl->off;
+		if (sl->off + sl->bytes > *hi)
+			*hi = sl->off + sl->bytes;
+	}
+	if (*hi <= *lo || *hi > a->used)
+		*lo = *hi = 0;
+}
+
+/* A device call with kgate-device holding the arena: the keeper writes the inputs (the clock
+ * starts once they are all on the device), the runner's process is resumed for RUN alone, and
+ * once it is stopped again the keeper snapshots the outputs (the clock stops when it has them) and
+ * refreshes the host arena. Before LOAD (the calibration) nothing is copied: the span is then the
+ * protocol's own, which every later span is charged less. */
+static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_call_result *r, kg_error *e)
+{
+	struct kg_wire_reply rep = {0};
+	if (s->fault_code)
+		return KG_SESSION_FAULT;
+	if (s->ended)
+		return KG_SESSION_ENDED;
+	if (c->expose)
+		c->expose(c->expose_arg);
+	size_t bytes = s->loaded ? s->arena->used : 0;
+	uint64_t lo = 0, hi = 0, t0 = 0, t1 = 0;
+	if (s->loaded)
+		out_range(s->arena, &lo, &hi);
+	r->step = "upload";
+	int rc = kg_keeper_begin(s->keeper, s->dev_slot, bytes, c->flush, &t0, e);
+	if (rc)
+		return rc;
+	double keep = s->call_timeout_s;
+	r->step = "run";
+	if (c->run_timeout_s > 0)
+		s->call_timeout_s = c->run_timeout_s;
+	uint64_t cpu0 = kg_sess_cpu_ns(s);
+	if ((rc = kg_sess_resume(s))) {
+		s->call_timeout_s = keep;
+		return rc;
+	}
+	struct kg_wire_cmd cmd;
+	kg_sess_fill_cmd(s, &cmd, KG_OP_RUN, c->entry);
+	uint64_t sent;
+	rc = kg_sess_exchange(s, &cmd, c->entry, &rep, &sent, e);
+	r->parent_ns = kg_now_ns() - sent;
+	s->call_timeout_s = keep;
+	/* The snapshot at once, the stop after it: how long stopping the process and counting its
+	 * threads takes is no part of the call. Work left running on the device then either lands in
+	 * the snapshot's time (charged) or after it (SETTLE's check.async_escape); none is credited. */
+	int krc = 0;
+	if (rc == KG_SESSION_OK) {
+		r->step = "download";
+		krc = kg_keeper_end(s->keeper, s->dev_slot, bytes, lo, hi, &t1, &r->copy_ns, e);
+	}
+	if (rc == KG_SESSION_OK || rc == KG_SESSION_FAILED) {
+		int h = kg_sess_hold(s, KG_OP_RUN);
+		if (h)
+			return h;
+	}
+	if (rc)
+		return rc;
+	uint64_t cpu1 = kg_sess_cpu_ns(s);
+	if (krc == -ETIMEDOUT) {
+		/* the device did not let the keeper copy: work the candidate left running holds it */
+		kg_sb_kill(s->sb, KG_SB_END_TIMEOUT);
+		return kg_sess_ended(s);
+	}
+	if (krc)
+		return krc;
+	r->span_ns = t1 > t0 ? t1 - t0 : 0;
+	r->download_ns = r->span_ns > r->parent_ns ? r->span_ns - r->parent_ns : 0;
+	/* the snapshot reads and writes the outputs once: at the device's measured copy rate, the
+	 * least it can take, whoever else is on the device */
+	uint64_t mbps = s->keeper->ceiling_mbps;
+	r->snap_ns = mbps ? (uint64_t)((double)(hi - lo) * 2.0 * 1000.0 / (double)mbps) : 0;
+	r->ret = rep.rc;
+	r->child_ns = rep.elapsed_ns;
+	r->tail_ns = rep.info;
+	r->l2_flags = rep.flags;
+	s->l2_flags |= rep.flags;
+	r->cpu_known = cpu0 && cpu1 >= cpu0;
+	r->cpu_ns = r->cpu_known ? cpu1 - cpu0 : 0;
+	if (getenv("KGATE_DEBUG_TIMING"))
+		fprintf(stderr, "[kgate] %s device call: span %.1f us (RUN round trip %.1f, claim %.1f), snapshot %.1f us "
+				"(least %.1f), %zu bytes\n",
+			s->watched ? "cand" : "ref", (double)r->span_ns / 1e3, (double)r->parent_ns / 1e3,
+			(double)r->child_ns / 1e3, (double)r->copy_ns / 1e3, (double)r->snap_ns / 1e3, bytes);
+	r->step = NULL;
+	return KG_SESSION_OK;
+}
+
+int kg_session_run_call(struct kg_session *s, const struct kg_call *c, struct kg_call_result *r, kg_error *e)
+{
+	struct kg_wire_reply rep = {0};
+	memset(r, 0, sizeof(*r));
+	if (s->host)
+		return host_call(s, c, r, e);
+	if (s->keeper)
+		return keeper_call(s, c, r, e);
+	uint64_t cpu0 = 0, cpu1 = 0;
+	if (c->expose)
+		c->expose(c->expose_arg);
+	r->step = "upload";
+	int rc = kg_session_call(s, KG_OP_UPLOAD, 0, NULL, NULL, e);
+	if (!rc && c->flush) {
+		r->step = "flush";
+		cpu0 = kg_sess_cpu_ns(s);
+		rc = kg_session_call(s, KG_OP_FLUSH, 0, NULL, NULL, e);
+		cpu1 = kg_sess_cpu_ns(s);
+		r->flush_cpu_ns = cpu1 > cpu0 && cpu0 ? cpu1 - cpu0 : 0;
+	}
+	if (!rc) {
+		double keep = s->call_timeout_s;
+		r->step = "run";
+		if (c->run_timeout_s > 0)
+			s->call_timeout_s = c->run_timeout_s;
+		cpu0 = kg_sess_cpu_ns(s);
+		rc = kg_session_call(s, KG_OP_RUN, c->entry, &rep, &r->parent_ns, e);
+		s->call_timeout_s = keep;
+	}
+	if (!rc) {
+		r->ret = rep.rc;
+		r->child_ns = rep.elapsed_ns;
+		r->tail_ns = rep.info;
+		r->snap_ns = rep.snap_ns;
+		r->l2_flags = rep.flags;
+		s->l2_flags |= rep.flags;
+		r->step = "download";
+		rc = kg_session_call(s, KG_OP_DOWNLOAD, 0, NULL, &r->download_ns, e);
+		r->span_ns = r->parent_ns + r->download_ns;
+		cpu1 = rc ? 0 : kg_sess_cpu_ns(s);
+		r->cpu_known = cpu0 && cpu1 >= cpu0;
+		r->cpu_ns = r->cpu_known ? cpu1 - cpu0 : 0;
+	}
+	if (!rc)
+		r->step = NULL;
+	return rc;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+#define KG_CAL_N 9
+
+static uint64_t median_u64(uint64_t *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(v[0]), cmp_u64);
+	return v[n / 2];
+}
+
+/* The trusted clock's calibration: NOPs, calls that do nothing, flushes; before LOAD, so that no
+ * untrusted code can slow them down to widen the allowance it is later measured against. */
+int kg_sess_calibrate(struct kg_session *s, kg_error *e)
+{
+	uint64_t nop[KG_CAL_N], run[KG_CAL_N], span[KG_CAL_N], cpu[KG_CAL_N], flush[KG_CAL_N];
+	int rc = 0;
+	for (int i = 0; i < KG_CAL_N && !rc; i++)
+		rc = kg_session_call(s, KG_OP_NOP, 0, NULL, &nop[i], e);
+	for (int i = 0; i < KG_CAL_N && !rc; i++) {
+		struct kg_call_result r;
+		rc = kg_session_run_call(s, &(struct kg_call){.flush = i < 3}, &r, e);
+		run[i] = r.parent_ns;
+		span[i] = r.span_ns;
+		cpu[i] = r.cpu_ns;
+		flush[i] = r.flush_cpu_ns;
+	}
+	if (rc)
+		return rc;
+	s->nop_ns = median_u64(nop, KG_CAL_N);
+	s->cal_run_ns = median_u64(run, KG_CAL_N);
+	s->cal_span_ns = median_u64(span, KG_CAL_N);
+	s->cal_cpu_ns = median_u64(cpu, KG_CAL_N);
+	/* the least of the three: a flush slowed by a busy machine during calibration must not make an
+	 * honest later one look skipped (a skipped flush costs nearly nothing, far under any of them) */
+	s->cal_flush_cpu_ns = flush[0] < flush[1] ? flush[0] : flush[1];
+	if (flush[2] < s->cal_flush_cpu_ns)
+		s->cal_flush_cpu_ns = flush[2];
+	return 0;
+}
+

@@ -1,0 +1,205 @@
+/* The trusted reference's side of a trial: its call in three parts (poison, the session call,
+ * reading what it left) so that the middle one can run on a thread of its own, the look-ahead that
+ * runs the next trial's reference call beside this trial's checks, and the tolerances each call's
+ * outputs give (compare.h). Timed like the candidate where a device keeper holds the clock. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verifier/compare.h"
+#include "verifier/run.h"
+
+/* The reference's poison ids (public, as trial ids are: the data comes from the run's key). */
+#define SEED_REF_POISON 0x7265660000ull
+
+/* A call of the trusted reference in three parts, so that the middle one (the session call, which
+ * touches nothing but rs) can run on a thread of its own: poisoning its outputs, the call, and
+ * reading what it left (each output copied to dst[j], written in full). what names the call in an
+ * internal error. */
+static void ref_prepare(struct kg_run *r)
+{
+	kg_arena_poison(&r->ra, SEED_REF_POISON + r->ref_poison_seq++);
+}
+
+/* The reference's inputs, written into its arena once its call's clock runs (as the candidate's):
+ * the buffers ref_src names, or (NULL) none, when the caller wrote them already. */
+static void ref_expose(void *arg)
+{
+	struct kg_run *r = arg;
+	if (r->ref_src)
+		kg_run_load_inputs_from(r, &r->ra, r->ref_src);
+}
+
+/* entry: KG_ENTRY_FORWARD, or KG_ENTRY_TERMS (the reference's kg_error_terms) */
+static int ref_exec(struct kg_run *r, int flush, uint32_t entry, struct kg_call_result *res, kg_error *e)
+{
+	/* the trusted reference may take as long as the policy lets a run session live: a CPU
+	 * reference at a nominal shape (matmul N=4096) runs past a fixed minute */
+	double ref_s = r->plan->pol.wall_s > 60 ? r->plan->pol.wall_s : 60;
+	return kg_session_run_call(&r->rs,
+				   &(struct kg_call){.flush = flush, .run_timeout_s = ref_s, .entry = entry,
+						     .expose = ref_expose, .expose_arg = r},
+				   res, e);
+}
+
+static int ref_finish(struct kg_run *r, int rc, const struct kg_call_result *res, const kg_error *e,
+		      const char *what, void *const *dst)
+{
+	const struct kg_plan *p = r->plan;
+	struct kg_arena *a = &r->ra;
+	if (rc) {
+		char why[700];
+		kg_run_ref_failure(r, rc, e, why, sizeof(why));
+		kg_run_internal(r, "running the reference%s (%s, %s): %s", what, kg_run_shape_str(r), res->step, why);
+		return -1;
+	}
+	if (res->ret) {
+		kg_run_internal(r, "the reference%s returned %d (%s)", what, res->ret, kg_run_shape_str(r));
+		return -1;
+	}
+	for (int j = 0; j < p->task.n_outputs; j++) {
+		int s = p->task.n_inputs + j;
+		if (!dst[j])
+			continue;
+		if (kg_arena_unwritten(a, s, NULL) >= 0) {
+			kg_run_internal(r, "the reference%s left output '%s' partly unwritten (%s)", what, r->names[s],
+					kg_run_shape_str(r));
+			return -1;
+		}
+		memcpy(dst[j], kg_arena_ptr(a, s), a->slot[s].bytes);
+	}
+	return 0;
+}
+
+int kg_run_ref_call(struct kg_run *r, int flush, uint32_t entry, const char *what, void *const *dst,
+		    struct kg_call_result *res)
+{
+	kg_error e = {0};
+	ref_prepare(r);
+	int rc = ref_exec(r, flush, entry, res, &e);
+	return ref_finish(r, rc, res, &e, what, dst);
+}
+
+/* The reference's outputs in refout: this trial's tolerances from them (compare.h). */
+static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, uint64_t *ns);
+
+int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns)
+{
+	struct kg_call_result res;
+	kg_run_ahead_drop(r); /* one call on rs at a time */
+	r->ref_src = r->shadow;
+	if (kg_run_ref_call(r, flush, KG_ENTRY_FORWARD, "", r->refout, &res))
+		return -1;
+	return ref_tolerances(r, &res, ns);
+}
+
+static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, uint64_t *ns)
+{
+	const struct kg_plan *p = r->plan;
+	struct kg_arena *a = &r->ra;
+	r->ref_download_ns = res->download_ns;
+	for (int j = 0; j < p->task.n_outputs; j++) {
+		int s = p->task.n_inputs + j;
+		/* the tolerance model (compare.h): the task's bounds, the reduction's growth, both scaled
+		 * by this reference output's own magnitude */
+		const struct kg_arena_slot *sl = &a->slot[s];
+		const struct kg_tol_model m = {
+			.atol = p->atol,
+			.rtol = p->rtol,
+			.rms = p->rms_tol,
+			.growth = p->growth,
+			.cap = p->growth_cap,
+			.factor_row = p->task.outputs[j].factor_row && sl->ndim > 0 ? sl->shape[sl->ndim - 1] : 0,
+			.reference_terms = p->task.outputs[j].terms == KG_TERMS_REFERENCE,
+		};
+		int64_t nred = 1;
+		kg_error re = {0};
+		if (kg_task_reduction(&p->task.outputs[j], &p->shapes[r->shape], &nred, &re)) {
+			kg_run_internal(r, "output '%s': %s", r->names[s], re.msg); /* checked when the task loaded */
+			return -1;
+		}
+		double rms = m.rms > 0 || kg_tol_growth(&m, a->slot[s].dtype, nred) > 0
+				     ? kg_rms(r->refout[j], a->slot[s].dtype, (size_t)a->slot[s].numel)
+				     : 0;
+		kg_tol_resolve(&m, a->slot[s].dtype, nred, rms, &r->tol[j]);
+	}
+	*ns = res->child_ns;
+	if (r->rs.keeper) {
+		/* on a device both sides are timed alike: by the keeper's span, as the candidate's
+		 * bound is (timing.c), never below the runner's own events */
+		uint64_t idle = r->rs.cal_span_ns + res->snap_ns;
+		uint64_t bound = res->span_ns > idle ? res->span_ns - idle : 0;
+		if (bound > *ns)
+			*ns = bound;
+	}
+	r->ref_ns_last = *ns;
+	uint64_t own = res->child_ns + r->rs.cal_cpu_ns;
+	r->ref_excess_ns = res->cpu_known && res->cpu_ns > own ? res->cpu_ns - own : 0;
+	return 0;
+}
+
+static void *ahead_main(void *arg)
+{
+	struct kg_run *r = arg;
+	r->ahead.rc = ref_exec(r, 0, KG_ENTRY_FORWARD, &r->ahead.res, &r->ahead.e);
+	return NULL;
+}
+
+/* The next trial's inputs, and its reference call started on a thread. Called after the
+ * candidate's call has returned and before its checks, which then overlap the reference. (The
+ * inputs are drawn here, on every core, not on the thread: drawn beside the checks they only
+ * compete with them, measured 1.73x the plain harness against 1.58x.) */
+void kg_run_ahead_start(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
+{
+	if (!r->shadow_next[0] || r->ahead.active || r->ahead.ready)
+		return;
+	kg_run_gen_into(r, r->shadow_next, cls, seed);
+	r->ref_src = r->shadow_next; /* written by the call, on the thread */
+	ref_prepare(r);
+	r->ahead.cls = cls;
+	r->ahead.seed = seed;
+	memset(&r->ahead.e, 0, sizeof(r->ahead.e));
+	r->ahead.ready = 1;
+	if (pthread_create(&r->ahead.th, NULL, ahead_main, r))
+		ahead_main(r); /* no thread: the same call, in line */
+	else
+		r->ahead.active = 1;
+}
+
+static void ahead_join(struct kg_run *r)
+{
+	if (r->ahead.active)
+		pthread_join(r->ahead.th, NULL);
+	r->ahead.active = 0;
+}
+
+/* Waits for a call in flight and forgets it: the reference session is needed for something else
+ * (a term-magnitude call, a timed call, a new shape), and the trial it was for starts over. */
+void kg_run_ahead_drop(struct kg_run *r)
+{
+	ahead_join(r);
+	r->ahead.ready = 0;
+}
+
+/* The reference's result for (cls, seed) when the look-ahead has it: 0 taken (refout, tolerances
+ * and this trial's inputs in shadow), 1 not there (the caller generates and calls), -1 failed
+ * (recorded). */
+int kg_run_ahead_take(struct kg_run *r, enum kg_input_class cls, uint64_t seed, uint64_t *ns)
+{
+	if (!r->ahead.ready || r->ahead.cls != cls || r->ahead.seed != seed) {
+		kg_run_ahead_drop(r);
+		return 1;
+	}
+	ahead_join(r);
+	r->ahead.ready = 0;
+	for (int i = 0; i < r->plan->task.n_inputs; i++) {
+		void *t = r->shadow[i];
+		r->shadow[i] = r->shadow_next[i];
+		r->shadow_next[i] = t;
+	}
+	if (ref_finish(r, r->ahead.rc, &r->ahead.res, &r->ahead.e, "", r->refout))
+		return -1;
+	return ref_tolerances(r, &r->ahead.res, ns);
+}
+
