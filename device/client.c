@@ -30,7 +30,11 @@ static int wait_reply(struct kg_keeper *k, uint32_t op, uint64_t seq, struct kg_
 		int pr = poll(&p, 1, (int)((deadline - now) / 1000000u) + 1);
 		if (pr < 0 && errno == EINTR)
 			continue;
-		if (pr <= 0)
+		if (pr < 0) {
+			k->dead = 1;
+			return kg_err(e, -errno, "waiting for kgate-device: %s", strerror(errno));
+		}
+		if (pr == 0)
 			continue;
 		struct iovec iov = {.iov_base = r, .iov_len = sizeof(*r)};
 		union {
@@ -49,7 +53,7 @@ static int wait_reply(struct kg_keeper *k, uint32_t op, uint64_t seq, struct kg_
 			k->dead = 1;
 			return kg_err(e, -EPIPE, "kgate-device ended while kgate waited for %s", kg_dev_op_name(op));
 		}
-		if (n != (ssize_t)sizeof(*r) || r->magic != KG_DEV_MAGIC) {
+		if (n != (ssize_t)sizeof(*r) || r->magic != KG_DEV_MAGIC || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 			if (got >= 0)
 				close(got);
 			k->dead = 1;
@@ -125,8 +129,15 @@ int kg_keeper_start(struct kg_keeper *k, const char *path, kg_error *e)
 	/* dup2 onto fd 3 clears close-on-exec there; nothing else of kgate's is inherited */
 	posix_spawn_file_actions_adddup2(&fa, sv[1], KG_DEV_CTL_FD);
 	char *argv[] = {(char *)path, NULL};
-	/* the runners' environment: the same device 0, no JIT cache written anywhere */
-	char *envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "CUDA_CACHE_DISABLE=1", NULL};
+	/* the runners' environment: the same device 0 of the same visible ones, no JIT cache written */
+	char *envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "CUDA_CACHE_DISABLE=1", NULL, NULL};
+	/* the GPUs kgate was given (one worker per GPU), as its runners see them */
+	char cvd[160];
+	const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+	if (vis && strlen(vis) < 120) {
+		snprintf(cvd, sizeof(cvd), "CUDA_VISIBLE_DEVICES=%s", vis);
+		envp[4] = cvd;
+	}
 	int rc = posix_spawn(&k->pid, path, &fa, NULL, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	close(sv[1]);
@@ -144,6 +155,7 @@ int kg_keeper_start(struct kg_keeper *k, const char *path, kg_error *e)
 	}
 	k->ceiling_mbps = r.ceiling_mbps;
 	k->l2_bytes = r.l2_bytes;
+	k->flush_bytes = r.flush_bytes;
 	k->granularity = r.granularity;
 	return 0;
 }

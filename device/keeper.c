@@ -1,9 +1,9 @@
 /* kgate-device: the trusted process that owns the GPU's memory for a run. kgate starts it beside
  * the runners; no candidate code is ever loaded here. For each runner it creates the device mirror
  * of that runner's host arena as one exportable allocation (CUDA VMM, a POSIX fd the runner
- * imports) and a snapshot buffer it never exports. It writes every call's inputs onto the mirror,
- * flushes the L2, takes the clock's start and end, and copies the outputs back into the host
- * arena from its own snapshot: no input, output or time reaches kgate through the candidate's
+ * imports) and a private buffer it never exports. It stages every call's inputs there, starts the
+ * clock, copies them onto the mirror and flushes the L2; at the call's end it snapshots the outputs
+ * into the private buffer, stops the clock, and copies them back into the host arena from there: no input, output or time reaches kgate through the candidate's
  * process. A candidate can re-map what it imported read-write (measured on an H200: the importer's
  * cuMemSetAccess wins), so the mirror is the candidate's to scribble on; what kgate judges by is
  * the host arena, which no runner maps, and the snapshot. */
@@ -59,7 +59,8 @@ struct slot {
 	unsigned char *host; /* the host arena, shared with kgate (no runner maps it) */
 	size_t host_bytes;
 	CUdeviceptr mirror; /* exported: the runner's */
-	CUdeviceptr snap; /* never exported */
+	/* never exported: the call's inputs staged before its clock starts, then the outputs' snapshot */
+	CUdeviceptr priv;
 	size_t dev_bytes;
 };
 
@@ -216,8 +217,14 @@ static int init(struct kg_dev_reply *r)
 	k.flush_bytes = (size_t)(l2 > 0 ? l2 : 64 << 20) * 2;
 	CU_OK(k.cu.mem_alloc(&k.flush, k.flush_bytes), "cuMemAlloc (L2 flush buffer)");
 	r->l2_bytes = (uint64_t)(l2 > 0 ? l2 : 0);
+	r->flush_bytes = k.flush_bytes;
 	r->granularity = k.gran;
 	r->ceiling_mbps = measure_copy_mbps();
+	if (!r->ceiling_mbps) {
+		/* every span is charged less the least the keeper's copies take at this rate */
+		snprintf(r->msg, sizeof(r->msg), "measuring the device's copy rate failed");
+		return r->status = -EIO;
+	}
 	return 0;
 }
 
@@ -289,7 +296,7 @@ static int do_attach(const struct kg_dev_cmd *c, int host_fd, struct kg_dev_repl
 	s->dev_bytes = (c->bytes + k.gran - 1) / k.gran * k.gran;
 	if (vmm_alloc(s->dev_bytes, &s->mirror, out_fd, r))
 		return r->status;
-	CU_OK(k.cu.mem_alloc(&s->snap, s->dev_bytes), "cuMemAlloc (the outputs' snapshot)");
+	CU_OK(k.cu.mem_alloc(&s->priv, s->dev_bytes), "cuMemAlloc (the private staging and snapshot buffer)");
 	s->used = 1;
 	r->slot = (uint32_t)i;
 	r->dev_bytes = s->dev_bytes;
@@ -307,26 +314,36 @@ static struct slot *slot_of(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	return &k.slot[c->slot];
 }
 
+/* The call's start. The inputs come over the bus into private memory first, where no context of
+ * the candidate's can see them; only once the clock has started are they copied onto the mirror
+ * (device to device), and the L2 flushed after that copy, so that the call starts cold and a kernel
+ * the candidate left running finds its inputs no earlier than the clock does. Both copies are
+ * inside the span; kgate subtracts the least they can take at the measured ceiling. */
 static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 {
 	struct slot *s = slot_of(c, r);
 	if (!s)
 		return r->status;
+	if (c->bytes)
+		CU_OK(k.cu.memcpy_htod_async(s->priv, s->host, c->bytes, k.stream), "staging the call's inputs");
+	CU_OK(k.cu.stream_synchronize(k.stream), "staging the call's inputs (sync)");
 	/* Whatever the candidate's context set aside or windowed as persisting since the last call:
 	 * demoted, and the set-aside taken back, before the flush evicts the L2. */
 	if (k.cu.reset_persisting_l2)
 		k.cu.reset_persisting_l2();
 	if (k.cu.ctx_set_limit)
 		k.cu.ctx_set_limit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
+	r->t_ns = now_ns();
+	/* with nothing to copy (the calibration) a page all the same: the device switches to this
+	 * context for it, as it does in every call */
+	size_t n = c->bytes ? c->bytes : s->dev_bytes < 4096 ? s->dev_bytes : 4096;
+	CU_OK(k.cu.memcpy_dtod_async(s->mirror, s->priv, n, k.stream), "copying the call's inputs onto the device arena");
 	if (c->flush) {
 		/* a different value every time: no compression or cache shortcut keeps old lines */
 		k.flush_value = k.flush_value * 1664525u + 1013904223u;
 		CU_OK(k.cu.memset_d32_async(k.flush, k.flush_value, k.flush_bytes / 4, k.stream), "L2 flush");
 	}
-	if (c->bytes)
-		CU_OK(k.cu.memcpy_htod_async(s->mirror, s->host, c->bytes, k.stream), "copying the call's inputs");
 	CU_OK(k.cu.stream_synchronize(k.stream), "copying the call's inputs (sync)");
-	r->t_ns = now_ns();
 	return 0;
 }
 
@@ -335,7 +352,7 @@ static int download(struct slot *s, uint64_t bytes, uint64_t lo, uint64_t hi, st
 	if (lo > 0)
 		CU_OK(k.cu.memcpy_dtoh_async(s->host, s->mirror, lo, k.stream), "download");
 	if (hi > lo)
-		CU_OK(k.cu.memcpy_dtoh_async(s->host + lo, s->snap + lo, hi - lo, k.stream), "download (snapshot)");
+		CU_OK(k.cu.memcpy_dtoh_async(s->host + lo, s->priv + lo, hi - lo, k.stream), "download (snapshot)");
 	if (bytes > hi)
 		CU_OK(k.cu.memcpy_dtoh_async(s->host + hi, s->mirror + hi, bytes - hi, k.stream), "download");
 	CU_OK(k.cu.stream_synchronize(k.stream), "download (sync)");
@@ -352,8 +369,10 @@ static int do_end(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	/* With no outputs (the calibration), a page all the same: the device switches to this context
 	 * for any copy, and that switch is part of every call's span, so it must be of the calibrated
 	 * one too. */
+	if (hi <= lo)
+		lo = hi = 0;
 	uint64_t n = hi > lo ? hi - lo : s->dev_bytes < 4096 ? s->dev_bytes : 4096;
-	CU_OK(k.cu.memcpy_dtod_async(s->snap + lo, s->mirror + lo, n, k.stream), "the outputs' snapshot");
+	CU_OK(k.cu.memcpy_dtod_async(s->priv + lo, s->mirror + lo, n, k.stream), "the outputs' snapshot");
 	CU_OK(k.cu.event_record(k.ev1, k.stream), "cuEventRecord");
 	CU_OK(k.cu.stream_synchronize(k.stream), "the outputs' snapshot (sync)");
 	r->t_ns = now_ns();
@@ -387,6 +406,8 @@ static ssize_t recv_cmd(int fd, struct kg_dev_cmd *c, int *got_fd)
 		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	*got_fd = -1;
+	if (n > 0 && (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		n = 1; /* a torn record: answered as malformed */
 	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); n > 0 && h; h = CMSG_NXTHDR(&mh, h))
 		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(sizeof(int)))
 			memcpy(got_fd, CMSG_DATA(h), sizeof(int));

@@ -20,6 +20,7 @@ struct kg_keeper {
 	pthread_mutex_t mu;
 	uint64_t ceiling_mbps; /* device-to-device copy, bytes read plus written (measured by the keeper) */
 	uint64_t l2_bytes, granularity;
+	uint64_t flush_bytes; /* what each flushed START writes inside the span */
 	int dead; /* it failed to answer once: every later call fails at once */
 	int up; /* kg_keeper_start ran: there is a socket, a lock, perhaps a process */
 };
@@ -30,10 +31,11 @@ int kg_keeper_start(struct kg_keeper *k, const char *path, kg_error *e);
  * fd (the caller's to pass on and close), *dev_bytes its size, *slot the keeper's index for it. */
 int kg_keeper_attach(struct kg_keeper *k, int host_fd, size_t bytes, int *slot, int *dev_fd, size_t *dev_bytes,
 		     kg_error *e);
-/* START: *t0 the moment the call's inputs are on the device (CLOCK_MONOTONIC ns). */
+/* START: the inputs staged, then *t0 (CLOCK_MONOTONIC ns), then their copy onto the device arena
+ * and the flush: answered once they are on it. */
 int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, uint64_t *t0, kg_error *e);
-/* END: *t1 the moment the outputs [out_lo, out_hi) were snapshotted, *copy_ns the snapshot's
- * own duration; the host arena's first `bytes` then hold the mirror, outputs from the snapshot. */
+/* END (sent as soon as the runner's RUN reply is in): *t1 the moment the outputs [out_lo, out_hi)
+ * were snapshotted, *copy_ns the snapshot's own duration; the host arena's first `bytes` then hold the mirror, outputs from the snapshot. */
 int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, uint64_t out_hi, uint64_t *t1,
 		  uint64_t *copy_ns, kg_error *e);
 /* SETTLE: after delay_ms, the mirror's first `bytes` into the host arena as they are now. */

@@ -16,14 +16,15 @@ enum kg_dev_op {
 	 * exportable allocation) and a private snapshot, and answers with the mirror's fd, for the
 	 * runner that will import it */
 	KG_DEV_ATTACH,
-	/* the call's start: undo persisting-L2 state, flush the L2 (`flush`), copy the host arena's
-	 * first `bytes` (inputs, poisoned outputs, guard bands) to the mirror, synchronise; t_ns is
-	 * the moment all of it is on the device: the call's clock starts there */
+	/* the call's start: the host arena's first `bytes` (inputs, poisoned outputs, guard bands)
+	 * staged in private device memory, persisting-L2 state undone, then t_ns (the call's clock
+	 * starts there), the copy onto the mirror and the L2 flush (`flush`) after it; answered once
+	 * all of it is done */
 	KG_DEV_START,
-	/* the call's end, once the runner's process is stopped: snapshot [out_lo, out_hi) of the
-	 * mirror into memory only the keeper maps; t_ns is the moment the snapshot is complete (the
-	 * call's clock stops there), copy_ns its own duration; then the host arena gets the mirror's
-	 * first `bytes` with the outputs from the snapshot */
+	/* the call's end, sent the moment the runner's RUN reply is in (its process is stopped after,
+	 * while this runs): snapshot [out_lo, out_hi) of the mirror into memory only the keeper maps;
+	 * t_ns is the moment the snapshot is complete (the call's clock stops there), copy_ns its own
+	 * duration; then the host arena gets the mirror's first `bytes`, outputs from the snapshot */
 	KG_DEV_END,
 	/* after delay_ms, the mirror's first `bytes` as they are now (what work left running wrote) */
 	KG_DEV_SETTLE,
@@ -51,6 +52,7 @@ struct kg_dev_reply {
 	uint64_t copy_ns; /* END: the outputs' snapshot by the keeper's events */
 	uint64_t ceiling_mbps; /* HELLO: device-to-device copy, bytes read plus written, MB/s */
 	uint64_t l2_bytes, granularity; /* HELLO */
+	uint64_t flush_bytes; /* HELLO: what a START's L2 flush writes */
 	char msg[300];
 };
 

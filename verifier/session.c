@@ -339,6 +339,10 @@ int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t arg, stru
 		int krc = kg_keeper_settle(s->keeper, s->dev_slot, s->arena->used, arg, e);
 		if (parent_ns)
 			*parent_ns = kg_now_ns() - t;
+		if (krc == -ETIMEDOUT && s->watched) {
+			kg_sb_kill(s->sb, KG_SB_END_TIMEOUT); /* as in a call: the device is held */
+			return kg_sess_ended(s);
+		}
 		return krc;
 	}
 	int rc = kg_sess_resume(s);

@@ -161,6 +161,11 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 		out_range(s->arena, &lo, &hi);
 	r->step = "upload";
 	int rc = kg_keeper_begin(s->keeper, s->dev_slot, bytes, c->flush, &t0, e);
+	if (rc == -ETIMEDOUT && s->watched) {
+		/* the device would not let the keeper copy: work the candidate left running holds it */
+		kg_sb_kill(s->sb, KG_SB_END_TIMEOUT);
+		return kg_sess_ended(s);
+	}
 	if (rc)
 		return rc;
 	double keep = s->call_timeout_s;
@@ -194,7 +199,7 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	if (rc)
 		return rc;
 	uint64_t cpu1 = kg_sess_cpu_ns(s);
-	if (krc == -ETIMEDOUT) {
+	if (krc == -ETIMEDOUT && s->watched) {
 		/* the device did not let the keeper copy: work the candidate left running holds it */
 		kg_sb_kill(s->sb, KG_SB_END_TIMEOUT);
 		return kg_sess_ended(s);
@@ -203,10 +208,13 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 		return krc;
 	r->span_ns = t1 > t0 ? t1 - t0 : 0;
 	r->download_ns = r->span_ns > r->parent_ns ? r->span_ns - r->parent_ns : 0;
-	/* the snapshot reads and writes the outputs once: at the device's measured copy rate, the
-	 * least it can take, whoever else is on the device */
+	/* The keeper's own work inside the span: the inputs' copy onto the device arena (read and
+	 * written once), the flush (written once) and the outputs' snapshot (read and written once).
+	 * At the device's measured copy rate that is the least it can take, whoever else is on the
+	 * device: subtracted, and no more. */
 	uint64_t mbps = s->keeper->ceiling_mbps;
-	r->snap_ns = mbps ? (uint64_t)((double)(hi - lo) * 2.0 * 1000.0 / (double)mbps) : 0;
+	double moved = 2.0 * (double)bytes + (c->flush ? (double)s->keeper->flush_bytes : 0) + 2.0 * (double)(hi - lo);
+	r->snap_ns = mbps ? (uint64_t)(moved * 1000.0 / (double)mbps) : 0;
 	r->ret = rep.rc;
 	r->child_ns = rep.elapsed_ns;
 	r->tail_ns = rep.info;

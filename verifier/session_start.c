@@ -168,7 +168,21 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	static const char *const envp_san[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp",
 					       "OMP_NUM_THREADS=1", "ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_sigfpe=0",
 					       NULL};
-	const char *const *envp = getenv("KGATE_SANITIZE") ? envp_san : envp_plain;
+	const char *const *base = getenv("KGATE_SANITIZE") ? envp_san : envp_plain;
+	/* a device runner sees the GPUs kgate was given (one worker per GPU), as its keeper does */
+	const char *envp[12];
+	char cvd[160];
+	int ne = 0;
+	while (base[ne] && ne < 10) {
+		envp[ne] = base[ne];
+		ne++;
+	}
+	const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+	if (o->be->needs_gpu && vis && strlen(vis) < 120) {
+		snprintf(cvd, sizeof(cvd), "CUDA_VISIBLE_DEVICES=%s", vis);
+		envp[ne++] = cvd;
+	}
+	envp[ne] = NULL;
 	/* fd 5: a paged arena's inputs, a memfd sealed so that the runner can only map it read-only;
 	 * fd 6: its page map (runner/wire.h) */
 	int fds[4] = {sv[1], dev_fd >= 0 ? dev_fd : a->fd, dev_fd >= 0 ? -1 : a->fd_in, dev_fd >= 0 ? -1 : a->fd_map};
