@@ -52,8 +52,9 @@ struct kg_clock_cal {
  * is not reported as if it had used every CPU. Devices: the
  * keeper's span (kgate-device: from the moment the call's inputs, staged in its private memory,
  * start to be copied onto the runner's device arena, to its own snapshot of the outputs, taken as
- * soon as the RUN reply is in) less a call the runner answers without touching the device and the
- * least the keeper's copies and flush in it can take (at most snap_cap_ns). Whatever the candidate's process does or says,
+ * soon as the RUN reply is in) less a call that does nothing (its events and synchronisations, as in
+ * every call: a runner that forges its reply skips them, and gains that, 10-40 us, the resolution of
+ * this clock) and the least the keeper's copies and flush in it can take (at most snap_cap_ns). Whatever the candidate's process does or says,
  * work done on the device in between, on any stream, graph or context, is inside it. */
 uint64_t kg_timing_bound(const struct kg_timed_call *c, const struct kg_clock_cal *cal);
 /* The time a call is reported at: its claim, never below the trusted bound. */
