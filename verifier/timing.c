@@ -74,7 +74,9 @@ static int is_lie(const struct kg_timed_call *c, const struct kg_clock_cal *cal)
 	/* with threads part of the bound is a wall clock, which contention lengthens: judged as a
 	 * device's (a gap of a millisecond and half the span) */
 	if (cal->cpu_clock && cal->par <= 1)
-		return (double)c->child_ns + KG_TAMPER_SLACK_NS + (double)cal->host_noise_ns < KG_TAMPER_SHARE * (double)lb;
+		return (double)c->child_ns + (double)KG_TAMPER_SLACK_NS * (cal->noise_scale ? cal->noise_scale : 1) +
+			       (double)cal->host_noise_ns <
+		       KG_TAMPER_SHARE * (double)lb;
 	uint64_t gap = lb > c->child_ns ? lb - c->child_ns : 0;
 	return gap >= KG_TAMPER_DEVICE_GAP_NS && 2 * gap >= c->span_ns;
 }
@@ -106,7 +108,8 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
 	 * 5 (cpu_hostile, layernorm_pairwise.c at 70 us, ~0.3 ms of CPU time unexplained), so on the
 	 * CPU clock three quarters of the calls must lie. The reported time is the trusted bound
 	 * either way (kg_timing_reported): this only decides whether to name the forgery. */
-	uint64_t min_gap = 2 * cal->host_noise_ns > KG_TAMPER_MIN_GAP_NS ? 2 * cal->host_noise_ns : KG_TAMPER_MIN_GAP_NS;
+	uint64_t floor_gap = (uint64_t)KG_TAMPER_MIN_GAP_NS * (cal->noise_scale ? cal->noise_scale : 1);
+	uint64_t min_gap = 2 * cal->host_noise_ns > floor_gap ? 2 * cal->host_noise_ns : floor_gap;
 	int lies_forge = cal->cpu_clock && cal->par <= 1 ? 4 * t->lies >= 3 * n && t->min_gap_ns >= min_gap
 							  : t->lies == n;
 	t->forged = n > 0 && (t->impossible >= 0 || 2 * t->flush_skipped > n || (judged && t->lies && lies_forge));
@@ -385,6 +388,7 @@ void kg_phase_timing(struct kg_run *r)
 		.flush_cpu_ns = r->cs.cal_flush_cpu_ns,
 		.cpu_clock = p->be->cpu_clock && r->cs.has_cpu_clock,
 		.par = p->pol.threads ? (int)(ncpu > 1 ? ncpu : 1) : 1,
+		.noise_scale = getenv("KGATE_SANITIZE") ? 4 : 1,
 	};
 	double *cms = calloc((size_t)n, sizeof(double)), *rms = calloc((size_t)n, sizeof(double));
 	double *pms = calloc((size_t)n, sizeof(double)), *ex = calloc((size_t)n, sizeof(double));

@@ -42,6 +42,10 @@ struct kg_clock_cal {
 	 * calls; 0 when quiet): a busy host charges any runner that much, honest or not, so a
 	 * shortfall within it is no lie */
 	uint64_t host_noise_ns;
+	/* how many times the slack and the least gap of a lie are widened: 4 under a sanitizer build
+	 * (KGATE_SANITIZE), whose runners spend several times the CPU time of a production one on
+	 * their own code around every call; 0 counts as 1 */
+	unsigned noise_scale;
 };
 
 /* The trusted lower bound of one call's work, in ns. CPU backends: the CPU time the kernel charged
