@@ -173,7 +173,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	const char *envp[12];
 	char cvd[160];
 	int ne = 0;
-	while (base[ne] && ne < 10) {
+	while (ne < 10 && base[ne]) {
 		envp[ne] = base[ne];
 		ne++;
 	}
