@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Errors travel as a negative errno-style code plus a message for the human. */
 typedef struct kg_error {
@@ -46,6 +47,12 @@ void kg_dirname(const char *path, char *out, size_t outsz);
 int kg_path_join(char *out, size_t outsz, const char *a, const char *b);
 
 /* Monotonic clock in nanoseconds. */
+/* One record over a SOCK_SEQPACKET socket with an optional descriptor beside it (SCM_RIGHTS; fd < 0:
+ * none): what sendmsg returns, EINTR retried. */
+ssize_t kg_send_fd(int sock, const void *buf, size_t len, int fd);
+/* One record; *fd (optional) the descriptor that came with it, close-on-exec, or -1. A record or
+ * control message cut short reads as -2 (and its descriptor is closed). */
+ssize_t kg_recv_fd(int sock, void *buf, size_t len, int *fd);
 uint64_t kg_now_ns(void);
 
 /* 64-bit FNV-1a over bytes, for cache keys (not for security). */

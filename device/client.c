@@ -36,24 +36,13 @@ static int wait_reply(struct kg_keeper *k, uint32_t op, uint64_t seq, struct kg_
 		}
 		if (pr == 0)
 			continue;
-		struct iovec iov = {.iov_base = r, .iov_len = sizeof(*r)};
-		union {
-			char buf[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} u;
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-		ssize_t n = recvmsg(k->ctl, &mh, MSG_CMSG_CLOEXEC);
-		if (n < 0 && errno == EINTR)
-			continue;
 		int got = -1;
-		for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); n > 0 && h; h = CMSG_NXTHDR(&mh, h))
-			if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(sizeof(int)))
-				memcpy(&got, CMSG_DATA(h), sizeof(int));
-		if (n <= 0) {
+		ssize_t n = kg_recv_fd(k->ctl, r, sizeof(*r), &got);
+		if (n == 0 || (n < 0 && n != -2)) {
 			k->dead = 1;
 			return kg_err(e, -EPIPE, "kgate-device ended while kgate waited for %s", kg_dev_op_name(op));
 		}
-		if (n != (ssize_t)sizeof(*r) || r->magic != KG_DEV_MAGIC || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		if (n != (ssize_t)sizeof(*r) || r->magic != KG_DEV_MAGIC) {
 			if (got >= 0)
 				close(got);
 			k->dead = 1;
@@ -86,26 +75,7 @@ static int command(struct kg_keeper *k, struct kg_dev_cmd *c, int pass_fd, struc
 	pthread_mutex_lock(&k->mu);
 	c->magic = KG_DEV_MAGIC;
 	c->seq = ++k->seq;
-	struct iovec iov = {.iov_base = c, .iov_len = sizeof(*c)};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (pass_fd >= 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
-		h->cmsg_level = SOL_SOCKET;
-		h->cmsg_type = SCM_RIGHTS;
-		h->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(h), &pass_fd, sizeof(int));
-	}
-	ssize_t n;
-	do
-		n = sendmsg(k->ctl, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	ssize_t n = kg_send_fd(k->ctl, c, sizeof(*c), pass_fd);
 	int rc = n == (ssize_t)sizeof(*c) ? wait_reply(k, c->op, c->seq, r, fd, timeout_s, e)
 					  : kg_err(e, -EPIPE, "sending %s to kgate-device: %s", kg_dev_op_name(c->op),
 						   strerror(errno));

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kg_common.h"
 #include "kg_cudrv.h"
 #include "device/wire.h"
 
@@ -76,13 +77,6 @@ static struct {
 	size_t gran;
 	struct slot slot[KG_DEV_MAX_SLOTS];
 } k;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int cu_fail(CUresult rc, const char *what, struct kg_dev_reply *r)
 {
@@ -231,27 +225,7 @@ static int init(struct kg_dev_reply *r)
 static int send_reply(int fd, struct kg_dev_reply *r, int pass_fd)
 {
 	r->magic = KG_DEV_MAGIC;
-	struct iovec iov = {.iov_base = r, .iov_len = sizeof(*r)};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (pass_fd >= 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-	}
-	ssize_t n;
-	do
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t)sizeof(*r) ? 0 : -1;
+	return kg_send_fd(fd, r, sizeof(*r), pass_fd) == (ssize_t)sizeof(*r) ? 0 : -1;
 }
 
 /* One exportable allocation of `bytes` (granularity-rounded), mapped read-write here. */
@@ -333,7 +307,7 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 		k.cu.reset_persisting_l2();
 	if (k.cu.ctx_set_limit)
 		k.cu.ctx_set_limit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
-	r->t_ns = now_ns();
+	r->t_ns = kg_now_ns();
 	/* with nothing to copy (the calibration) a page all the same: the device switches to this
 	 * context for it, as it does in every call */
 	size_t n = c->bytes ? c->bytes : s->dev_bytes < 4096 ? s->dev_bytes : 4096;
@@ -375,7 +349,7 @@ static int do_end(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	CU_OK(k.cu.memcpy_dtod_async(s->priv + lo, s->mirror + lo, n, k.stream), "the outputs' snapshot");
 	CU_OK(k.cu.event_record(k.ev1, k.stream), "cuEventRecord");
 	CU_OK(k.cu.stream_synchronize(k.stream), "the outputs' snapshot (sync)");
-	r->t_ns = now_ns();
+	r->t_ns = kg_now_ns();
 	float ms = 0;
 	if (!k.cu.event_elapsed(&ms, k.ev0, k.ev1))
 		r->copy_ns = (uint64_t)((double)ms * 1e6);
@@ -393,25 +367,11 @@ static int do_settle(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	return download(s, c->bytes, 0, 0, r);
 }
 
+/* A torn record reads as a short one: answered as malformed. */
 static ssize_t recv_cmd(int fd, struct kg_dev_cmd *c, int *got_fd)
 {
-	struct iovec iov = {.iov_base = c, .iov_len = sizeof(*c)};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-	ssize_t n;
-	do
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	*got_fd = -1;
-	if (n > 0 && (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
-		n = 1; /* a torn record: answered as malformed */
-	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); n > 0 && h; h = CMSG_NXTHDR(&mh, h))
-		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(got_fd, CMSG_DATA(h), sizeof(int));
-	return n;
+	ssize_t n = kg_recv_fd(fd, c, sizeof(*c), got_fd);
+	return n == -2 ? 1 : n;
 }
 
 int main(int argc, char **argv)

@@ -5,7 +5,7 @@ $(DEVICE_LIB): $(DEVICE_SRCS:%.c=$(BUILD)/%.o)
 	@mkdir -p $(dir $@)
 	rm -f $@ && $(AR) rcs $@ $^
 DEVICE_BIN := $(BUILD)/kgate-device
-$(DEVICE_BIN): $(BUILD)/device/keeper.o
+$(DEVICE_BIN): $(BUILD)/device/keeper.o $(COMMON_LIB)
 	$(CC) $(KG_LDFLAGS) -o $@ $^ -ldl
 all: $(DEVICE_BIN)
 CPPCHECK_DIRS += device

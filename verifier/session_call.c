@@ -45,6 +45,18 @@ static void debug_counts(const struct kg_session *s, long *minflt, long *vcsw, l
 	}
 }
 
+/* After RUN's reply (or its error status): the process stopped and its threads held; what stops
+ * the call first is returned. */
+static int held_after_run(struct kg_session *s, int rc)
+{
+	if (rc == KG_SESSION_OK || rc == KG_SESSION_FAILED) {
+		int h = kg_sess_hold(s, KG_OP_RUN);
+		if (h)
+			return h;
+	}
+	return rc;
+}
+
 /* A host backend's call: one RUN, timed from before the inputs exist in the runner's memory to the
  * process stopped after its reply, in the CPU time the kernel charged the process. The outputs are
  * final then: nothing in the process runs again before the parent has read them. */
@@ -85,12 +97,7 @@ static int host_call(struct kg_session *s, const struct kg_call *c, struct kg_ca
 	rc = kg_sess_exchange_probed(s, &cmd, c->entry, &rep, &t_sent, c, &r->probed, e);
 	s->call_timeout_s = keep;
 	r->parent_ns = kg_now_ns() - t_sent;
-	if (rc == KG_SESSION_OK || rc == KG_SESSION_FAILED) {
-		int h = kg_sess_hold(s, KG_OP_RUN);
-		if (h)
-			return h;
-	}
-	if (rc)
+	if ((rc = held_after_run(s, rc)))
 		return rc;
 	uint64_t cpu1 = kg_sess_cpu_ns(s);
 	r->span_ns = kg_now_ns() - w0;
@@ -191,12 +198,7 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 		r->step = "download";
 		krc = kg_keeper_end(s->keeper, s->dev_slot, bytes, lo, hi, &t1, &r->copy_ns, e);
 	}
-	if (rc == KG_SESSION_OK || rc == KG_SESSION_FAILED) {
-		int h = kg_sess_hold(s, KG_OP_RUN);
-		if (h)
-			return h;
-	}
-	if (rc)
+	if ((rc = held_after_run(s, rc)))
 		return rc;
 	uint64_t cpu1 = kg_sess_cpu_ns(s);
 	if (krc == -ETIMEDOUT && s->watched) {

@@ -25,23 +25,7 @@
 static int send_rep(int fd, struct kg_dev_reply *r, int pass)
 {
 	r->magic = KG_DEV_MAGIC;
-	struct iovec iov = {.iov_base = r, .iov_len = sizeof(*r)};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (pass >= 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &pass, sizeof(int));
-	}
-	return sendmsg(fd, &mh, 0) == (ssize_t)sizeof(*r) ? 0 : -1;
+	return kg_send_fd(fd, r, sizeof(*r), pass) == (ssize_t)sizeof(*r) ? 0 : -1;
 }
 
 /* The fake keeper: HELLO, then each command answered as kgate-device would, its "device" a memfd
@@ -55,19 +39,9 @@ static int fake_keeper(void)
 	unsigned char *host = NULL, *dev = NULL;
 	for (uint64_t t = 1000;; t += 1000) {
 		struct kg_dev_cmd c = {0};
-		union {
-			char buf[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} u;
-		struct iovec iov = {.iov_base = &c, .iov_len = sizeof(c)};
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-		ssize_t n = recvmsg(ctl, &mh, 0);
-		if (n != (ssize_t)sizeof(c))
-			return 0;
 		int fd = -1;
-		struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
-		if (h && h->cmsg_type == SCM_RIGHTS)
-			memcpy(&fd, CMSG_DATA(h), sizeof(int));
+		if (kg_recv_fd(ctl, &c, sizeof(c), &fd) != (ssize_t)sizeof(c))
+			return 0;
 		struct kg_dev_reply r = {.op = c.op, .seq = c.seq};
 		int pass = -1;
 		switch (c.op) {
