@@ -26,7 +26,7 @@ struct kg_rbackend {
 	int (*flush)(struct kg_rbackend *b, uint64_t *bytes, char *err, size_t errsz);
 	/* Calls fn around the backend's timer and fills the RUN reply: elapsed_ns (the runner's
 	 * measure), info (how long the device stayed busy after the candidate's own stream finished),
-	 * snap_ns and flags (CUDA: the stream-done snapshot, what was undone in the L2). */
+	 * and flags (CUDA: what was undone in the L2). */
 	int (*run)(struct kg_rbackend *b, void (*fn)(void *), void *arg, struct kg_wire_reply *r, char *err,
 		   size_t errsz);
 	int (*download)(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz);

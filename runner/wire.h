@@ -88,9 +88,9 @@ struct kg_wire_reply {
 	int32_t status; /* kg_wire_status */
 	int32_t rc; /* RUN: what kg_forward returned */
 	uint64_t elapsed_ns; /* RUN: the runner's own measure (CPU clock or CUDA events) */
-	uint64_t info; /* HELLO: measured bandwidth ceiling in MB/s (0: none); FLUSH: bytes flushed;
+	uint64_t info; /* HELLO: measured bandwidth ceiling in MB/s (0: none; a device's is the keeper's);
 			* RUN: ns the device stayed busy after the call's stream */
-	uint64_t snap_ns; /* RUN (CUDA): the stream-done snapshot of the outputs, by the runner's events */
+	uint64_t snap_ns; /* unused: 0 (the outputs' snapshot is kgate-device's) */
 	uint32_t flags; /* RUN: KG_RUN_* below, what the runner found and undid after the call */
 	uint32_t tid; /* HELLO: the loader thread's id as the runner sees it (0: none); it must be gone
 		       * once LOAD is answered */

@@ -122,10 +122,11 @@ struct kg_call_result {
 	uint64_t parent_ns; /* the parent's round trip of RUN */
 	uint64_t download_ns; /* the parent's round trip of DOWNLOAD */
 	uint64_t span_ns; /* host: from before the inputs were written to the process stopped after RUN;
-			   * devices: the keeper's, from the inputs on the device to the outputs' snapshot */
+			   * devices: the keeper's, from the start of the inputs' copy onto the device arena
+			   * to its snapshot of the outputs */
 	uint64_t tail_ns; /* how long the device stayed busy after the call's stream (runner's claim) */
-	uint64_t snap_ns; /* devices: the least the keeper's snapshot of the outputs can take (their bytes
-			   * at the measured copy ceiling), part of span_ns and not the candidate's */
+	uint64_t snap_ns; /* devices: the least the keeper's own copies and flush inside span_ns can take
+			   * (their bytes at the measured copy ceiling): not the candidate's */
 	uint64_t copy_ns; /* devices: that snapshot's duration as the keeper's events measured it */
 	uint32_t l2_flags; /* KG_RUN_L2_*: persisting-L2 changes the runner found and undid */
 	/* The CPU time the kernel charged the runner's process over span_ns (host: from before the

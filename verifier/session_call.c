@@ -148,10 +148,11 @@ static void out_range(const struct kg_arena *a, uint64_t *lo, uint64_t *hi)
 		*lo = *hi = 0;
 }
 
-/* A device call with kgate-device holding the arena: the keeper writes the inputs (the clock
- * starts once they are all on the device), the runner's process is resumed for RUN alone, and
- * once it is stopped again the keeper snapshots the outputs (the clock stops when it has them) and
- * refreshes the host arena. Before LOAD (the calibration) nothing is copied: the span is then the
+/* A device call with kgate-device holding the arena: the keeper stages the inputs where the
+ * candidate cannot see them and starts the clock, then copies them onto the runner's arena and
+ * flushes; the runner's process is resumed for RUN alone; the moment its reply is in, the keeper
+ * snapshots the outputs (the clock stops when it has them) and refreshes the host arena, while the
+ * process is stopped. Before LOAD (the calibration) nothing is copied: the span is then the
  * protocol's own, which every later span is charged less. */
 static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_call_result *r, kg_error *e)
 {

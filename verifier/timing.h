@@ -20,7 +20,7 @@ struct kg_timed_call {
 	uint64_t parent_ns; /* the parent's round trip of RUN */
 	uint64_t span_ns; /* the parent's clock from sending RUN to the outputs being back */
 	uint64_t tail_ns; /* the device's claimed tail after the stream (named, never subtracted) */
-	uint64_t snap_ns; /* the claimed stream-done snapshot (subtracted up to cal->snap_cap_ns) */
+	uint64_t snap_ns; /* devices: the least the keeper's own copies take (subtracted up to snap_cap_ns) */
 	uint64_t cpu_ns; /* CPU time the kernel charged the runner over span_ns (when cpu_known) */
 	uint64_t flush_cpu_ns; /* CPU time the kernel charged the runner for the flush before it */
 	int cpu_known;
@@ -36,7 +36,7 @@ struct kg_clock_cal {
 	uint64_t flush_cpu_ns; /* the runner's CPU time for one flush; 0: not measured */
 	int cpu_clock; /* the work runs on the CPU: the runner's CPU time bounds it */
 	int par; /* threads the candidate may run at once (1 without threads) */
-	uint64_t snap_cap_ns; /* devices: the most a snapshot of these outputs may take (trusted ceiling) */
+	uint64_t snap_cap_ns; /* devices: the most of snap_ns ever subtracted (no cap with a keeper) */
 	/* CPU: the CPU time the host added to a call of the trusted reference's runner, timed beside
 	 * the candidate, beyond its own clock and a call that does nothing (the median over the timed
 	 * calls; 0 when quiet): a busy host charges any runner that much, honest or not, so a
