@@ -1,8 +1,10 @@
 /* Implementation of the shared helpers in kg_common.h: errors, buffers, files, clock, hashing.
  * Library code returns errors; nothing here exits. */
 #include "kg_common.h"
+#include "kg_cudrv.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -325,4 +327,16 @@ ssize_t kg_recv_fd(int sock, void *buf, size_t len, int *fd)
 	else if (got >= 0)
 		close(got);
 	return n;
+}
+
+const char *kg_cu_resolve(void *lib, const struct kg_cu_sym *syms, size_t n, size_t n_required, void *api)
+{
+	const char *missing = NULL;
+	for (size_t i = 0; i < n; i++) {
+		void *p = dlsym(lib, syms[i].name);
+		if (!p && i < n_required && !missing)
+			missing = syms[i].name;
+		memcpy((char *)api + syms[i].off, &p, sizeof(p));
+	}
+	return missing;
 }

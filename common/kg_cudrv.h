@@ -53,4 +53,14 @@ struct kg_cu_access_desc {
 	int flags; /* CU_MEM_ACCESS_FLAGS_* */
 };
 
+/* One driver entry point a table resolves: its name, and where its pointer goes in the caller's
+ * table of function pointers. */
+struct kg_cu_sym {
+	const char *name;
+	size_t off;
+};
+/* Each symbol from lib (dlopen'd libcuda) stored at its offset in api, NULL where the driver lacks
+ * it; returns the name of the first of the leading n_required that is missing, else NULL. */
+const char *kg_cu_resolve(void *lib, const struct kg_cu_sym *syms, size_t n, size_t n_required, void *api);
+
 #endif

@@ -103,10 +103,7 @@ static int load_api(struct kg_dev_reply *r)
 		r->status = -ENOENT;
 		return -ENOENT;
 	}
-	static const struct {
-		const char *name;
-		size_t off;
-	} syms[] = {
+	static const struct kg_cu_sym syms[] = {
 		{"cuInit", offsetof(struct cu_api, init)},
 		{"cuDeviceGet", offsetof(struct cu_api, device_get)},
 		{"cuDevicePrimaryCtxRetain", offsetof(struct cu_api, primary_retain)},
@@ -135,14 +132,11 @@ static int load_api(struct kg_dev_reply *r)
 		{"cuCtxResetPersistingL2Cache", offsetof(struct cu_api, reset_persisting_l2)},
 	};
 	const size_t n_required = 24;
-	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-		void *p = dlsym(lib, syms[i].name);
-		if (!p && i < n_required) {
-			snprintf(r->msg, sizeof(r->msg), "libcuda lacks %s", syms[i].name);
-			r->status = -ENOSYS;
-			return -ENOSYS;
-		}
-		memcpy((char *)&k.cu + syms[i].off, &p, sizeof(p));
+	const char *missing = kg_cu_resolve(lib, syms, sizeof(syms) / sizeof(syms[0]), n_required, &k.cu);
+	if (missing) {
+		snprintf(r->msg, sizeof(r->msg), "libcuda lacks %s", missing);
+		r->status = -ENOSYS;
+		return -ENOSYS;
 	}
 	return 0;
 }

@@ -122,10 +122,7 @@ static int load_api(char *err, size_t errsz)
 		snprintf(err, errsz, "no NVIDIA driver: %s", dlerror());
 		return -ENOENT;
 	}
-	static const struct {
-		const char *name;
-		size_t off;
-	} syms[] = {
+	static const struct kg_cu_sym syms[] = {
 		{"cuInit", offsetof(struct cu_api, init)},
 		{"cuDeviceGet", offsetof(struct cu_api, device_get)},
 		{"cuDevicePrimaryCtxRetain", offsetof(struct cu_api, primary_retain)},
@@ -155,13 +152,10 @@ static int load_api(char *err, size_t errsz)
 		{"cuStreamSetAttribute", offsetof(struct cu_api, stream_set_attr)},
 	};
 	const size_t n_required = 22;
-	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-		void *p = dlsym(cs.lib, syms[i].name);
-		if (!p && i < n_required) {
-			snprintf(err, errsz, "libcuda lacks %s", syms[i].name);
-			return -ENOSYS;
-		}
-		memcpy((char *)&cs.cu + syms[i].off, &p, sizeof(p));
+	const char *missing = kg_cu_resolve(cs.lib, syms, sizeof(syms) / sizeof(syms[0]), n_required, &cs.cu);
+	if (missing) {
+		snprintf(err, errsz, "libcuda lacks %s", missing);
+		return -ENOSYS;
 	}
 	return 0;
 }
