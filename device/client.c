@@ -146,9 +146,17 @@ int kg_keeper_attach(struct kg_keeper *k, int host_fd, size_t bytes, int *slot, 
 	return 0;
 }
 
-int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, uint64_t *t0, kg_error *e)
+int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, const struct kg_keeper_stage *st,
+		    uint64_t *t0, kg_error *e)
 {
 	struct kg_dev_cmd c = {.op = KG_DEV_START, .slot = (uint32_t)slot, .bytes = bytes, .flush = flush != 0};
+	if (st && st->n > 0) {
+		if (st->n > KG_DEV_MAX_RANGES)
+			return kg_err(e, -EINVAL, "%d staging ranges (at most %d)", st->n, KG_DEV_MAX_RANGES);
+		c.n_ranges = (uint32_t)st->n;
+		c.src_slot = (uint32_t)st->src_slot;
+		memcpy(c.range, st->range, (size_t)st->n * sizeof(st->range[0]));
+	}
 	struct kg_dev_reply r;
 	int rc = command(k, &c, -1, &r, NULL, e);
 	*t0 = rc ? 0 : r.t_ns;

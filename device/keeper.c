@@ -3,8 +3,8 @@
  * of that runner's host arena as one exportable allocation (CUDA VMM, a POSIX fd the runner
  * imports) and a private buffer it never exports. It stages every call's inputs there, starts the
  * clock, copies them onto the mirror and flushes the L2; at the call's end it snapshots the outputs
- * into the private buffer, stops the clock, and copies them back into the host arena from there: no input, output or time reaches kgate through the candidate's
- * process. A candidate can re-map what it imported read-write (measured on an H200: the importer's
+ * into the private buffer, stops the clock, and copies them back into the host arena from there:
+ * no input, output or time reaches kgate through the candidate's process. A candidate can re-map what it imported read-write (measured on an H200: the importer's
  * cuMemSetAccess wins), so the mirror is the candidate's to scribble on; what kgate judges by is
  * the host arena, which no runner maps, and the snapshot. */
 #include <dlfcn.h>
@@ -22,6 +22,7 @@
 
 #include "kg_common.h"
 #include "kg_cudrv.h"
+#include "device/stage.h"
 #include "device/wire.h"
 
 struct cu_api {
@@ -35,6 +36,9 @@ struct cu_api {
 	CUresult (*memcpy_dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
 	CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 	CUresult (*memset_d32_async)(CUdeviceptr, unsigned, size_t, CUstream);
+	CUresult (*memset_d16_async)(CUdeviceptr, unsigned short, size_t, CUstream);
+	CUresult (*memset_d8_async)(CUdeviceptr, unsigned char, size_t, CUstream);
+	CUresult (*memset_d2d32_async)(CUdeviceptr, size_t, unsigned, size_t, size_t, CUstream);
 	CUresult (*stream_create)(CUstream *, unsigned);
 	CUresult (*stream_synchronize)(CUstream);
 	CUresult (*event_create)(CUevent *, unsigned);
@@ -63,6 +67,9 @@ struct slot {
 	/* never exported: the call's inputs staged before its clock starts, then the outputs' snapshot */
 	CUdeviceptr priv;
 	size_t dev_bytes;
+	/* what the last START staged in priv: [0, staged), less [snap_lo, snap_hi) once END has
+	 * written the outputs' snapshot over it */
+	uint64_t staged, snap_lo, snap_hi;
 };
 
 static struct {
@@ -114,6 +121,9 @@ static int load_api(struct kg_dev_reply *r)
 		{"cuMemcpyDtoHAsync_v2", offsetof(struct cu_api, memcpy_dtoh_async)},
 		{"cuMemcpyDtoDAsync_v2", offsetof(struct cu_api, memcpy_dtod_async)},
 		{"cuMemsetD32Async", offsetof(struct cu_api, memset_d32_async)},
+		{"cuMemsetD16Async", offsetof(struct cu_api, memset_d16_async)},
+		{"cuMemsetD8Async", offsetof(struct cu_api, memset_d8_async)},
+		{"cuMemsetD2D32Async", offsetof(struct cu_api, memset_d2d32_async)},
 		{"cuStreamCreate", offsetof(struct cu_api, stream_create)},
 		{"cuStreamSynchronize", offsetof(struct cu_api, stream_synchronize)},
 		{"cuEventCreate", offsetof(struct cu_api, event_create)},
@@ -131,7 +141,7 @@ static int load_api(struct kg_dev_reply *r)
 		{"cuCtxSetLimit", offsetof(struct cu_api, ctx_set_limit)},
 		{"cuCtxResetPersistingL2Cache", offsetof(struct cu_api, reset_persisting_l2)},
 	};
-	const size_t n_required = 24;
+	const size_t n_required = 27;
 	const char *missing = kg_cu_resolve(lib, syms, sizeof(syms) / sizeof(syms[0]), n_required, &k.cu);
 	if (missing) {
 		snprintf(r->msg, sizeof(r->msg), "libcuda lacks %s", missing);
@@ -282,8 +292,55 @@ static struct slot *slot_of(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	return &k.slot[c->slot];
 }
 
+/* One range of START's staging on the device (wire.h): a pattern, or another slot's staged copy. */
+static int stage_range(struct slot *s, const struct kg_dev_cmd *c, const struct kg_dev_range *g,
+		       struct kg_dev_reply *r)
+{
+	CUdeviceptr d = s->priv + g->off;
+	if (g->kind == KG_DEV_R_SLOT) {
+		CU_OK(k.cu.memcpy_dtod_async(d, k.slot[c->src_slot].priv + g->off, g->bytes, k.stream),
+		      "staging an input from the reference's copy");
+		return 0;
+	}
+	uint64_t n = g->bytes / g->elem;
+	if (g->elem == 1)
+		CU_OK(k.cu.memset_d8_async(d, (unsigned char)g->pattern, n, k.stream), "poisoning an output");
+	else if (g->elem == 2)
+		CU_OK(k.cu.memset_d16_async(d, (unsigned short)g->pattern, n, k.stream), "poisoning an output");
+	else if (g->elem == 4)
+		CU_OK(k.cu.memset_d32_async(d, (unsigned)g->pattern, n, k.stream), "poisoning an output");
+	else { /* 8 bytes: each half as a column of a pitched 2-D memset */
+		CU_OK(k.cu.memset_d2d32_async(d, 8, (unsigned)g->pattern, 1, n, k.stream), "poisoning an output");
+		CU_OK(k.cu.memset_d2d32_async(d + 4, 8, (unsigned)(g->pattern >> 32), 1, n, k.stream),
+		      "poisoning an output");
+	}
+	return 0;
+}
+
+struct stage_ctx {
+	struct slot *s;
+	const struct kg_dev_cmd *c;
+	struct kg_dev_reply *r;
+};
+
+static int stage_host(void *arg, uint64_t off, uint64_t n)
+{
+	struct stage_ctx *x = arg;
+	struct kg_dev_reply *r = x->r;
+	CU_OK(k.cu.memcpy_htod_async(x->s->priv + off, x->s->host + off, n, k.stream), "staging the call's inputs");
+	return 0;
+}
+
+static int stage_one(void *arg, const struct kg_dev_range *g)
+{
+	struct stage_ctx *x = arg;
+	return stage_range(x->s, x->c, g, x->r);
+}
+
 /* The call's start. The inputs come over the bus into private memory first, where no context of
- * the candidate's can see them; only once the clock has started are they copied onto the mirror
+ * the candidate's can see them (or, where kgate names the reference's slot, from the reference's
+ * private copy of the same inputs, device to device), the outputs' poison is written there by the
+ * device, not sent (START's ranges, stage.h); only once the clock has started are they copied onto the mirror
  * (device to device), and the L2 flushed after that copy, so that the call starts cold and a kernel
  * the candidate left running finds its inputs no earlier than the clock does. Both copies are
  * inside the span; kgate subtracts the least they can take at the measured ceiling. */
@@ -292,9 +349,20 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	struct slot *s = slot_of(c, r);
 	if (!s)
 		return r->status;
-	if (c->bytes)
-		CU_OK(k.cu.memcpy_htod_async(s->priv, s->host, c->bytes, k.stream), "staging the call's inputs");
+	struct kg_stage_src src = {0};
+	if (c->src_slot < KG_DEV_MAX_SLOTS && k.slot[c->src_slot].used && &k.slot[c->src_slot] != s)
+		src = (struct kg_stage_src){1, k.slot[c->src_slot].staged, k.slot[c->src_slot].snap_lo,
+					    k.slot[c->src_slot].snap_hi};
+	if (!kg_stage_valid(c, &src)) {
+		snprintf(r->msg, sizeof(r->msg), "bad START ranges");
+		return r->status = -EINVAL;
+	}
+	struct stage_ctx sc = {s, c, r};
+	if (kg_stage_walk(c, stage_host, stage_one, &sc))
+		return r->status;
 	CU_OK(k.cu.stream_synchronize(k.stream), "staging the call's inputs (sync)");
+	s->staged = c->bytes;
+	s->snap_lo = s->snap_hi = 0;
 	/* Whatever the candidate's context set aside or windowed as persisting since the last call:
 	 * demoted, and the set-aside taken back, before the flush evicts the L2. */
 	if (k.cu.reset_persisting_l2)
@@ -340,6 +408,8 @@ static int do_end(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	if (hi <= lo)
 		lo = hi = 0;
 	uint64_t n = hi > lo ? hi - lo : s->dev_bytes < 4096 ? s->dev_bytes : 4096;
+	s->snap_lo = lo;
+	s->snap_hi = lo + n; /* what of the staged image the snapshot overwrote */
 	CU_OK(k.cu.memcpy_dtod_async(s->priv + lo, s->mirror + lo, n, k.stream), "the outputs' snapshot");
 	CU_OK(k.cu.event_record(k.ev1, k.stream), "cuEventRecord");
 	CU_OK(k.cu.stream_synchronize(k.stream), "the outputs' snapshot (sync)");

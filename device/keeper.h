@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "kg_common.h"
+#include "device/wire.h"
 
 struct kg_keeper {
 	pid_t pid;
@@ -31,9 +32,19 @@ int kg_keeper_start(struct kg_keeper *k, const char *path, kg_error *e);
  * fd (the caller's to pass on and close), *dev_bytes its size, *slot the keeper's index for it. */
 int kg_keeper_attach(struct kg_keeper *k, int host_fd, size_t bytes, int *slot, int *dev_fd, size_t *dev_bytes,
 		     kg_error *e);
-/* START: the inputs staged, then *t0 (CLOCK_MONOTONIC ns), then their copy onto the device arena
- * and the flush: answered once they are on it. */
-int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, uint64_t *t0, kg_error *e);
+/* What START stages on the device rather than from the host arena (wire.h's ranges): outputs
+ * poisoned there, inputs copied from another slot's staged copy (src_slot's). */
+struct kg_keeper_stage {
+	int n;
+	int src_slot;
+	struct kg_dev_range range[KG_DEV_MAX_RANGES];
+};
+
+/* START: the inputs staged (st, or NULL: the host arena's first `bytes` alone), then *t0
+ * (CLOCK_MONOTONIC ns), then their copy onto the device arena and the flush: answered once they
+ * are on it. */
+int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, const struct kg_keeper_stage *st,
+		    uint64_t *t0, kg_error *e);
 /* END (sent as soon as the runner's RUN reply is in): *t1 the moment the outputs [out_lo, out_hi)
  * were snapshotted, *copy_ns the snapshot's own duration; the host arena's first `bytes` then hold the mirror, outputs from the snapshot. */
 int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, uint64_t out_hi, uint64_t *t1,

@@ -9,6 +9,22 @@
 #define KG_DEV_MAGIC 0x6b676456u /* "kgdV" */
 #define KG_DEV_CTL_FD 3 /* the keeper's end, where it finds it at start */
 #define KG_DEV_MAX_SLOTS 4 /* device arenas one keeper holds: a reference's and a candidate's */
+#define KG_DEV_MAX_RANGES 16 /* START's tensors staged from elsewhere than the host arena */
+
+/* How START stages one range of the arena instead of copying it over the bus from the host arena:
+ * a poisoned output is a pattern the device writes itself (a gigabyte the host need not write nor
+ * send), and a candidate's input may be the reference's copy of the same trial's input, already
+ * staged in the reference's private memory at the same offset (a device-to-device copy). */
+enum kg_dev_range_kind {
+	KG_DEV_R_FILL = 1, /* `pattern`'s low `elem` bytes (1, 2, 4 or 8), repeated */
+	KG_DEV_R_SLOT, /* the same offsets of src_slot's private buffer */
+};
+
+struct kg_dev_range {
+	uint64_t off, bytes;
+	uint64_t pattern; /* FILL */
+	uint32_t kind, elem;
+};
 
 enum kg_dev_op {
 	KG_DEV_HELLO = 1, /* keeper -> kgate once its context is up: the device's figures */
@@ -39,7 +55,12 @@ struct kg_dev_cmd {
 	uint64_t bytes; /* ATTACH: the host arena's size; START/END/SETTLE: bytes in use */
 	uint64_t out_lo, out_hi; /* END */
 	uint32_t delay_ms; /* SETTLE */
+	/* START: the ranges (sorted, disjoint, within bytes) staged on the device; every other byte
+	 * of [0, bytes) comes from the host arena */
+	uint32_t n_ranges;
+	uint32_t src_slot; /* KG_DEV_R_SLOT's */
 	uint32_t pad;
+	struct kg_dev_range range[KG_DEV_MAX_RANGES];
 };
 
 struct kg_dev_reply {

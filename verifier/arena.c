@@ -491,12 +491,18 @@ static uint64_t poison_pattern(kg_dtype dt, uint64_t r)
 	}
 }
 
+void kg_arena_poison_pick(struct kg_arena *a, uint64_t id)
+{
+	for (int i = a->n_in; i < a->n_in + a->n_out; i++)
+		a->slot[i].poison = poison_pattern(a->slot[i].dtype, kg_key_u64(&a->poison_key, (uint32_t)i, id));
+}
+
 void kg_arena_poison(struct kg_arena *a, uint64_t id)
 {
+	kg_arena_poison_pick(a, id);
 	for (int i = a->n_in; i < a->n_in + a->n_out; i++) {
 		struct kg_arena_slot *s = &a->slot[i];
 		size_t es = kg_dtype_size(s->dtype);
-		s->poison = poison_pattern(s->dtype, kg_key_u64(&a->poison_key, (uint32_t)i, id));
 		unsigned char pat[8];
 		memcpy(pat, &s->poison, 8); /* little-endian: the element's bytes are the low bytes */
 		unsigned char *p = a->base + s->off;

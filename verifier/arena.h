@@ -101,6 +101,9 @@ void kg_arena_canary_fill(struct kg_arena *a, uint64_t id);
 int kg_arena_canary_check(const struct kg_arena *a, int *slot, int *side, uint64_t *distance);
 /* Fills every output with a NaN pattern keyed by (poison key, id) (random bytes for integers). */
 void kg_arena_poison(struct kg_arena *a, uint64_t id);
+/* The same patterns, not written: where kgate-device poisons the outputs on the device (its START's
+ * fill ranges), the host arena's copy is overwritten by the call's outputs anyway. */
+void kg_arena_poison_pick(struct kg_arena *a, uint64_t id);
 /* Index of the first element of output slot that still holds its poison, and whose expected value
  * (exp, same dtype) is not that very pattern; -1 when all were written. */
 int64_t kg_arena_unwritten(const struct kg_arena *a, int slot, const void *exp);

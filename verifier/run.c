@@ -176,6 +176,7 @@ int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e)
 	int nd[2 * KG_RUN_MAX_T];
 	int64_t shp[2 * KG_RUN_MAX_T][KG_MAX_DIMS];
 	r->shape = s;
+	r->ref_staged_draw = 0; /* staged at another layout */
 	r->shortcuts.have = 0;
 	for (int i = 0; i < t->n_inputs + t->n_outputs; i++) {
 		const struct kg_tensor_spec *sp = i < t->n_inputs ? &t->inputs[i] : &t->outputs[i - t->n_inputs];

@@ -60,6 +60,10 @@ struct kg_run {
 	uint64_t ref_excess_ns;
 	uint64_t ref_poison_seq;
 	void *const *ref_src; /* the inputs the reference's next call writes into its arena (NULL: none) */
+	/* Which draw of inputs each buffer holds (kg_run_gen_into numbers them), and which the
+	 * reference's last call staged on the device: where that is the candidate's call's, the keeper
+	 * copies them from the reference's private copy instead of the bus (0: none, or not known) */
+	uint64_t shadow_draw, shadow_next_draw, ref_staged_draw, draws;
 	/* The candidate's next call is probed mid-call (probe_ns after RUN, its process stopped) for
 	 * guard bands in use: a band written and restored within the call is seen there. */
 	uint64_t probe_ns;

@@ -108,6 +108,10 @@ struct kg_call {
 	 * work on them can be done earlier. NULL: they are in place already. */
 	void (*expose)(void *arg);
 	void *expose_arg;
+	/* With kgate-device: 1 + the keeper slot whose staged copy of this call's inputs (the same
+	 * inputs at the same offsets: the reference's call on them) the keeper copies on the device
+	 * instead of taking them from the host arena; 0: from the host arena (expose wrote them) */
+	int inputs_from;
 	/* Host backends: probe_ns after RUN is sent, if no reply came yet, the process is stopped,
 	 * probe runs on its memory as it is mid-call, and it resumes (0: no probe). What it finds is
 	 * the caller's; the stop costs the process no CPU time. */

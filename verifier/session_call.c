@@ -7,6 +7,8 @@
 #include "verifier/session_int.h"
 
 #include "device/keeper.h"
+#include "verifier/dtype.h"
+#include "verifier/prof.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -148,6 +150,36 @@ static void out_range(const struct kg_arena *a, uint64_t *lo, uint64_t *hi)
 		*lo = *hi = 0;
 }
 
+/* What the keeper stages on the device rather than from the host arena: every output poisoned
+ * there with the arena's pattern (picked, not written, by kg_arena_poison_pick), and the inputs
+ * copied from another slot when the call says so; in offset order. */
+static void stage_plan(const struct kg_session *s, const struct kg_call *c, struct kg_keeper_stage *st)
+{
+	const struct kg_arena *a = s->arena;
+	st->n = 0;
+	st->src_slot = c->inputs_from > 0 ? c->inputs_from - 1 : 0;
+	for (int i = 0; i < a->n_in + a->n_out && st->n < KG_DEV_MAX_RANGES; i++) {
+		const struct kg_arena_slot *sl = &a->slot[i];
+		int out = i >= a->n_in;
+		if (!sl->bytes || (!out && c->inputs_from <= 0))
+			continue;
+		struct kg_dev_range g = {.off = sl->off, .bytes = sl->bytes};
+		if (out) {
+			g.kind = KG_DEV_R_FILL;
+			g.elem = (uint32_t)kg_dtype_size(sl->dtype);
+			g.pattern = sl->poison;
+		} else {
+			g.kind = KG_DEV_R_SLOT;
+		}
+		int j = st->n++;
+		while (j > 0 && st->range[j - 1].off > g.off) {
+			st->range[j] = st->range[j - 1];
+			j--;
+		}
+		st->range[j] = g;
+	}
+}
+
 /* A device call with kgate-device holding the arena: the keeper stages the inputs where the
  * candidate cannot see them and starts the clock, then copies them onto the runner's arena and
  * flushes; the runner's process is resumed for RUN alone; the moment its reply is in, the keeper
@@ -161,6 +193,7 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 		return KG_SESSION_FAULT;
 	if (s->ended)
 		return KG_SESSION_ENDED;
+	uint64_t tp = kg_now_ns();
 	if (c->expose)
 		c->expose(c->expose_arg);
 	size_t bytes = s->loaded ? s->arena->used : 0;
@@ -168,7 +201,10 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	if (s->loaded)
 		out_range(s->arena, &lo, &hi);
 	r->step = "upload";
-	int rc = kg_keeper_begin(s->keeper, s->dev_slot, bytes, c->flush, &t0, e);
+	struct kg_keeper_stage st = {0};
+	if (s->loaded)
+		stage_plan(s, c, &st);
+	int rc = kg_keeper_begin(s->keeper, s->dev_slot, bytes, c->flush, &st, &t0, e);
 	if (rc == -ETIMEDOUT && s->watched) {
 		/* the device would not let the keeper copy: work the candidate left running holds it */
 		kg_sb_kill(s->sb, KG_SB_END_TIMEOUT);
@@ -176,6 +212,8 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	}
 	if (rc)
 		return rc;
+	if (s->watched)
+		tp = kg_prof_add(KG_PROF_CAND_START, tp);
 	double keep = s->call_timeout_s;
 	r->step = "run";
 	if (c->run_timeout_s > 0)
@@ -195,11 +233,16 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	 * threads takes is no part of the call. Work left running on the device then either lands in
 	 * the snapshot's time (charged) or after it (SETTLE's check.async_escape); none is credited. */
 	int krc = 0;
+	if (s->watched)
+		tp = kg_prof_add(KG_PROF_CAND_RUN, tp);
 	if (rc == KG_SESSION_OK) {
 		r->step = "download";
 		krc = kg_keeper_end(s->keeper, s->dev_slot, bytes, lo, hi, &t1, &r->copy_ns, e);
 	}
-	if ((rc = held_after_run(s, rc)))
+	rc = held_after_run(s, rc);
+	if (s->watched)
+		kg_prof_add(KG_PROF_CAND_END, tp);
+	if (rc)
 		return rc;
 	uint64_t cpu1 = kg_sess_cpu_ns(s);
 	if (krc == -ETIMEDOUT && s->watched) {

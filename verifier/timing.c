@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "verifier/prng.h"
+#include "verifier/prof.h"
 #include "verifier/run.h"
 
 #define SEED_TIMING 0x74696d65000ull
@@ -317,6 +318,7 @@ static int checked_call(struct kg_run *r, enum kg_input_class cls, uint64_t seed
 	kg_run_candidate(r, 1, cls, seed, c);
 	if (r->cand_dead)
 		return -1;
+	uint64_t t0 = kg_now_ns();
 	kg_run_view(r, &v);
 	kg_check_canaries(&v, &f);
 	kg_check_inputs(&v, &f);
@@ -324,6 +326,7 @@ static int checked_call(struct kg_run *r, enum kg_input_class cls, uint64_t seed
 	if (c->ok)
 		kg_run_check_outputs(r, &v, wrong, &f);
 	kg_check_tail(c->r.tail_ns, c->r.child_ns, &f);
+	kg_prof_add(KG_PROF_CHECKS, t0);
 	kg_run_record(r, &f, cls, seed, when);
 	return f.n || !c->ok ? -1 : 0;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "verifier/compare.h"
+#include "verifier/prof.h"
 #include "verifier/run.h"
 
 /* The reference's poison ids (public, as trial ids are: the data comes from the run's key). */
@@ -19,7 +20,10 @@
  * internal error. */
 static void ref_prepare(struct kg_run *r)
 {
-	kg_arena_poison(&r->ra, SEED_REF_POISON + r->ref_poison_seq++);
+	if (r->rs.keeper) /* written on the device by the keeper's START */
+		kg_arena_poison_pick(&r->ra, SEED_REF_POISON + r->ref_poison_seq++);
+	else
+		kg_arena_poison(&r->ra, SEED_REF_POISON + r->ref_poison_seq++);
 }
 
 /* The reference's inputs, written into its arena once its call's clock runs (as the candidate's):
@@ -29,6 +33,9 @@ static void ref_expose(void *arg)
 	struct kg_run *r = arg;
 	if (r->ref_src)
 		kg_run_load_inputs_from(r, &r->ra, r->ref_src);
+	/* which draw the keeper stages for this call (on the look-ahead's thread: read by the main
+	 * thread only after it is joined) */
+	r->ref_staged_draw = r->ref_src == r->shadow ? r->shadow_draw : r->ref_src == r->shadow_next ? r->shadow_next_draw : 0;
 }
 
 /* entry: KG_ENTRY_FORWARD, or KG_ENTRY_TERMS (the reference's kg_error_terms) */
@@ -76,9 +83,14 @@ int kg_run_ref_call(struct kg_run *r, int flush, uint32_t entry, const char *wha
 		    struct kg_call_result *res)
 {
 	kg_error e = {0};
+	uint64_t t = kg_now_ns();
 	ref_prepare(r);
+	t = kg_prof_add(KG_PROF_REF_PREP, t);
 	int rc = ref_exec(r, flush, entry, res, &e);
-	return ref_finish(r, rc, res, &e, what, dst);
+	t = kg_prof_add(KG_PROF_REF_CALL, t);
+	rc = ref_finish(r, rc, res, &e, what, dst);
+	kg_prof_add(KG_PROF_REF_READ, t);
+	return rc;
 }
 
 /* The reference's outputs in refout: this trial's tolerances from them (compare.h). */
@@ -142,7 +154,9 @@ static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, ui
 static void *ahead_main(void *arg)
 {
 	struct kg_run *r = arg;
+	uint64_t t = kg_now_ns();
 	r->ahead.rc = ref_exec(r, 0, KG_ENTRY_FORWARD, &r->ahead.res, &r->ahead.e);
+	kg_prof_add(KG_PROF_REF_AHEAD, t);
 	return NULL;
 }
 
@@ -156,7 +170,9 @@ void kg_run_ahead_start(struct kg_run *r, enum kg_input_class cls, uint64_t seed
 		return;
 	kg_run_gen_into(r, r->shadow_next, cls, seed);
 	r->ref_src = r->shadow_next; /* written by the call, on the thread */
+	uint64_t t = kg_now_ns();
 	ref_prepare(r);
+	kg_prof_add(KG_PROF_REF_PREP, t);
 	r->ahead.cls = cls;
 	r->ahead.seed = seed;
 	memset(&r->ahead.e, 0, sizeof(r->ahead.e));
@@ -198,8 +214,13 @@ int kg_run_ahead_take(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 		r->shadow[i] = r->shadow_next[i];
 		r->shadow_next[i] = t;
 	}
-	if (ref_finish(r, r->ahead.rc, &r->ahead.res, &r->ahead.e, "", r->refout))
-		return -1;
-	return ref_tolerances(r, &r->ahead.res, ns);
+	uint64_t d = r->shadow_draw;
+	r->shadow_draw = r->shadow_next_draw;
+	r->shadow_next_draw = d;
+	uint64_t t = kg_now_ns();
+	int rc = ref_finish(r, r->ahead.rc, &r->ahead.res, &r->ahead.e, "", r->refout) ? -1
+												: ref_tolerances(r, &r->ahead.res, ns);
+	kg_prof_add(KG_PROF_REF_READ, t);
+	return rc;
 }
 

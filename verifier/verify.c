@@ -1,6 +1,7 @@
 /* kg_verify as a sequence of phases over one resolved plan: plan, device, build (compile and
  * static checks), sandboxes, correctness (every class and shape), timing (fresh inputs, each call
  * re-checked), compute-sanitizer runs, verdict. The candidate never sees a seed or a reference. */
+#include "verifier/prof.h"
 #include "verifier/verify.h"
 
 #include <errno.h>
@@ -209,6 +210,7 @@ int kg_verify(const struct kg_verify_opts *o, struct kg_verdict *v, kg_error *e)
 	kg_phase_sanitizers(r);
 done:
 	finish(r, t_start);
+	kg_prof_print();
 out:
 	if (r) {
 		kg_run_free(r);

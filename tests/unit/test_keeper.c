@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "device/keeper.h"
+#include "device/stage.h"
 #include "device/wire.h"
 
 static int send_rep(int fd, struct kg_dev_reply *r, int pass)
@@ -28,8 +29,32 @@ static int send_rep(int fd, struct kg_dev_reply *r, int pass)
 	return kg_send_fd(fd, r, sizeof(*r), pass) == (ssize_t)sizeof(*r) ? 0 : -1;
 }
 
+/* The fake device's staging, through the walk kgate-device uses: host bytes copied, FILL ranges
+ * written with their pattern (SLOT ranges have no second slot here: refused). */
+struct fake_stage {
+	unsigned char *dev;
+	const unsigned char *host;
+};
+
+static int fake_host(void *arg, uint64_t off, uint64_t n)
+{
+	struct fake_stage *f = arg;
+	memcpy(f->dev + off, f->host + off, n);
+	return 0;
+}
+
+static int fake_range(void *arg, const struct kg_dev_range *g)
+{
+	struct fake_stage *f = arg;
+	if (g->kind != KG_DEV_R_FILL)
+		return -EINVAL;
+	for (uint64_t i = 0; i < g->bytes; i += g->elem)
+		memcpy(f->dev + g->off + i, &g->pattern, g->elem); /* little-endian: the low bytes */
+	return 0;
+}
+
 /* The fake keeper: HELLO, then each command answered as kgate-device would, its "device" a memfd
- * that START fills from the host arena and END copies back. */
+ * that START fills from the host arena (and its FILL ranges) and END copies back. */
 static int fake_keeper(void)
 {
 	int ctl = KG_DEV_CTL_FD;
@@ -62,7 +87,11 @@ static int fake_keeper(void)
 		case KG_DEV_START:
 			if (c.bytes == 7)
 				return 0;
-			memcpy(dev, host, c.bytes);
+			if (!kg_stage_valid(&c, NULL) ||
+			    kg_stage_walk(&c, fake_host, fake_range, &(struct fake_stage){dev, host})) {
+				r.status = -EINVAL;
+				snprintf(r.msg, sizeof(r.msg), "bad START ranges");
+			}
 			r.t_ns = t;
 			break;
 		case KG_DEV_END:
@@ -115,9 +144,18 @@ static void test_call_cycle(void **state)
 	unsigned char *d = mmap(NULL, 8192, PROT_READ, MAP_SHARED, dfd, 0);
 	assert_true(d != MAP_FAILED);
 	h[100] = 42;
+	h[4096] = 7;
 	uint64_t t0 = 0, t1 = 0, copy = 0;
-	assert_int_equal(kg_keeper_begin(&k, slot, 8192, 1, &t0, &e), 0);
+	/* an output of 1024 fp32 at 4096 poisoned on the device: the host arena's byte there is not
+	 * sent, the bytes around it are */
+	struct kg_keeper_stage st = {.n = 1, .range = {{.off = 4096, .bytes = 4096, .pattern = 0x7fc0beefu,
+							 .kind = KG_DEV_R_FILL, .elem = 4}}};
+	assert_int_equal(kg_keeper_begin(&k, slot, 8192, 1, &st, &t0, &e), 0);
 	assert_int_equal(d[100], 42); /* the inputs are on the "device" */
+	uint32_t w;
+	memcpy(&w, d + 4096 + 4 * 1023, 4);
+	assert_int_equal(w, 0x7fc0beefu);
+	assert_int_equal(d[4096], 0xef);
 	assert_int_equal(kg_keeper_end(&k, slot, 8192, 100, 200, &t1, &copy, &e), 0);
 	assert_true(t1 > t0);
 	assert_int_equal(copy, 20);
@@ -157,15 +195,93 @@ static void test_keeper_gone(void **state)
 	kg_error e = {0};
 	assert_int_equal(kg_keeper_start(&k, "/proc/self/exe", &e), 0);
 	uint64_t t0;
-	assert_int_equal(kg_keeper_begin(&k, 0, 7, 0, &t0, &e), -EPIPE);
+	assert_int_equal(kg_keeper_begin(&k, 0, 7, 0, NULL, &t0, &e), -EPIPE);
 	assert_non_null(strstr(e.msg, "ended"));
 	assert_true(k.dead);
-	assert_int_equal(kg_keeper_begin(&k, 0, 8, 0, &t0, &e), -EPIPE);
+	assert_int_equal(kg_keeper_begin(&k, 0, 8, 0, NULL, &t0, &e), -EPIPE);
 	kg_keeper_stop(&k);
 	/* never started: stopping is a no-op */
 	struct kg_keeper none;
 	memset(&none, 0, sizeof(none));
 	kg_keeper_stop(&none);
+}
+
+/* START's plan as kgate-device checks it: anything out of order, overlapping, outside the call's
+ * bytes, of a partial or unaligned element, or reading what another slot did not stage (or what its
+ * snapshot overwrote) is refused, not staged. */
+static void test_stage_valid(void **state)
+{
+	(void)state;
+	struct kg_dev_cmd c = {.op = KG_DEV_START, .bytes = 8192, .n_ranges = 2};
+	c.range[0] = (struct kg_dev_range){.off = 0, .bytes = 4096, .kind = KG_DEV_R_SLOT};
+	c.range[1] = (struct kg_dev_range){.off = 4096, .bytes = 4096, .kind = KG_DEV_R_FILL, .elem = 8};
+	struct kg_stage_src src = {.usable = 1, .staged = 8192, .snap_lo = 4096, .snap_hi = 8192};
+	assert_int_equal(kg_stage_valid(&c, &src), 1);
+	assert_int_equal(kg_stage_valid(&c, NULL), 0); /* no source slot */
+	src.snap_lo = 2048; /* the source's snapshot overwrote part of its inputs */
+	assert_int_equal(kg_stage_valid(&c, &src), 0);
+	src.snap_lo = 4096;
+	src.staged = 2048; /* the source staged less than is read */
+	assert_int_equal(kg_stage_valid(&c, &src), 0);
+	src.staged = 8192;
+	struct kg_dev_cmd bad = c;
+	bad.range[1].off = 4000; /* overlaps the first */
+	assert_int_equal(kg_stage_valid(&bad, &src), 0);
+	bad = c;
+	bad.range[1].bytes = 4100; /* past the call's bytes, and a partial element */
+	assert_int_equal(kg_stage_valid(&bad, &src), 0);
+	bad = c;
+	bad.range[1].elem = 3;
+	assert_int_equal(kg_stage_valid(&bad, &src), 0);
+	bad = c;
+	bad.range[1] = (struct kg_dev_range){.off = 4098, .bytes = 8, .kind = KG_DEV_R_FILL, .elem = 4};
+	assert_int_equal(kg_stage_valid(&bad, &src), 0); /* unaligned */
+	bad = c;
+	bad.range[1].kind = 9;
+	assert_int_equal(kg_stage_valid(&bad, &src), 0);
+	bad = c;
+	bad.n_ranges = KG_DEV_MAX_RANGES + 1;
+	assert_int_equal(kg_stage_valid(&bad, &src), 0);
+	bad = c;
+	bad.range[0].bytes = 0;
+	assert_int_equal(kg_stage_valid(&bad, &src), 0);
+}
+
+static int walk_host(void *arg, uint64_t off, uint64_t n)
+{
+	char *log = arg;
+	snprintf(log + strlen(log), 256 - strlen(log), "h%llu+%llu ", (unsigned long long)off, (unsigned long long)n);
+	return 0;
+}
+
+static int walk_range(void *arg, const struct kg_dev_range *g)
+{
+	char *log = arg;
+	snprintf(log + strlen(log), 256 - strlen(log), "r%llu+%llu ", (unsigned long long)g->off,
+		 (unsigned long long)g->bytes);
+	return g->off == 999 ? -5 : 0;
+}
+
+/* The walk covers [0, bytes) once, in order: host bytes before, between and after the ranges. */
+static void test_stage_walk(void **state)
+{
+	(void)state;
+	char log[256] = "";
+	struct kg_dev_cmd c = {.bytes = 100, .n_ranges = 2};
+	c.range[0] = (struct kg_dev_range){.off = 10, .bytes = 20};
+	c.range[1] = (struct kg_dev_range){.off = 30, .bytes = 40};
+	assert_int_equal(kg_stage_walk(&c, walk_host, walk_range, log), 0);
+	assert_string_equal(log, "h0+10 r10+20 r30+40 h70+30 ");
+	log[0] = '\0';
+	c.n_ranges = 0;
+	assert_int_equal(kg_stage_walk(&c, walk_host, walk_range, log), 0);
+	assert_string_equal(log, "h0+100 ");
+	log[0] = '\0';
+	c.n_ranges = 1;
+	c.range[0] = (struct kg_dev_range){.off = 999, .bytes = 1};
+	c.bytes = 1000;
+	assert_int_equal(kg_stage_walk(&c, walk_host, walk_range, log), -5); /* a failure stops it */
+	assert_string_equal(log, "h0+999 r999+1 ");
 }
 
 /* The real kgate-device where there is no driver (CI): HELLO says why, and start fails cleanly. */
@@ -205,6 +321,8 @@ int main(void)
 		cmocka_unit_test(test_call_cycle),
 		cmocka_unit_test(test_stale_reply_dropped),
 		cmocka_unit_test(test_keeper_gone),
+		cmocka_unit_test(test_stage_valid),
+		cmocka_unit_test(test_stage_walk),
 		cmocka_unit_test(test_real_keeper_without_driver),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

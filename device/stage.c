@@ -1,0 +1,45 @@
+/* START's staging plan: validation and walk (stage.h). */
+#include "device/stage.h"
+
+int kg_stage_valid(const struct kg_dev_cmd *c, const struct kg_stage_src *src)
+{
+	if (c->n_ranges > KG_DEV_MAX_RANGES)
+		return 0;
+	uint64_t end = 0;
+	for (uint32_t i = 0; i < c->n_ranges; i++) {
+		const struct kg_dev_range *g = &c->range[i];
+		if (!g->bytes || g->off < end || g->bytes > c->bytes || g->off > c->bytes - g->bytes)
+			return 0;
+		end = g->off + g->bytes;
+		if (g->kind == KG_DEV_R_FILL) {
+			if ((g->elem != 1 && g->elem != 2 && g->elem != 4 && g->elem != 8) || g->bytes % g->elem ||
+			    g->off % (g->elem < 4 ? g->elem : 4))
+				return 0;
+		} else if (g->kind == KG_DEV_R_SLOT) {
+			if (!src || !src->usable || end > src->staged || (g->off < src->snap_hi && end > src->snap_lo))
+				return 0;
+		} else {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+int kg_stage_walk(const struct kg_dev_cmd *c, int (*host)(void *arg, uint64_t off, uint64_t n),
+		  int (*range)(void *arg, const struct kg_dev_range *g), void *arg)
+{
+	uint64_t at = 0;
+	for (uint32_t i = 0; i <= c->n_ranges && i <= KG_DEV_MAX_RANGES; i++) {
+		int last = i == c->n_ranges || i == KG_DEV_MAX_RANGES;
+		uint64_t to = last ? c->bytes : c->range[i].off;
+		int rc;
+		if (to > at && (rc = host(arg, at, to - at)))
+			return rc;
+		if (last)
+			break;
+		if ((rc = range(arg, &c->range[i])))
+			return rc;
+		at = c->range[i].off + c->range[i].bytes;
+	}
+	return 0;
+}

@@ -1,0 +1,26 @@
+/* START's staging plan (wire.h's ranges), checked and walked the same way by kgate-device and by
+ * the tests that have no GPU: the host arena's bytes between the ranges, then each range. */
+#ifndef KG_DEVICE_STAGE_H
+#define KG_DEVICE_STAGE_H
+
+#include <stdint.h>
+
+#include "device/wire.h"
+
+/* What a SLOT range may read of its source: the source's staged bytes, less the part its last
+ * END's snapshot overwrote. */
+struct kg_stage_src {
+	int usable; /* an attached slot other than the one being staged */
+	uint64_t staged, snap_lo, snap_hi;
+};
+
+/* 1 when c's ranges are sorted, disjoint, non-empty, inside [0, c->bytes), FILLs of whole elements
+ * of 1, 2, 4 or 8 bytes on aligned offsets, SLOTs inside what src may give; else 0. */
+int kg_stage_valid(const struct kg_dev_cmd *c, const struct kg_stage_src *src);
+
+/* Calls host(off, n) for each run of bytes from the host arena and range(g) for each range, in
+ * offset order; stops at the first non-zero return and returns it. */
+int kg_stage_walk(const struct kg_dev_cmd *c, int (*host)(void *arg, uint64_t off, uint64_t n),
+		  int (*range)(void *arg, const struct kg_dev_range *g), void *arg);
+
+#endif

@@ -1,0 +1,36 @@
+/* Where a verification's wall time goes, step by step (KGATE_DEBUG_PHASES=1 prints it at the end):
+ * the figures that say which part of a nominal-shape run to make faster. Process-wide counters,
+ * touched only from the verifier's own thread, except the look-ahead reference's (its own entry). */
+#ifndef KG_PROF_H
+#define KG_PROF_H
+
+#include <stdint.h>
+
+#define KG_PROF_STEPS(XX)                                                                                   \
+	XX(GEN, "generate inputs (host)")                                                                   \
+	XX(REF_PREP, "reference: poison, inputs into its arena")                                            \
+	XX(REF_CALL, "reference: the call (copies, run, snapshot)")                                         \
+	XX(REF_AHEAD, "reference: look-ahead calls (beside the checks)")                                    \
+	XX(REF_READ, "reference: reading its outputs, tolerances")                                          \
+	XX(CAND_PREP, "candidate: canaries, poison")                                                        \
+	XX(CAND_START, "candidate: inputs in, clock started (keeper START / UPLOAD)")                       \
+	XX(CAND_RUN, "candidate: RUN round trip")                                                           \
+	XX(CAND_END, "candidate: snapshot, outputs back (keeper END / DOWNLOAD), process stopped")          \
+	XX(SETTLE, "async check: settle, re-read, compare")                                                 \
+	XX(CHECKS, "checks after the call (bands, inputs, unwritten, outputs, shortcuts)")
+
+enum kg_prof_step {
+#define XX(id, what) KG_PROF_##id,
+	KG_PROF_STEPS(XX)
+#undef XX
+	KG_PROF_COUNT_
+};
+
+/* 1 when KGATE_DEBUG_PHASES is set (read once). */
+int kg_prof_on(void);
+/* Adds the time since t0 (kg_now_ns) to step; returns now, so steps chain. */
+uint64_t kg_prof_add(enum kg_prof_step step, uint64_t t0);
+/* The table on stderr, and the counters reset. */
+void kg_prof_print(void);
+
+#endif
