@@ -153,6 +153,8 @@ static void out_range(const struct kg_arena *a, uint64_t *lo, uint64_t *hi)
 /* What the keeper stages on the device rather than from the host arena: every output poisoned
  * there with the arena's pattern (picked, not written, by kg_arena_poison_pick), and the inputs
  * copied from another slot when the call says so; in offset order. */
+_Static_assert(KG_ARENA_MAX_SLOTS <= KG_DEV_MAX_RANGES, "every slot of an arena fits one START");
+
 static void stage_plan(const struct kg_session *s, const struct kg_call *c, struct kg_keeper_stage *st)
 {
 	const struct kg_arena *a = s->arena;
