@@ -1,6 +1,9 @@
 /* Unit tests of the input classes that put structure at secret places (spiked: one outlier per
- * row; mixed: a class per row) and of the table's seeded column that the timed calls rely on:
- * every seeded class gives two trial keys different inputs, every other one the same. */
+ * row; mixed: a class per row), of the table's seeded column that the timed calls rely on (every
+ * seeded class gives two trial keys different inputs, every other one the same), and of the
+ * generator's core (common/kg_gen.h) that kgate-device runs on the GPU: the host's threaded fill
+ * and any sub-range computed alone give the same bits, its exp and log track libm's, and its
+ * normal deviates are normal. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,6 +36,163 @@ static float *fill(enum kg_input_class c, unsigned mix, uint32_t seed, const int
 	kg_key k = key_of(seed);
 	kg_inputs_fill(a, KG_F32, n, shape, ndim, KG_ROLE_ACTIVATION, c, mix, &k, 0);
 	return a;
+}
+
+/* Every class, every dtype, shapes that end mid-block and mid-row, one of several chunks: the
+ * host's fill (eight blocks at a time, on threads) is, bit for bit, the scalar core run once over
+ * the whole tensor, which is what each device thread runs over its elements. */
+static void test_core_matches_fill(void **state)
+{
+	(void)state;
+	const kg_dtype dts[] = {KG_F32, KG_F16, KG_BF16, KG_I32, KG_I64, KG_U8};
+	const int64_t shapes[][3] = {{3, 37, 37}, {5, 7, 131}, {1, 1, 9}};
+	kg_key k = key_of(77);
+	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
+		for (size_t sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++)
+			for (int c = 0; c < KG_CLASS_COUNT_; c++) {
+				size_t n = (size_t)(shapes[sh][0] * shapes[sh][1] * shapes[sh][2]);
+				size_t es = kg_dtype_size(dts[d]);
+				unsigned char *a = calloc(n, es), *b = calloc(n, es);
+				assert_non_null(a);
+				assert_non_null(b);
+				struct kg_gen_tensor t;
+				kg_inputs_params(&t, dts[d], n, shapes[sh], 3, KG_ROLE_ACTIVATION, (enum kg_input_class)c,
+						 KG_CLASS_ALL, &k, 2);
+				assert_true(kg_gen_valid(&t, n * es));
+				kg_inputs_fill_tensor(a, &t, &k);
+				kg_gen_range(&t, k.w, kg_inputs_zig(), b, 0, n);
+				assert_memory_equal(a, b, n * es);
+				free(a);
+				free(b);
+			}
+	/* past one chunk of the host's split (1 Mi elements), spiked rows straddling it */
+	int64_t big[2] = {3, 700001};
+	size_t n = 3 * 700001;
+	float *a = malloc(n * 4), *b = malloc(n * 4);
+	assert_non_null(a);
+	assert_non_null(b);
+	struct kg_gen_tensor t;
+	kg_inputs_params(&t, KG_F32, n, big, 2, KG_ROLE_ACTIVATION, KG_CLASS_SPIKED, KG_CLASS_ALL, &k, 0);
+	kg_inputs_fill_tensor(a, &t, &k);
+	kg_gen_range(&t, k.w, kg_inputs_zig(), b, 0, n);
+	assert_memory_equal(a, b, n * 4);
+	free(a);
+	free(b);
+}
+
+/* Counter-based: any range computed on its own is those elements of the whole, whatever its start
+ * (mid-block, mid-row), so the device may split the work any way it likes. */
+static void test_core_subranges(void **state)
+{
+	(void)state;
+	kg_key k = key_of(5);
+	int64_t shape[2] = {41, 53};
+	size_t n = 41 * 53;
+	for (int c = 0; c < KG_CLASS_COUNT_; c++) {
+		struct kg_gen_tensor t;
+		kg_inputs_params(&t, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, (enum kg_input_class)c, KG_CLASS_ALL, &k, 1);
+		float *whole = malloc(n * 4), *part = malloc(n * 4);
+		assert_non_null(whole);
+		assert_non_null(part);
+		kg_gen_range(&t, k.w, kg_inputs_zig(), whole, 0, n);
+		memset(part, 0, n * 4);
+		const uint64_t cuts[] = {0, 3, 8, 53, 54, 1000, 1001, n};
+		for (size_t i = 0; i + 1 < sizeof(cuts) / sizeof(cuts[0]); i++)
+			kg_gen_range(&t, k.w, kg_inputs_zig(), part, cuts[i], cuts[i + 1]);
+		assert_memory_equal(whole, part, n * 4);
+		free(whole);
+		free(part);
+	}
+}
+
+/* The core's own exp and log (basic operations only, the same bits on the GPU) within 4 ulp of
+ * libm's over the ranges the generator uses, denormal results included. */
+static void test_core_exp_log(void **state)
+{
+	(void)state;
+	for (double x = -744.0; x < 709.0; x += 0.37) {
+		double want = exp(x), got = kg_gen_exp(x);
+		if (want < 1e-300)
+			assert_true(fabs(got - want) <= 4 * 4.9e-324 + 1e-15 * want);
+		else
+			assert_true(fabs(got - want) <= 4e-16 * want);
+	}
+	for (double x = 1e-300; x < 1e300; x *= 1.7) {
+		double want = log(x), got = kg_gen_log(x);
+		assert_true(fabs(got - want) <= 4e-16 * fabs(want) + 1e-300);
+	}
+	assert_true(fabs(kg_gen_log(5e-324) - log(5e-324)) < 1e-12);
+	assert_true(fabs(kg_gen_log(1.0 - 1e-16) - log(1.0 - 1e-16)) < 1e-30);
+	assert_true(isinf(kg_gen_log(0.0)) && kg_gen_log(0.0) < 0);
+	assert_true(kg_gen_exp(-800.0) == 0.0 && isinf(kg_gen_exp(800.0)));
+	assert_true(fabs(kg_gen_exp10(0.6) - pow(10.0, 0.6)) < 1e-14);
+}
+
+/* 2^21 deviates: mean 0 and variance 1 within a few standard errors, the tail past the ziggurat's
+ * edge (3.4426) as often as the normal law says (5.76e-4), and symmetric. */
+static void test_core_normal_moments(void **state)
+{
+	(void)state;
+	const size_t n = 1u << 21;
+	float *a = malloc(n * 4);
+	assert_non_null(a);
+	kg_key k = key_of(9);
+	struct kg_gen_tensor t;
+	int64_t shape[1] = {(int64_t)n};
+	kg_inputs_params(&t, KG_F32, n, shape, 1, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, 0, &k, 0);
+	t.offset = 0;
+	t.scale = 1;
+	kg_inputs_fill_tensor(a, &t, &k);
+	double s = 0, s2 = 0;
+	size_t tail = 0, neg = 0;
+	for (size_t i = 0; i < n; i++) {
+		s += a[i];
+		s2 += (double)a[i] * a[i];
+		tail += fabsf(a[i]) > 3.442619855899f;
+		neg += a[i] < 0;
+	}
+	double mean = s / (double)n, var = s2 / (double)n - mean * mean;
+	assert_true(fabs(mean) < 4.0 / sqrt((double)n));
+	assert_true(fabs(var - 1.0) < 4.0 * sqrt(2.0 / (double)n));
+	double pt = 5.7609e-4 * (double)n;
+	assert_true(fabs((double)tail - pt) < 5.0 * sqrt(pt));
+	assert_true(fabs((double)neg - (double)n / 2) < 4.0 * sqrt((double)n) / 2);
+	free(a);
+}
+
+/* What kgate-device refuses: an unknown kind or dtype, bytes that are not n elements, a mix the
+ * rows may not take, integers drawn as floats. */
+static void test_core_valid(void **state)
+{
+	(void)state;
+	kg_key k = key_of(1);
+	int64_t shape[2] = {4, 8};
+	struct kg_gen_tensor t;
+	kg_inputs_params(&t, KG_F32, 32, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_MIXED, KG_CLASS_ALL, &k, 0);
+	assert_true(kg_gen_valid(&t, 128));
+	assert_false(kg_gen_valid(&t, 127));
+	struct kg_gen_tensor x = t;
+	x.kind = KG_GEN_KIND_END_;
+	assert_false(kg_gen_valid(&x, 128));
+	x = t;
+	x.dtype = 9;
+	assert_false(kg_gen_valid(&x, 128));
+	x = t;
+	x.mix[0] = KG_GEN_MIXED;
+	assert_false(kg_gen_valid(&x, 128));
+	x = t;
+	x.n_mix = KG_GEN_MAX_MIX + 1;
+	assert_false(kg_gen_valid(&x, 128));
+	x = t;
+	x.rowlen = 0;
+	assert_false(kg_gen_valid(&x, 128));
+	x = t;
+	x.dtype = KG_GEN_I32;
+	assert_false(kg_gen_valid(&x, 128));
+	x.kind = KG_GEN_INT;
+	assert_true(kg_gen_valid(&x, 128));
+	x.kind = KG_GEN_ZEROS;
+	assert_true(kg_gen_valid(&x, 128));
 }
 
 /* Each row holds exactly one value past 88.7 in magnitude (exp overflows) at least 90 away from
@@ -204,6 +364,11 @@ static void test_seeded_classes_differ(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_core_matches_fill),
+		cmocka_unit_test(test_core_subranges),
+		cmocka_unit_test(test_core_exp_log),
+		cmocka_unit_test(test_core_normal_moments),
+		cmocka_unit_test(test_core_valid),
 		cmocka_unit_test(test_spiked),
 		cmocka_unit_test(test_mixed),
 		cmocka_unit_test(test_seeded_classes_differ),
