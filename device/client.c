@@ -127,6 +127,7 @@ int kg_keeper_start(struct kg_keeper *k, const char *path, kg_error *e)
 	k->l2_bytes = r.l2_bytes;
 	k->flush_bytes = r.flush_bytes;
 	k->granularity = r.granularity;
+	k->caps = r.caps;
 	return 0;
 }
 
@@ -155,6 +156,7 @@ int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, cons
 			return kg_err(e, -EINVAL, "%d staging ranges (at most %d)", st->n, KG_DEV_MAX_RANGES);
 		c.n_ranges = (uint32_t)st->n;
 		c.src_slot = (uint32_t)st->src_slot;
+		memcpy(c.key, st->key, sizeof(c.key));
 		memcpy(c.range, st->range, (size_t)st->n * sizeof(st->range[0]));
 	}
 	struct kg_dev_reply r;
@@ -163,22 +165,28 @@ int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, cons
 	return rc;
 }
 
-int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, uint64_t out_hi, uint64_t *t1,
-		  uint64_t *copy_ns, kg_error *e)
+int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, uint64_t out_hi, uint64_t in_hi,
+		  uint64_t *t1, uint64_t *copy_ns, uint32_t *in_state, kg_error *e)
 {
-	struct kg_dev_cmd c = {.op = KG_DEV_END, .slot = (uint32_t)slot, .bytes = bytes, .out_lo = out_lo, .out_hi = out_hi};
+	struct kg_dev_cmd c = {.op = KG_DEV_END,     .slot = (uint32_t)slot, .bytes = bytes,
+			       .out_lo = out_lo,     .out_hi = out_hi,	     .in_hi = in_hi};
 	struct kg_dev_reply r;
 	int rc = command(k, &c, -1, &r, NULL, e);
 	*t1 = rc ? 0 : r.t_ns;
 	*copy_ns = rc ? 0 : r.copy_ns;
+	*in_state = rc ? KG_DEV_IN_UNCHECKED : r.in_state;
 	return rc;
 }
 
-int kg_keeper_settle(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay_ms, kg_error *e)
+int kg_keeper_settle(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay_ms, uint64_t in_hi,
+		     uint32_t *in_state, kg_error *e)
 {
-	struct kg_dev_cmd c = {.op = KG_DEV_SETTLE, .slot = (uint32_t)slot, .bytes = bytes, .delay_ms = delay_ms};
+	struct kg_dev_cmd c = {
+		.op = KG_DEV_SETTLE, .slot = (uint32_t)slot, .bytes = bytes, .delay_ms = delay_ms, .in_hi = in_hi};
 	struct kg_dev_reply r;
-	return command(k, &c, -1, &r, NULL, e);
+	int rc = command(k, &c, -1, &r, NULL, e);
+	*in_state = rc ? KG_DEV_IN_UNCHECKED : r.in_state;
+	return rc;
 }
 
 void kg_keeper_stop(struct kg_keeper *k)

@@ -57,6 +57,22 @@ struct cu_api {
 	/* optional: the persisting-L2 controls */
 	CUresult (*ctx_set_limit)(int, size_t);
 	CUresult (*reset_persisting_l2)(void);
+	/* optional: the keeper's own kernels */
+	CUresult (*module_load_data)(void **, const void *);
+	CUresult (*module_get_function)(void **, void *, const char *);
+	CUresult (*launch_kernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+				  void **, void **);
+};
+
+/* device/kernels.cu as nvcc built it (device/fatbin.S); empty without nvcc */
+extern const unsigned char kg_device_fatbin[], kg_device_fatbin_end[];
+
+/* kernels.cu's kg_gen_fill argument, laid out as there */
+struct kg_gen_args {
+	struct kg_gen_tensor t;
+	uint32_t key[8];
+	CUdeviceptr z;
+	CUdeviceptr dst;
 };
 
 struct slot {
@@ -83,6 +99,12 @@ static struct {
 	unsigned flush_value;
 	size_t gran;
 	struct slot slot[KG_DEV_MAX_SLOTS];
+	/* the kernels (caps: KG_DEV_CAP_*), the generator's tables on the device, a word for
+	 * kg_first_diff's answer */
+	uint32_t caps;
+	void *module, *gen_fill, *first_diff;
+	CUdeviceptr zig, diff_word;
+	int sms;
 } k;
 
 static int cu_fail(CUresult rc, const char *what, struct kg_dev_reply *r)
@@ -140,6 +162,9 @@ static int load_api(struct kg_dev_reply *r)
 		{"cuMemSetAccess", offsetof(struct cu_api, set_access)},
 		{"cuCtxSetLimit", offsetof(struct cu_api, ctx_set_limit)},
 		{"cuCtxResetPersistingL2Cache", offsetof(struct cu_api, reset_persisting_l2)},
+		{"cuModuleLoadData", offsetof(struct cu_api, module_load_data)},
+		{"cuModuleGetFunction", offsetof(struct cu_api, module_get_function)},
+		{"cuLaunchKernel", offsetof(struct cu_api, launch_kernel)},
 	};
 	const size_t n_required = 27;
 	const char *missing = kg_cu_resolve(lib, syms, sizeof(syms) / sizeof(syms[0]), n_required, &k.cu);
@@ -189,6 +214,28 @@ out:
 	return (uint64_t)(best * 1000.0f);
 }
 
+/* The embedded kernels loaded, the generator's tables copied over: caps for HELLO. Without them
+ * (no nvcc at build, a driver that cannot load them) the keeper works as before: kgate stages
+ * the inputs from the host and compares them there. */
+static uint32_t load_kernels(void)
+{
+	size_t n = (size_t)(kg_device_fatbin_end - kg_device_fatbin);
+	if (!n || !k.cu.module_load_data || !k.cu.module_get_function || !k.cu.launch_kernel)
+		return 0;
+	struct kg_gen_zig z;
+	kg_gen_zig_init(&z);
+	if (k.cu.module_load_data(&k.module, kg_device_fatbin) ||
+	    k.cu.module_get_function(&k.gen_fill, k.module, "kg_gen_fill") ||
+	    k.cu.module_get_function(&k.first_diff, k.module, "kg_first_diff") || k.cu.mem_alloc(&k.zig, sizeof(z)) ||
+	    k.cu.mem_alloc(&k.diff_word, 8) || k.cu.memcpy_htod_async(k.zig, &z, sizeof(z), k.stream) ||
+	    k.cu.stream_synchronize(k.stream))
+		return 0;
+	k.cu.device_attr(&k.sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, k.dev);
+	if (k.sms <= 0)
+		k.sms = 16;
+	return KG_DEV_CAP_GEN | KG_DEV_CAP_CMP;
+}
+
 static int init(struct kg_dev_reply *r)
 {
 	if (load_api(r))
@@ -217,6 +264,7 @@ static int init(struct kg_dev_reply *r)
 	r->l2_bytes = (uint64_t)(l2 > 0 ? l2 : 0);
 	r->flush_bytes = k.flush_bytes;
 	r->granularity = k.gran;
+	r->caps = k.caps = load_kernels();
 	r->ceiling_mbps = measure_copy_mbps();
 	if (!r->ceiling_mbps) {
 		/* every span is charged less the least the keeper's copies take at this rate */
@@ -292,11 +340,26 @@ static struct slot *slot_of(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	return &k.slot[c->slot];
 }
 
-/* One range of START's staging on the device (wire.h): a pattern, or another slot's staged copy. */
+/* One range of START's staging on the device (wire.h): a pattern, a draw of the generator, or
+ * another slot's staged copy. */
 static int stage_range(struct slot *s, const struct kg_dev_cmd *c, const struct kg_dev_range *g,
 		       struct kg_dev_reply *r)
 {
 	CUdeviceptr d = s->priv + g->off;
+	if (g->kind == KG_DEV_R_GEN) {
+		if (!(k.caps & KG_DEV_CAP_GEN)) {
+			snprintf(r->msg, sizeof(r->msg), "a GEN range, and this keeper has no kernels");
+			return r->status = -ENOTSUP;
+		}
+		struct kg_gen_args a = {.t = g->gen, .z = k.zig, .dst = d};
+		memcpy(a.key, c->key, sizeof(a.key));
+		uint64_t groups = (g->gen.n + 7) / 8, blocks = (groups + 255) / 256, most = (uint64_t)k.sms * 64;
+		void *params[] = {&a};
+		CU_OK(k.cu.launch_kernel(k.gen_fill, (unsigned)(blocks < most ? blocks : most), 1, 1, 256, 1, 1, 0, k.stream,
+					 params, NULL),
+		      "drawing an input on the device");
+		return 0;
+	}
 	if (g->kind == KG_DEV_R_SLOT) {
 		CU_OK(k.cu.memcpy_dtod_async(d, k.slot[c->src_slot].priv + g->off, g->bytes, k.stream),
 		      "staging an input from the reference's copy");
@@ -383,10 +446,47 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	return 0;
 }
 
-static int download(struct slot *s, uint64_t bytes, uint64_t lo, uint64_t hi, struct kg_dev_reply *r)
+/* END's and SETTLE's look at [0, in_hi) (below the outputs): the mirror against what START staged
+ * there, by kg_first_diff; *from is where the host arena's refresh starts (in_hi when the same). */
+static int inputs_compare(struct slot *s, const struct kg_dev_cmd *c, uint64_t *from, struct kg_dev_reply *r)
 {
-	if (lo > 0)
-		CU_OK(k.cu.memcpy_dtoh_async(s->host, s->mirror, lo, k.stream), "download");
+	*from = 0;
+	r->in_state = KG_DEV_IN_UNCHECKED;
+	if (!c->in_hi || !(k.caps & KG_DEV_CAP_CMP))
+		return 0;
+	if (c->in_hi > c->bytes || (c->in_hi > c->out_lo && c->out_hi > c->out_lo)) {
+		snprintf(r->msg, sizeof(r->msg), "in_hi past the outputs");
+		return r->status = -EINVAL;
+	}
+	unsigned long long words = (c->in_hi + 7) / 8, most = (unsigned long long)k.sms * 32, first = ~0ull;
+	unsigned long long blocks = (words + 255) / 256;
+	CUdeviceptr x = s->mirror, y = s->priv, w = k.diff_word;
+	void *params[] = {&x, &y, &words, &w};
+	CU_OK(k.cu.memset_d32_async(k.diff_word, 0xffffffffu, 2, k.stream), "comparing the inputs");
+	CU_OK(k.cu.launch_kernel(k.first_diff, (unsigned)(blocks < most ? blocks : most), 1, 1, 256, 1, 1, 0, k.stream,
+				 params, NULL),
+	      "comparing the inputs");
+	CU_OK(k.cu.memcpy_dtoh_async(&first, k.diff_word, 8, k.stream), "comparing the inputs");
+	CU_OK(k.cu.stream_synchronize(k.stream), "comparing the inputs (sync)");
+	if (first == ~0ull) {
+		r->in_state = KG_DEV_IN_SAME;
+		*from = c->in_hi;
+	} else {
+		r->in_state = KG_DEV_IN_DIFFERS;
+		r->in_diff = first * 8;
+	}
+	return 0;
+}
+
+/* The host arena's [from, bytes) refreshed: from the mirror, outputs [lo, hi) from the snapshot. */
+static int download(struct slot *s, uint64_t bytes, uint64_t from, uint64_t lo, uint64_t hi, struct kg_dev_reply *r)
+{
+	if (lo < from)
+		lo = from;
+	if (hi < lo)
+		hi = lo;
+	if (lo > from)
+		CU_OK(k.cu.memcpy_dtoh_async(s->host + from, s->mirror + from, lo - from, k.stream), "download");
 	if (hi > lo)
 		CU_OK(k.cu.memcpy_dtoh_async(s->host + lo, s->priv + lo, hi - lo, k.stream), "download (snapshot)");
 	if (bytes > hi)
@@ -417,7 +517,10 @@ static int do_end(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	float ms = 0;
 	if (!k.cu.event_elapsed(&ms, k.ev0, k.ev1))
 		r->copy_ns = (uint64_t)((double)ms * 1e6);
-	return download(s, c->bytes, lo, hi, r);
+	uint64_t from;
+	if (inputs_compare(s, c, &from, r))
+		return r->status;
+	return download(s, c->bytes, from, lo, hi, r);
 }
 
 static int do_settle(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
@@ -428,7 +531,10 @@ static int do_settle(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	struct timespec ts = {.tv_sec = c->delay_ms / 1000, .tv_nsec = (long)(c->delay_ms % 1000) * 1000000L};
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
-	return download(s, c->bytes, 0, 0, r);
+	uint64_t from;
+	if (inputs_compare(s, c, &from, r))
+		return r->status;
+	return download(s, c->bytes, from, from, from, r);
 }
 
 /* A torn record reads as a short one: answered as malformed. */

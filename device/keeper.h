@@ -22,6 +22,7 @@ struct kg_keeper {
 	uint64_t ceiling_mbps; /* device-to-device copy, bytes read plus written (measured by the keeper) */
 	uint64_t l2_bytes, granularity;
 	uint64_t flush_bytes; /* what each flushed START writes inside the span */
+	uint32_t caps; /* KG_DEV_CAP_*: its own kernels (inputs drawn and compared on the device) */
 	int dead; /* it failed to answer once: every later call fails at once */
 	int up; /* kg_keeper_start ran: there is a socket, a lock, perhaps a process */
 };
@@ -33,10 +34,12 @@ int kg_keeper_start(struct kg_keeper *k, const char *path, kg_error *e);
 int kg_keeper_attach(struct kg_keeper *k, int host_fd, size_t bytes, int *slot, int *dev_fd, size_t *dev_bytes,
 		     kg_error *e);
 /* What START stages on the device rather than from the host arena (wire.h's ranges): outputs
- * poisoned there, inputs copied from another slot's staged copy (src_slot's). */
+ * poisoned there, inputs drawn there (under key) or copied from another slot's staged copy
+ * (src_slot's). */
 struct kg_keeper_stage {
 	int n;
 	int src_slot;
+	uint32_t key[8];
 	struct kg_dev_range range[KG_DEV_MAX_RANGES];
 };
 
@@ -46,11 +49,16 @@ struct kg_keeper_stage {
 int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, const struct kg_keeper_stage *st,
 		    uint64_t *t0, kg_error *e);
 /* END (sent as soon as the runner's RUN reply is in): *t1 the moment the outputs [out_lo, out_hi)
- * were snapshotted, *copy_ns the snapshot's own duration; the host arena's first `bytes` then hold the mirror, outputs from the snapshot. */
-int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, uint64_t out_hi, uint64_t *t1,
-		  uint64_t *copy_ns, kg_error *e);
-/* SETTLE: after delay_ms, the mirror's first `bytes` into the host arena as they are now. */
-int kg_keeper_settle(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay_ms, kg_error *e);
+ * were snapshotted, *copy_ns the snapshot's own duration; the host arena's first `bytes` then hold
+ * the mirror, outputs from the snapshot. in_hi (<= out_lo; 0: none): [0, in_hi) is compared on the
+ * device with what START staged there, and left as it was in the host arena where it is the same;
+ * *in_state says which (enum kg_dev_in_state). */
+int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, uint64_t out_hi, uint64_t in_hi,
+		  uint64_t *t1, uint64_t *copy_ns, uint32_t *in_state, kg_error *e);
+/* SETTLE: after delay_ms, the mirror's first `bytes` into the host arena as they are now (but for
+ * [0, in_hi) where it is the same as staged, as END). */
+int kg_keeper_settle(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay_ms, uint64_t in_hi,
+		     uint32_t *in_state, kg_error *e);
 /* QUIT, reap; safe on a keeper never started. */
 void kg_keeper_stop(struct kg_keeper *k);
 

@@ -15,6 +15,10 @@ int kg_stage_valid(const struct kg_dev_cmd *c, const struct kg_stage_src *src)
 			if ((g->elem != 1 && g->elem != 2 && g->elem != 4 && g->elem != 8) || g->bytes % g->elem ||
 			    g->off % (g->elem < 4 ? g->elem : 4))
 				return 0;
+		} else if (g->kind == KG_DEV_R_GEN) {
+			/* a draw the core can make, exactly the range's bytes, elements aligned */
+			if (!kg_gen_valid(&g->gen, g->bytes) || g->off % kg_gen_dtype_size(g->gen.dtype))
+				return 0;
 		} else if (g->kind == KG_DEV_R_SLOT) {
 			if (!src || !src->usable || end > src->staged || (g->off < src->snap_hi && end > src->snap_lo))
 				return 0;

@@ -15,7 +15,8 @@ struct kg_stage_src {
 };
 
 /* 1 when c's ranges are sorted, disjoint, non-empty, inside [0, c->bytes), FILLs of whole elements
- * of 1, 2, 4 or 8 bytes on aligned offsets, SLOTs inside what src may give; else 0. */
+ * of 1, 2, 4 or 8 bytes on aligned offsets, GENs of a valid draw (kg_gen_valid) of exactly their
+ * bytes on an element-aligned offset, SLOTs inside what src may give; else 0. */
 int kg_stage_valid(const struct kg_dev_cmd *c, const struct kg_stage_src *src);
 
 /* Calls host(off, n) for each run of bytes from the host arena and range(g) for each range, in

@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "kg_gen.h"
+
 #define KG_DEV_MAGIC 0x6b676456u /* "kgdV" */
 #define KG_DEV_CTL_FD 3 /* the keeper's end, where it finds it at start */
 #define KG_DEV_MAX_SLOTS 4 /* device arenas one keeper holds: a reference's and a candidate's */
@@ -18,12 +20,27 @@
 enum kg_dev_range_kind {
 	KG_DEV_R_FILL = 1, /* `pattern`'s low `elem` bytes (1, 2, 4 or 8), repeated */
 	KG_DEV_R_SLOT, /* the same offsets of src_slot's private buffer */
+	/* the generator's draw `gen` under the command's key, made on the device (KG_DEV_CAP_GEN):
+	 * a trial's input the host need not draw nor send */
+	KG_DEV_R_GEN,
 };
 
 struct kg_dev_range {
 	uint64_t off, bytes;
 	uint64_t pattern; /* FILL */
 	uint32_t kind, elem;
+	struct kg_gen_tensor gen; /* GEN */
+};
+
+/* HELLO's caps: what the keeper's own kernels (device/kernels.cu) let it do */
+#define KG_DEV_CAP_GEN 1u /* START's GEN ranges */
+#define KG_DEV_CAP_CMP 2u /* END's and SETTLE's in_hi: the inputs compared on the device */
+
+/* END's and SETTLE's verdict on [0, in_hi) (reply's in_state) */
+enum kg_dev_in_state {
+	KG_DEV_IN_UNCHECKED = 0, /* not compared: the host arena got it from the mirror */
+	KG_DEV_IN_SAME, /* the mirror's equals the staged copy: the host arena's left as it was */
+	KG_DEV_IN_DIFFERS, /* it does not (from in_diff on): the host arena got the mirror's */
 };
 
 enum kg_dev_op {
@@ -59,7 +76,10 @@ struct kg_dev_cmd {
 	 * of [0, bytes) comes from the host arena */
 	uint32_t n_ranges;
 	uint32_t src_slot; /* KG_DEV_R_SLOT's */
-	uint32_t pad;
+	uint32_t key[8]; /* KG_DEV_R_GEN's: the trial's input key */
+	/* END, SETTLE: [0, in_hi) (below out_lo) is compared on the device with what START staged,
+	 * and not copied to the host arena where it is the same (0: copied, not compared) */
+	uint64_t in_hi;
 	struct kg_dev_range range[KG_DEV_MAX_RANGES];
 };
 
@@ -74,6 +94,9 @@ struct kg_dev_reply {
 	uint64_t ceiling_mbps; /* HELLO: device-to-device copy, bytes read plus written, MB/s */
 	uint64_t l2_bytes, granularity; /* HELLO */
 	uint64_t flush_bytes; /* HELLO: what a START's L2 flush writes */
+	uint32_t caps; /* HELLO: KG_DEV_CAP_* */
+	uint32_t in_state; /* END, SETTLE: enum kg_dev_in_state */
+	uint64_t in_diff; /* END, SETTLE: the first differing byte's offset (to 8 bytes) */
 	char msg[300];
 };
 

@@ -11,3 +11,12 @@ $(BUILD)/tests/bin/unit-arena: $(BUILD)/tests/unit/test_arena.o $(BUILD)/runner/
 	@mkdir -p $(dir $@)
 	$(CC) $(KG_LDFLAGS) -o $@ $(filter %.o,$^) $(KG_CORE_LIBS) $(PKG_LIBS) $(CMOCKA_LIBS) -ldl -lpthread -lm
 CPPCHECK_DIRS += tests/unit
+# GPU checks of the trusted device's own kernels (tests/gpu/*.c): built and run everywhere, skipped
+# (77) where there is no driver; `make test-gpu` runs them with --require
+GPU_TEST_SRCS := $(wildcard tests/gpu/*.c)
+GPU_TEST_BINS := $(GPU_TEST_SRCS:tests/gpu/%.c=$(BUILD)/tests/bin/gpu-%)
+$(BUILD)/tests/bin/gpu-%: $(BUILD)/tests/gpu/%.o $(KG_CORE_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(KG_LDFLAGS) -o $@ $< $(KG_CORE_LIBS) $(PKG_LIBS) -ldl -lpthread -lm
+TEST_BINS += $(GPU_TEST_BINS)
+CPPCHECK_DIRS += tests/gpu

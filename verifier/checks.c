@@ -79,7 +79,7 @@ static int bytes_differ(const void *a, const void *b, size_t n)
 int kg_check_inputs(const struct kg_view *v, struct kg_findings *out)
 {
 	int n = 0;
-	for (int i = 0; i < v->arena->n_in; i++) {
+	for (int i = 0; i < v->arena->n_in && !v->inputs_same; i++) {
 		const struct kg_arena_slot *s = &v->arena->slot[i];
 		const unsigned char *got = kg_arena_ptr(v->arena, i), *want = v->shadow[i];
 		if (!bytes_differ(got, want, s->bytes))
@@ -314,7 +314,7 @@ int kg_check_shortcuts(const struct kg_view *v, int mismatch, struct kg_shortcut
 	int n = 0;
 	uint64_t in_hash = 0;
 	for (int i = 0; i < a->n_in; i++)
-		in_hash ^= content_hash(v->shadow[i], a->slot[i].bytes) * (uint64_t)(i + 1);
+		in_hash ^= (v->input_ids ? v->input_ids[i] : content_hash(v->shadow[i], a->slot[i].bytes)) * (uint64_t)(i + 1);
 	for (int j = 0; j < a->n_out && j < KG_ARENA_MAX_SLOTS; j++) {
 		int s = a->n_in + j;
 		const struct kg_arena_slot *sl = &a->slot[s];

@@ -19,6 +19,12 @@ struct kg_view {
 	const void *const *ref; /* per output: the reference's values */
 	const struct kg_tol *tol; /* per output: this trial's tolerance (compare.h) */
 	struct kg_cmp *cmp; /* per output, optional: kg_check_outputs leaves each comparison here */
+	/* The trusted device found the candidate's inputs (and everything before its outputs) as
+	 * staged: kg_check_inputs has nothing to look at (the arena's inputs were not sent back) */
+	int inputs_same;
+	/* Per input, optional: what tells its contents apart, in place of hashing shadow
+	 * (kg_check_shortcuts; inputs drawn on the device, which the host never holds) */
+	const uint64_t *input_ids;
 };
 
 struct kg_finding {

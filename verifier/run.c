@@ -151,6 +151,12 @@ void kg_run_start_sessions(struct kg_run *r)
 	so.watched = 1; /* a black box from LOAD on */
 	rc = kg_session_start(&r->cs, &so, &r->ca, &e);
 	r->cs_up = 1;
+	/* both sides' inputs drawn and checked by kgate-device's kernels where it has them (a build
+	 * with nvcc); KGATE_HOST_INPUTS=1 draws them on the host, to compare the two */
+	const uint32_t both = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP;
+	const char *host_inputs = getenv("KGATE_HOST_INPUTS");
+	r->dev_gen = !rc && r->rs.keeper && r->cs.keeper && (r->keeper.caps & both) == both &&
+		     !(host_inputs && *host_inputs == '1');
 	r->cs.call_timeout_s = 30; /* copies and settling; RUN has its own deadline */
 	char layers[256];
 	kg_sb_layers_str(kg_sb_layers_active(r->cs.sb ? r->cs.sb : r->rs.sb), layers, sizeof(layers));

@@ -60,6 +60,15 @@ struct kg_run {
 	uint64_t ref_excess_ns;
 	uint64_t ref_poison_seq;
 	void *const *ref_src; /* the inputs the reference's next call writes into its arena (NULL: none) */
+	/* The draws shadow and shadow_next stand for (the generator's parameters under each trial's
+	 * key), and whether those host buffers hold them: where kgate-device draws the inputs itself
+	 * (dev_gen), a buffer is drawn on the host only when a check or a host runner needs it. */
+	struct kg_run_draw {
+		struct kg_call_draw d;
+		int host;
+	} shadow_gen, shadow_next_gen;
+	int dev_gen;
+	uint64_t input_ids[KG_RUN_MAX_T]; /* the current draw's, for the shortcut check (dev_gen) */
 	/* Which draw of inputs each buffer holds (kg_run_gen_into numbers them), and which the
 	 * reference's last call staged on the device: where that is the candidate's call's, the keeper
 	 * copies them from the reference's private copy instead of the bus (0: none, or not known) */
@@ -114,8 +123,15 @@ const char *kg_run_shape_str(const struct kg_run *r);
 void kg_run_ref_failure(const struct kg_run *r, int rc, const kg_error *e, char *what, size_t n);
 /* The inputs of (cls, seed) generated into dst (one buffer per input). */
 void kg_run_gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls, uint64_t seed);
-/* The inputs src holds written into arena a's input slots. */
+/* The inputs src holds written into arena a's input slots (drawn on the host first if need be). */
 void kg_run_load_inputs_from(struct kg_run *r, struct kg_arena *a, void *const *src);
+/* src (shadow or shadow_next) holding its draw on the host: drawn now if it was not. */
+void *const *kg_run_host_inputs(struct kg_run *r, void *const *src);
+/* src's draw where the device is to make it (dev_gen, not on the host), else NULL: load src. */
+const struct kg_call_draw *kg_run_device_draw(struct kg_run *r, void *const *src);
+/* Before the checks of a candidate's call: v told whether the device found its inputs as staged,
+ * and the host's copy of them drawn if the checks will read them. */
+void kg_run_view_inputs(struct kg_run *r, struct kg_view *v);
 /* One reference call (poison, call, outputs copied to dst); what names it in an internal error. */
 int kg_run_ref_call(struct kg_run *r, int flush, uint32_t entry, const char *what, void *const *dst,
 		    struct kg_call_result *res);

@@ -54,6 +54,7 @@ static void sanitized_run(struct kg_run *r, enum kg_sanitizer_tool tool)
 		uint64_t seed = kg_seed_derive(p->master_seed, SEED_SANITIZER + (uint64_t)tool * 64 + (uint64_t)shape);
 		kg_run_gen_inputs(r, KG_CLASS_NORMAL, seed);
 		kg_run_cand_arena(r, seed);
+		kg_run_load_inputs_from(r, &r->ca, r->shadow); /* the call exposes nothing itself */
 		during = "during kg_forward";
 		if ((rc = kg_session_run_call(&ss, &(struct kg_call){0}, &res, &e)))
 			break;

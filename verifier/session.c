@@ -336,7 +336,10 @@ int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t arg, stru
 		/* the device arena is the keeper's: the runner's process stays stopped */
 		memset(r, 0, sizeof(*r));
 		uint64_t t = kg_now_ns();
-		int krc = kg_keeper_settle(s->keeper, s->dev_slot, s->arena->used, arg, e);
+		uint32_t ins = KG_DEV_IN_UNCHECKED;
+		int krc = kg_keeper_settle(s->keeper, s->dev_slot, s->arena->used, arg, kg_sess_in_hi(s), &ins, e);
+		/* what END found changed stays changed: the host arena keeps END's copy of it */
+		s->inputs_same = s->inputs_same && !krc && ins == KG_DEV_IN_SAME;
 		if (parent_ns)
 			*parent_ns = kg_now_ns() - t;
 		if (krc == -ETIMEDOUT && s->watched) {

@@ -9,12 +9,20 @@
 #include <sys/types.h>
 
 #include "kg_common.h"
+#include "kg_gen.h"
 #include "runner/wire.h"
 #include "sandbox/sandbox.h"
 #include "verifier/arena.h"
 #include "verifier/backend.h"
 
 struct kg_keeper;
+
+/* A call's inputs as the generator's draws (common/kg_gen.h): tensor i of t is input slot i. */
+struct kg_call_draw {
+	uint32_t key[8];
+	int n;
+	struct kg_gen_tensor t[KG_ARENA_MAX_SLOTS];
+};
 
 struct kg_session_opts {
 	const struct kg_backend *be; /* the runner's backend and its sandbox data */
@@ -76,6 +84,11 @@ struct kg_session {
 	char fault[400];
 	struct kg_keeper *keeper; /* the device arena's owner (kg_session_opts), NULL when none */
 	int dev_slot; /* this session's arena in the keeper */
+	/* After the last call's END or SETTLE: the keeper found everything before the outputs (the
+	 * inputs, their guard bands) as it staged them, and left the host arena's copy as it was
+	 * (which, for inputs drawn on the device, holds nothing of them); 0: the host arena has
+	 * the device's bytes, to be checked there. */
+	int inputs_same;
 };
 
 enum {
@@ -112,6 +125,9 @@ struct kg_call {
 	 * inputs at the same offsets: the reference's call on them) the keeper copies on the device
 	 * instead of taking them from the host arena; 0: from the host arena (expose wrote them) */
 	int inputs_from;
+	/* With kgate-device (KG_DEV_CAP_GEN) and inputs_from 0: the inputs drawn on the device, the
+	 * arena's input slots from these draws under key; NULL: from the host arena */
+	const struct kg_call_draw *draw;
 	/* Host backends: probe_ns after RUN is sent, if no reply came yet, the process is stopped,
 	 * probe runs on its memory as it is mid-call, and it resumes (0: no probe). What it finds is
 	 * the caller's; the stop costs the process no CPU time. */

@@ -150,9 +150,21 @@ static void out_range(const struct kg_arena *a, uint64_t *lo, uint64_t *hi)
 		*lo = *hi = 0;
 }
 
+uint64_t kg_sess_in_hi(const struct kg_session *s)
+{
+	uint64_t lo, hi, end = 0;
+	if (!s->keeper || !s->loaded || !(s->keeper->caps & KG_DEV_CAP_CMP))
+		return 0;
+	out_range(s->arena, &lo, &hi);
+	for (int i = 0; i < s->arena->n_in; i++)
+		if (s->arena->slot[i].off + s->arena->slot[i].bytes > end)
+			end = s->arena->slot[i].off + s->arena->slot[i].bytes;
+	return hi > lo && end <= lo ? lo : 0;
+}
+
 /* What the keeper stages on the device rather than from the host arena: every output poisoned
  * there with the arena's pattern (picked, not written, by kg_arena_poison_pick), and the inputs
- * copied from another slot when the call says so; in offset order. */
+ * copied from another slot or drawn there when the call says so; in offset order. */
 _Static_assert(KG_ARENA_MAX_SLOTS <= KG_DEV_MAX_RANGES, "every slot of an arena fits one START");
 
 static void stage_plan(const struct kg_session *s, const struct kg_call *c, struct kg_keeper_stage *st)
@@ -160,18 +172,24 @@ static void stage_plan(const struct kg_session *s, const struct kg_call *c, stru
 	const struct kg_arena *a = s->arena;
 	st->n = 0;
 	st->src_slot = c->inputs_from > 0 ? c->inputs_from - 1 : 0;
+	const struct kg_call_draw *d = c->inputs_from <= 0 && s->keeper && (s->keeper->caps & KG_DEV_CAP_GEN) ? c->draw : NULL;
+	if (d)
+		memcpy(st->key, d->key, sizeof(st->key));
 	for (int i = 0; i < a->n_in + a->n_out && st->n < KG_DEV_MAX_RANGES; i++) {
 		const struct kg_arena_slot *sl = &a->slot[i];
 		int out = i >= a->n_in;
-		if (!sl->bytes || (!out && c->inputs_from <= 0))
+		if (!sl->bytes || (!out && c->inputs_from <= 0 && (!d || i >= d->n)))
 			continue;
 		struct kg_dev_range g = {.off = sl->off, .bytes = sl->bytes};
 		if (out) {
 			g.kind = KG_DEV_R_FILL;
 			g.elem = (uint32_t)kg_dtype_size(sl->dtype);
 			g.pattern = sl->poison;
-		} else {
+		} else if (c->inputs_from > 0) {
 			g.kind = KG_DEV_R_SLOT;
+		} else {
+			g.kind = KG_DEV_R_GEN;
+			g.gen = d->t[i];
 		}
 		int j = st->n++;
 		while (j > 0 && st->range[j - 1].off > g.off) {
@@ -196,6 +214,7 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	if (s->ended)
 		return KG_SESSION_ENDED;
 	uint64_t tp = kg_now_ns();
+	s->inputs_same = 0;
 	if (c->expose)
 		c->expose(c->expose_arg);
 	size_t bytes = s->loaded ? s->arena->used : 0;
@@ -239,7 +258,9 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 		tp = kg_prof_add(KG_PROF_CAND_RUN, tp);
 	if (rc == KG_SESSION_OK) {
 		r->step = "download";
-		krc = kg_keeper_end(s->keeper, s->dev_slot, bytes, lo, hi, &t1, &r->copy_ns, e);
+		uint32_t ins = KG_DEV_IN_UNCHECKED;
+		krc = kg_keeper_end(s->keeper, s->dev_slot, bytes, lo, hi, kg_sess_in_hi(s), &t1, &r->copy_ns, &ins, e);
+		s->inputs_same = !krc && ins == KG_DEV_IN_SAME;
 	}
 	rc = held_after_run(s, rc);
 	if (s->watched)

@@ -27,6 +27,9 @@ int kg_sess_exchange(struct kg_session *s, struct kg_wire_cmd *cmd, uint32_t arg
  * kernel (SCM_CREDENTIALS, HELLO). Anything else on the channel is the runner's fault. */
 int kg_sess_recv_reply(struct kg_session *s, uint32_t op, uint64_t seq, struct kg_wire_reply *r, double timeout_s,
 		       pid_t *pid);
+/* With a keeper: END's and SETTLE's in_hi, the outputs' start where every input lies before it
+ * (what the keeper compares on the device instead of sending back); 0 otherwise. */
+uint64_t kg_sess_in_hi(const struct kg_session *s);
 /* The trusted clock's calibration on calls that do nothing, before LOAD. */
 int kg_sess_calibrate(struct kg_session *s, kg_error *e);
 

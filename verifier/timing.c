@@ -320,6 +320,7 @@ static int checked_call(struct kg_run *r, enum kg_input_class cls, uint64_t seed
 		return -1;
 	uint64_t t0 = kg_now_ns();
 	kg_run_view(r, &v);
+	kg_run_view_inputs(r, &v);
 	kg_check_canaries(&v, &f);
 	kg_check_inputs(&v, &f);
 	kg_check_unwritten(&v, &f);

@@ -171,18 +171,34 @@ void kg_run_gen_inputs(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 	kg_run_gen_into(r, r->shadow, cls, seed);
 }
 
+static struct kg_run_draw *draw_of(struct kg_run *r, void *const *buf)
+{
+	return buf == r->shadow ? &r->shadow_gen : buf == r->shadow_next ? &r->shadow_next_gen : NULL;
+}
+
 void kg_run_gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls, uint64_t seed)
 {
 	/* the trial's own key: its inputs say nothing of any other trial's, nor of the run's key */
 	uint64_t t0 = kg_now_ns();
 	kg_key tk;
 	kg_key_derive(&r->plan->k_inputs, KG_DOM_INPUTS, seed, &tk);
+	struct kg_run_draw *g = draw_of(r, dst);
+	struct kg_run_draw local;
+	if (!g)
+		g = &local;
+	memset(g, 0, sizeof(*g));
+	memcpy(g->d.key, tk.w, sizeof(g->d.key));
+	g->d.n = r->plan->task.n_inputs;
 	for (int i = 0; i < r->plan->task.n_inputs; i++) {
 		const struct kg_arena_slot *s = &r->ca.slot[i];
-		kg_inputs_fill(dst[i], s->dtype, (size_t)s->numel, s->shape, s->ndim, r->plan->task.inputs[i].role,
-			       cls, r->plan->classes, &tk, i);
+		kg_inputs_params(&g->d.t[i], s->dtype, (size_t)s->numel, s->shape, s->ndim, r->plan->task.inputs[i].role,
+				 cls, r->plan->classes, &tk, i);
 	}
 	memset(&tk, 0, sizeof(tk));
+	if (!r->dev_gen || g == &local)
+		kg_run_host_inputs(r, dst);
+	if (g == &local)
+		memset(&local, 0, sizeof(local));
 	if (dst == r->shadow)
 		r->shadow_draw = ++r->draws;
 	else if (dst == r->shadow_next)
@@ -190,8 +206,56 @@ void kg_run_gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls
 	kg_prof_add(KG_PROF_GEN, t0);
 }
 
+void *const *kg_run_host_inputs(struct kg_run *r, void *const *src)
+{
+	struct kg_run_draw *g = draw_of(r, src);
+	if (!g || g->host)
+		return src;
+	uint64_t t0 = kg_now_ns();
+	kg_key tk;
+	memcpy(tk.w, g->d.key, sizeof(tk.w));
+	for (int i = 0; i < g->d.n; i++)
+		kg_inputs_fill_tensor(src[i], &g->d.t[i], &tk);
+	memset(&tk, 0, sizeof(tk));
+	g->host = 1;
+	kg_prof_add(KG_PROF_GEN, t0);
+	return src;
+}
+
+const struct kg_call_draw *kg_run_device_draw(struct kg_run *r, void *const *src)
+{
+	const struct kg_run_draw *g = draw_of(r, src);
+	return r->dev_gen && g && !g->host && g->d.n == r->plan->task.n_inputs ? &g->d : NULL;
+}
+
+/* What tells two draws' contents apart without holding them: a draw that takes no keystream
+ * (zeros, ones, a square identity) is the same for every key, any other is its key's. */
+static uint64_t draw_id(const struct kg_call_draw *d, int i)
+{
+	const struct kg_gen_tensor *t = &d->t[i];
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ t->n ^ ((uint64_t)t->kind << 40) ^ ((uint64_t)t->dtype << 48) ^ t->mat << 8;
+	if (!kg_gen_keyless(t))
+		for (int w = 0; w < 8; w++)
+			h = (h ^ d->key[w]) * 0xff51afd7ed558ccdull;
+	return (h ^ (h >> 29)) * 0xc4ceb9fe1a85ec53ull ^ (uint64_t)i;
+}
+
+void kg_run_view_inputs(struct kg_run *r, struct kg_view *v)
+{
+	v->inputs_same = r->cs.inputs_same;
+	if (!v->inputs_same)
+		kg_run_host_inputs(r, r->shadow);
+	v->input_ids = NULL;
+	if (r->dev_gen) {
+		for (int i = 0; i < r->shadow_gen.d.n; i++)
+			r->input_ids[i] = draw_id(&r->shadow_gen.d, i);
+		v->input_ids = r->input_ids;
+	}
+}
+
 void kg_run_load_inputs_from(struct kg_run *r, struct kg_arena *a, void *const *src)
 {
+	kg_run_host_inputs(r, src);
 	for (int i = 0; i < r->plan->task.n_inputs; i++)
 		kg_arena_put(a, i, src[i]);
 }
@@ -281,6 +345,8 @@ void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint
 		/* the reference's last call staged these very inputs: copied on the device */
 		call.inputs_from = 1 + r->rs.dev_slot;
 		call.expose = NULL;
+	} else if (r->cs.keeper && (call.draw = kg_run_device_draw(r, r->shadow))) {
+		call.expose = NULL; /* drawn there */
 	}
 	int rc = kg_session_run_call(&r->cs, &call, &c->r, &e);
 	if (rc == KG_SESSION_FAILED && r->plan->be->needs_gpu && c->r.step && !strcmp(c->r.step, "run")) {
@@ -314,6 +380,7 @@ void kg_run_view(struct kg_run *r, struct kg_view *v)
  * sign is the top bit of each little-endian element). */
 static void abs_inputs(struct kg_run *r, struct kg_arena *a)
 {
+	kg_run_host_inputs(r, r->shadow);
 	for (int i = 0; i < r->plan->task.n_inputs; i++) {
 		const struct kg_arena_slot *sl = &a->slot[i];
 		unsigned char *d = kg_arena_ptr(a, i);
@@ -350,7 +417,7 @@ static int term_bounds_by(struct kg_run *r, const struct kg_findings *f, enum kg
 	int by_ref = how == KG_TERMS_REFERENCE;
 	r->ref_src = by_ref ? r->shadow : NULL;
 	if (!by_ref)
-		abs_inputs(r, a);
+		abs_inputs(r, a); /* from the host's copy, drawn there if need be */
 	struct kg_call_result res;
 	if (kg_run_ref_call(r, 0, by_ref ? KG_ENTRY_TERMS : KG_ENTRY_FORWARD,
 		     by_ref ? "'s kg_error_terms (the task says terms: reference)" : " on |inputs|", dst, &res))
@@ -506,6 +573,7 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 		kg_run_ahead_start(r, next->cls, next->seed);
 	uint64_t t0 = kg_now_ns();
 	probe_finding(r, &f);
+	kg_run_view_inputs(r, &v);
 	kg_check_canaries(&v, &f);
 	kg_check_inputs(&v, &f);
 	kg_check_unwritten(&v, &f);
@@ -513,6 +581,8 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	if (c.ok)
 		note_accuracy(r, cls);
 	kg_check_tail(c.r.tail_ns, c.r.child_ns, &f);
+	if (mismatch) /* whether an output is a copy of an input: the host's copy of them */
+		kg_run_host_inputs(r, r->shadow);
 	kg_check_shortcuts(&v, mismatch, &r->shortcuts, &f);
 	kg_prof_add(KG_PROF_CHECKS, t0);
 	kg_run_record(r, &f, cls, seed, "after the call");

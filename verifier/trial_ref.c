@@ -31,7 +31,7 @@ static void ref_prepare(struct kg_run *r)
 static void ref_expose(void *arg)
 {
 	struct kg_run *r = arg;
-	if (r->ref_src)
+	if (r->ref_src && !kg_run_device_draw(r, r->ref_src))
 		kg_run_load_inputs_from(r, &r->ra, r->ref_src);
 	/* which draw the keeper stages for this call (on the look-ahead's thread: read by the main
 	 * thread only after it is joined) */
@@ -44,9 +44,11 @@ static int ref_exec(struct kg_run *r, int flush, uint32_t entry, struct kg_call_
 	/* the trusted reference may take as long as the policy lets a run session live: a CPU
 	 * reference at a nominal shape (matmul N=4096) runs past a fixed minute */
 	double ref_s = r->plan->pol.wall_s > 60 ? r->plan->pol.wall_s : 60;
+	/* inputs the host does not hold are drawn on the device by the keeper (dev_gen) */
+	const struct kg_call_draw *d = r->ref_src && r->rs.keeper ? kg_run_device_draw(r, r->ref_src) : NULL;
 	return kg_session_run_call(&r->rs,
 				   &(struct kg_call){.flush = flush, .run_timeout_s = ref_s, .entry = entry,
-						     .expose = ref_expose, .expose_arg = r},
+						     .expose = ref_expose, .expose_arg = r, .draw = d},
 				   res, e);
 }
 
@@ -217,6 +219,10 @@ int kg_run_ahead_take(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	uint64_t d = r->shadow_draw;
 	r->shadow_draw = r->shadow_next_draw;
 	r->shadow_next_draw = d;
+	struct kg_run_draw g = r->shadow_gen;
+	r->shadow_gen = r->shadow_next_gen;
+	r->shadow_next_gen = g;
+	memset(&g, 0, sizeof(g));
 	uint64_t t = kg_now_ns();
 	int rc = ref_finish(r, r->ahead.rc, &r->ahead.res, &r->ahead.e, "", r->refout) ? -1
 												: ref_tolerances(r, &r->ahead.res, ns);

@@ -3,7 +3,8 @@
  * then plays one with a host memfd as the "device" arena; and the real kgate-device, on a machine
  * without a driver, must fail its HELLO with a reason. What the fake does is chosen by the
  * command's fields: an ATTACH of 1 byte is answered with a stale reply first, a START of 7 bytes
- * ends the keeper. */
+ * ends the keeper, an END of 8000 bytes finds "the candidate" wrote byte 8 (an input). Its GEN
+ * ranges run the generator's core on the host, as kgate-device's kernel runs it on the GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +23,7 @@
 #include "device/keeper.h"
 #include "device/stage.h"
 #include "device/wire.h"
+#include "verifier/inputs.h"
 
 static int send_rep(int fd, struct kg_dev_reply *r, int pass)
 {
@@ -30,10 +32,11 @@ static int send_rep(int fd, struct kg_dev_reply *r, int pass)
 }
 
 /* The fake device's staging, through the walk kgate-device uses: host bytes copied, FILL ranges
- * written with their pattern (SLOT ranges have no second slot here: refused). */
+ * written with their pattern, GEN ranges drawn (SLOT ranges have no second slot here: refused). */
 struct fake_stage {
 	unsigned char *dev;
 	const unsigned char *host;
+	const uint32_t *key;
 };
 
 static int fake_host(void *arg, uint64_t off, uint64_t n)
@@ -46,6 +49,10 @@ static int fake_host(void *arg, uint64_t off, uint64_t n)
 static int fake_range(void *arg, const struct kg_dev_range *g)
 {
 	struct fake_stage *f = arg;
+	if (g->kind == KG_DEV_R_GEN) {
+		kg_gen_range(&g->gen, f->key, kg_inputs_zig(), f->dev + g->off, 0, g->gen.n);
+		return 0;
+	}
 	if (g->kind != KG_DEV_R_FILL)
 		return -EINVAL;
 	for (uint64_t i = 0; i < g->bytes; i += g->elem)
@@ -58,10 +65,11 @@ static int fake_range(void *arg, const struct kg_dev_range *g)
 static int fake_keeper(void)
 {
 	int ctl = KG_DEV_CTL_FD;
-	struct kg_dev_reply hello = {.op = KG_DEV_HELLO, .ceiling_mbps = 1000000, .granularity = 4096};
+	struct kg_dev_reply hello = {
+		.op = KG_DEV_HELLO, .ceiling_mbps = 1000000, .granularity = 4096, .caps = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP};
 	if (send_rep(ctl, &hello, -1))
 		return 1;
-	unsigned char *host = NULL, *dev = NULL;
+	unsigned char *host = NULL, *dev = NULL, *staged = NULL;
 	for (uint64_t t = 1000;; t += 1000) {
 		struct kg_dev_cmd c = {0};
 		int fd = -1;
@@ -80,6 +88,9 @@ static int fake_keeper(void)
 			if (host == MAP_FAILED || pass < 0 || ftruncate(pass, (off_t)c.bytes))
 				return 1;
 			dev = mmap(NULL, c.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, pass, 0);
+			free(staged);
+			if (!(staged = malloc(c.bytes)))
+				return 1;
 			r.dev_bytes = c.bytes;
 			r.slot = 2;
 			break;
@@ -88,18 +99,31 @@ static int fake_keeper(void)
 			if (c.bytes == 7)
 				return 0;
 			if (!kg_stage_valid(&c, NULL) ||
-			    kg_stage_walk(&c, fake_host, fake_range, &(struct fake_stage){dev, host})) {
+			    kg_stage_walk(&c, fake_host, fake_range, &(struct fake_stage){dev, host, c.key})) {
 				r.status = -EINVAL;
 				snprintf(r.msg, sizeof(r.msg), "bad START ranges");
 			}
+			memcpy(staged, dev, c.bytes);
 			r.t_ns = t;
 			break;
-		case KG_DEV_END:
+		case KG_DEV_END: {
 			dev[c.out_lo] ^= 0xff; /* "the candidate's" write, to be seen in the host arena */
-			memcpy(host, dev, c.bytes);
+			if (c.bytes == 8000)
+				dev[8] ^= 0x01; /* and one to its inputs */
+			uint64_t from = 0;
+			if (c.in_hi) { /* as kgate-device: compared, and the host's left where the same */
+				uint64_t k = 0;
+				while (k < c.in_hi && dev[k] == staged[k])
+					k++;
+				r.in_state = k == c.in_hi ? KG_DEV_IN_SAME : KG_DEV_IN_DIFFERS;
+				r.in_diff = k / 8 * 8;
+				from = k == c.in_hi ? c.in_hi : 0;
+			}
+			memcpy(host + from, dev + from, c.bytes - from);
 			r.t_ns = t + 500;
 			r.copy_ns = 20;
 			break;
+		}
 		case KG_DEV_QUIT:
 			send_rep(ctl, &r, -1);
 			return 0;
@@ -156,7 +180,9 @@ static void test_call_cycle(void **state)
 	memcpy(&w, d + 4096 + 4 * 1023, 4);
 	assert_int_equal(w, 0x7fc0beefu);
 	assert_int_equal(d[4096], 0xef);
-	assert_int_equal(kg_keeper_end(&k, slot, 8192, 100, 200, &t1, &copy, &e), 0);
+	uint32_t ins = 99;
+	assert_int_equal(kg_keeper_end(&k, slot, 8192, 100, 200, 0, &t1, &copy, &ins, &e), 0);
+	assert_int_equal(ins, KG_DEV_IN_UNCHECKED);
 	assert_true(t1 > t0);
 	assert_int_equal(copy, 20);
 	assert_int_equal(h[100], 42 ^ 0xff); /* the host arena holds what the device held */
@@ -169,6 +195,56 @@ static void test_call_cycle(void **state)
 }
 
 /* A reply to an earlier command (one given up on) is not this command's answer. */
+/* A call's inputs drawn on the device (GEN ranges under the call's key: the same bits as the
+ * host's fill), compared there at END: left as they were in the host arena when the same (here,
+ * never written by the host at all), sent back from the first change when not. */
+static void test_gen_and_compare(void **state)
+{
+	(void)state;
+	struct kg_keeper k;
+	kg_error e = {0};
+	assert_int_equal(kg_keeper_start(&k, "/proc/self/exe", &e), 0);
+	assert_int_equal(k.caps, KG_DEV_CAP_GEN | KG_DEV_CAP_CMP);
+	unsigned char *h;
+	int hfd = host_arena(8192, &h);
+	int slot = -1, dfd = -1;
+	size_t dbytes = 0;
+	assert_int_equal(kg_keeper_attach(&k, hfd, 8192, &slot, &dfd, &dbytes, &e), 0);
+	unsigned char *d = mmap(NULL, 8192, PROT_READ, MAP_SHARED, dfd, 0);
+	assert_true(d != MAP_FAILED);
+	kg_key key = {{1, 2, 3, 4, 5, 6, 7, 8}};
+	int64_t shape[2] = {10, 100};
+	struct kg_keeper_stage st = {.n = 1, .range = {{.off = 0, .bytes = 4000, .kind = KG_DEV_R_GEN}}};
+	kg_inputs_params(&st.range[0].gen, KG_F32, 1000, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_SPIKED, 0, &key, 0);
+	memcpy(st.key, key.w, sizeof(st.key));
+	float want[1000];
+	kg_inputs_fill_tensor(want, &st.range[0].gen, &key);
+	uint64_t t0, t1, copy;
+	uint32_t ins = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		assert_int_equal(kg_keeper_begin(&k, slot, pass ? 8000 : 8192, 1, &st, &t0, &e), 0);
+		assert_memory_equal(d, want, sizeof(want));
+		assert_int_equal(kg_keeper_end(&k, slot, pass ? 8000 : 8192, 4096, 6000, 4096, &t1, &copy, &ins, &e), 0);
+		if (!pass) {
+			assert_int_equal(ins, KG_DEV_IN_SAME);
+			for (int i = 0; i < 4096; i++) /* not sent back: the host never held the inputs */
+				assert_int_equal(h[i], 0);
+			assert_int_equal(h[4096], d[4096]); /* the outputs are */
+		} else {
+			assert_int_equal(ins, KG_DEV_IN_DIFFERS);
+			assert_memory_equal(h, d, 8000);
+		}
+	}
+	/* a malformed draw is refused before anything is staged */
+	st.range[0].gen.kind = KG_GEN_KIND_END_;
+	assert_int_not_equal(kg_keeper_begin(&k, slot, 8192, 1, &st, &t0, &e), 0);
+	munmap(d, 8192);
+	munmap(h, 8192);
+	close(dfd);
+	close(hfd);
+	kg_keeper_stop(&k);
+}
+
 static void test_stale_reply_dropped(void **state)
 {
 	(void)state;
@@ -319,6 +395,7 @@ int main(void)
 		return fake_keeper();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_call_cycle),
+		cmocka_unit_test(test_gen_and_compare),
 		cmocka_unit_test(test_stale_reply_dropped),
 		cmocka_unit_test(test_keeper_gone),
 		cmocka_unit_test(test_stage_valid),
