@@ -189,6 +189,17 @@ int kg_keeper_settle(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay
 	return rc;
 }
 
+int kg_keeper_look(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay_ms, uint32_t *in_state, uint64_t *diff,
+		   kg_error *e)
+{
+	struct kg_dev_cmd c = {.op = KG_DEV_SETTLE, .slot = (uint32_t)slot, .bytes = bytes, .delay_ms = delay_ms, .look = 1};
+	struct kg_dev_reply r;
+	int rc = command(k, &c, -1, &r, NULL, e);
+	*in_state = rc ? KG_DEV_IN_UNCHECKED : r.in_state;
+	*diff = rc ? 0 : r.in_diff;
+	return rc;
+}
+
 void kg_keeper_stop(struct kg_keeper *k)
 {
 	if (!k->up)

@@ -448,17 +448,18 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 
 /* END's and SETTLE's look at [0, in_hi) (below the outputs): the mirror against what START staged
  * there, by kg_first_diff; *from is where the host arena's refresh starts (in_hi when the same). */
-static int inputs_compare(struct slot *s, const struct kg_dev_cmd *c, uint64_t *from, struct kg_dev_reply *r)
+static int inputs_compare(struct slot *s, const struct kg_dev_cmd *c, uint64_t hi, uint64_t *from,
+			  struct kg_dev_reply *r)
 {
 	*from = 0;
 	r->in_state = KG_DEV_IN_UNCHECKED;
-	if (!c->in_hi || !(k.caps & KG_DEV_CAP_CMP))
+	if (!hi || !(k.caps & KG_DEV_CAP_CMP))
 		return 0;
-	if (c->in_hi > c->bytes || (c->in_hi > c->out_lo && c->out_hi > c->out_lo)) {
+	if (hi > c->bytes || (hi > c->out_lo && c->out_hi > c->out_lo)) {
 		snprintf(r->msg, sizeof(r->msg), "in_hi past the outputs");
 		return r->status = -EINVAL;
 	}
-	unsigned long long words = (c->in_hi + 7) / 8, most = (unsigned long long)k.sms * 32, first = ~0ull;
+	unsigned long long words = (hi + 7) / 8, most = (unsigned long long)k.sms * 32, first = ~0ull;
 	unsigned long long blocks = (words + 255) / 256;
 	CUdeviceptr x = s->mirror, y = s->priv, w = k.diff_word;
 	void *params[] = {&x, &y, &words, &w};
@@ -470,7 +471,7 @@ static int inputs_compare(struct slot *s, const struct kg_dev_cmd *c, uint64_t *
 	CU_OK(k.cu.stream_synchronize(k.stream), "comparing the inputs (sync)");
 	if (first == ~0ull) {
 		r->in_state = KG_DEV_IN_SAME;
-		*from = c->in_hi;
+		*from = hi;
 	} else {
 		r->in_state = KG_DEV_IN_DIFFERS;
 		r->in_diff = first * 8;
@@ -518,7 +519,7 @@ static int do_end(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	if (!k.cu.event_elapsed(&ms, k.ev0, k.ev1))
 		r->copy_ns = (uint64_t)((double)ms * 1e6);
 	uint64_t from;
-	if (inputs_compare(s, c, &from, r))
+	if (inputs_compare(s, c, c->in_hi, &from, r))
 		return r->status;
 	return download(s, c->bytes, from, lo, hi, r);
 }
@@ -532,7 +533,9 @@ static int do_settle(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
 	uint64_t from;
-	if (inputs_compare(s, c, &from, r))
+	if (c->look) /* the whole image, against the staged inputs and END's snapshot; nothing sent */
+		return inputs_compare(s, c, c->bytes, &from, r);
+	if (inputs_compare(s, c, c->in_hi, &from, r))
 		return r->status;
 	return download(s, c->bytes, from, from, from, r);
 }

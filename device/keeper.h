@@ -59,6 +59,10 @@ int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, 
  * [0, in_hi) where it is the same as staged, as END). */
 int kg_keeper_settle(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay_ms, uint64_t in_hi,
 		     uint32_t *in_state, kg_error *e);
+/* SETTLE's look: after delay_ms, the whole device arena compared with what START staged and END
+ * snapshotted, nothing copied: *in_state KG_DEV_IN_SAME, or DIFFERS from byte *diff on (to 8). */
+int kg_keeper_look(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay_ms, uint32_t *in_state, uint64_t *diff,
+		   kg_error *e);
 /* QUIT, reap; safe on a keeper never started. */
 void kg_keeper_stop(struct kg_keeper *k);
 

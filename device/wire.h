@@ -80,6 +80,10 @@ struct kg_dev_cmd {
 	/* END, SETTLE: [0, in_hi) (below out_lo) is compared on the device with what START staged,
 	 * and not copied to the host arena where it is the same (0: copied, not compared) */
 	uint64_t in_hi;
+	/* SETTLE: 1: after delay_ms, the whole [0, bytes) compared with what START staged and END
+	 * snapshotted (in_state, in_diff), and nothing copied to the host arena */
+	uint32_t look;
+	uint32_t pad;
 	struct kg_dev_range range[KG_DEV_MAX_RANGES];
 };
 

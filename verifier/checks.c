@@ -153,7 +153,7 @@ int kg_check_unchanged(const struct kg_view *v, const void *const *before, uint3
 		int s = a->n_in + j;
 		const struct kg_arena_slot *sl = &a->slot[s];
 		const unsigned char *now = kg_arena_ptr(a, s), *was = before[j];
-		if (!memcmp(now, was, sl->bytes))
+		if (!bytes_differ(now, was, sl->bytes))
 			continue;
 		size_t k = 0, es = kg_dtype_size(sl->dtype);
 		while (now[k] == was[k])

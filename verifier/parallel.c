@@ -3,6 +3,7 @@
 #include "verifier/parallel.h"
 
 #include <pthread.h>
+#include <string.h>
 #include <unistd.h>
 
 struct par_part {
@@ -45,4 +46,22 @@ int kg_parallel_for(size_t n, size_t min_chunk, void (*fn)(void *arg, int part, 
 			par_run(&pp[i]);
 	}
 	return (int)parts;
+}
+
+struct copy_job {
+	unsigned char *dst;
+	const unsigned char *src;
+};
+
+static void copy_part(void *arg, int part, size_t lo, size_t hi)
+{
+	(void)part;
+	struct copy_job *j = arg;
+	memcpy(j->dst + lo, j->src + lo, hi - lo);
+}
+
+void kg_parallel_copy(void *dst, const void *src, size_t n)
+{
+	struct copy_job j = {dst, src};
+	kg_parallel_for(n, 8u << 20, copy_part, &j);
 }

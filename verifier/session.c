@@ -321,6 +321,29 @@ int kg_sess_exchange(struct kg_session *s, struct kg_wire_cmd *cmd, uint32_t arg
 	return kg_sess_exchange_probed(s, cmd, arg, r, t_sent, NULL, NULL, e);
 }
 
+int kg_session_look(struct kg_session *s, uint32_t delay_ms, uint64_t *diff_off, kg_error *e)
+{
+	if (s->fault_code)
+		return KG_SESSION_FAULT;
+	if (s->ended)
+		return KG_SESSION_ENDED;
+	if (!s->keeper || !s->loaded || !(s->keeper->caps & KG_DEV_CAP_CMP))
+		return kg_err(e, -ENOTSUP, "no device comparison here");
+	uint32_t st = KG_DEV_IN_UNCHECKED;
+	int krc = kg_keeper_look(s->keeper, s->dev_slot, s->arena->used, delay_ms, &st, diff_off, e);
+	if (krc == -ETIMEDOUT && s->watched) {
+		kg_sb_kill(s->sb, KG_SB_END_TIMEOUT); /* as in a call: the device is held */
+		return kg_sess_ended(s);
+	}
+	if (krc)
+		return krc;
+	if (st == KG_DEV_IN_SAME)
+		return 0;
+	if (st == KG_DEV_IN_DIFFERS)
+		return 1;
+	return kg_err(e, -EPROTO, "kgate-device did not compare the arena");
+}
+
 int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t arg, struct kg_wire_reply *r,
 		    uint64_t *parent_ns, kg_error *e)
 {

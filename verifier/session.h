@@ -104,6 +104,11 @@ enum {
 int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, struct kg_arena *a, kg_error *e);
 /* Sends SETUP for the arena's current layout. */
 int kg_session_setup(struct kg_session *s, kg_error *e);
+/* With a keeper that compares on the device (KG_DEV_CAP_CMP): after delay_ms, is the device arena
+ * what the last call's START staged and its END snapshotted? 0 the same, 1 not (*diff_off: from
+ * which byte, to 8), KG_SESSION_ENDED (the device held past its deadline: killed), or a negative
+ * errno (no such keeper: -ENOTSUP). The runner's process stays stopped; nothing is copied. */
+int kg_session_look(struct kg_session *s, uint32_t delay_ms, uint64_t *diff_off, kg_error *e);
 /* One command; arg is SETTLE's delay in ms, RUN's entry (KG_ENTRY_*), 0 otherwise. *r gets the
  * reply; *parent_ns (optional) the parent's round-trip time. */
 int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t arg, struct kg_wire_reply *r,

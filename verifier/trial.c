@@ -14,6 +14,7 @@
 #include "verifier/dtype.h"
 #include "verifier/ends.h"
 #include "verifier/inputs.h"
+#include "verifier/parallel.h"
 #include "verifier/prng.h"
 #include "verifier/prof.h"
 #include "verifier/run.h"
@@ -464,16 +465,30 @@ int kg_run_check_outputs(struct kg_run *r, struct kg_view *v, enum kg_reason_cod
 
 /* Re-reads the outputs after a delay (and, on a device, a device-wide sync): what changed was
  * written after kg_forward returned. The outputs as they were at the return are put back, so the
- * other checks judge what the call itself delivered. */
+ * other checks judge what the call itself delivered. Where kgate-device compares on the device,
+ * it first looks whether anything at all changed since END (nothing is copied then, the usual
+ * case); only a change is re-read and located on the host. */
 static int async_check(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 {
 	const struct kg_arena *a = &r->ca;
 	kg_error e = {0};
-	uint64_t t0 = kg_now_ns();
-	for (int j = 0; j < a->n_out; j++)
-		memcpy(r->snap[j], kg_arena_ptr(a, a->n_in + j), a->slot[a->n_in + j].bytes);
+	uint64_t t0 = kg_now_ns(), diff_off = 0;
 	uint32_t delay = (uint32_t)r->plan->pol.async_delay_ms;
-	int rc = kg_session_call(&r->cs, KG_OP_SETTLE, delay, NULL, NULL, &e);
+	int looked = -1, rc = 0;
+	if (r->cs.keeper && (r->keeper.caps & KG_DEV_CAP_CMP)) {
+		looked = kg_session_look(&r->cs, delay, &diff_off, &e);
+		if (looked == 0) {
+			kg_prof_add(KG_PROF_SETTLE, t0);
+			return 0; /* as END left it: inputs, bands and outputs */
+		}
+		if (looked != 1)
+			rc = looked;
+		delay = 0; /* it waited already; what follows locates the change */
+	}
+	for (int j = 0; j < a->n_out && !rc; j++)
+		kg_parallel_copy(r->snap[j], kg_arena_ptr(a, a->n_in + j), a->slot[a->n_in + j].bytes);
+	if (!rc)
+		rc = kg_session_call(&r->cs, KG_OP_SETTLE, delay, NULL, NULL, &e);
 	if (rc == KG_SESSION_FAILED && r->plan->be->needs_gpu) {
 		trial_reason(r, KG_R_CHECK_ASYNC_ESCAPE, cls, seed,
 			     "the device failed while settling: \"%s\" (its runner's claim)", r->cs.msg);
@@ -487,10 +502,28 @@ static int async_check(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 	struct kg_view v;
 	struct kg_findings f = {0};
 	kg_run_view(r, &v);
-	int escaped = kg_check_unchanged(&v, (const void *const *)r->snap, delay, &f);
+	uint32_t shown = (uint32_t)r->plan->pol.async_delay_ms;
+	int escaped = kg_check_unchanged(&v, (const void *const *)r->snap, shown, &f);
+	int slot, side;
+	uint64_t pos;
+	if (looked == 1 && !escaped && kg_arena_where(a, diff_off, &slot, &side, &pos) == KG_ARENA_AT_TENSOR &&
+	    slot >= a->n_in) {
+		/* an output the device saw changed since END, put back before it was read again: the
+		 * change is the finding, wherever it went */
+		struct kg_finding *x = &f.f[f.n < KG_MAX_FINDINGS ? f.n++ : KG_MAX_FINDINGS - 1];
+		memset(x, 0, sizeof(*x));
+		x->code = KG_R_CHECK_ASYNC_ESCAPE;
+		x->slot = slot;
+		x->index = (int64_t)(pos / kg_dtype_size(a->slot[slot].dtype));
+		snprintf(x->msg, sizeof(x->msg),
+			 "output '%s' changed within %u ms after kg_forward returned (kgate-device saw it against its "
+			 "snapshot), and was put back: work escaped the call",
+			 r->names[slot], shown);
+		escaped = 1;
+	}
 	kg_run_record(r, &f, cls, seed, NULL);
 	for (int j = 0; j < a->n_out; j++)
-		memcpy(kg_arena_ptr(a, a->n_in + j), r->snap[j], a->slot[a->n_in + j].bytes);
+		kg_parallel_copy(kg_arena_ptr(a, a->n_in + j), r->snap[j], a->slot[a->n_in + j].bytes);
 	kg_prof_add(KG_PROF_SETTLE, t0);
 	return escaped;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "verifier/compare.h"
+#include "verifier/parallel.h"
 #include "verifier/prof.h"
 #include "verifier/run.h"
 
@@ -76,7 +77,7 @@ static int ref_finish(struct kg_run *r, int rc, const struct kg_call_result *res
 					kg_run_shape_str(r));
 			return -1;
 		}
-		memcpy(dst[j], kg_arena_ptr(a, s), a->slot[s].bytes);
+		kg_parallel_copy(dst[j], kg_arena_ptr(a, s), a->slot[s].bytes);
 	}
 	return 0;
 }

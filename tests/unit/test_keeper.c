@@ -3,7 +3,8 @@
  * then plays one with a host memfd as the "device" arena; and the real kgate-device, on a machine
  * without a driver, must fail its HELLO with a reason. What the fake does is chosen by the
  * command's fields: an ATTACH of 1 byte is answered with a stale reply first, a START of 7 bytes
- * ends the keeper, an END of 8000 bytes finds "the candidate" wrote byte 8 (an input). Its GEN
+ * ends the keeper, an END of 8000 bytes finds "the candidate" wrote byte 8 (an input), a SETTLE
+ * look after 7 ms finds it wrote byte 4101 (an output) after END. Its GEN
  * ranges run the generator's core on the host, as kgate-device's kernel runs it on the GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -120,8 +121,21 @@ static int fake_keeper(void)
 				from = k == c.in_hi ? c.in_hi : 0;
 			}
 			memcpy(host + from, dev + from, c.bytes - from);
+			memcpy(staged + c.out_lo, dev + c.out_lo, c.out_hi - c.out_lo); /* the snapshot */
 			r.t_ns = t + 500;
 			r.copy_ns = 20;
+			break;
+		}
+		case KG_DEV_SETTLE: { /* a look only; a delay of 7 ms lets "left-over work" write byte 4101 */
+			if (!c.look)
+				return 1;
+			if (c.delay_ms == 7)
+				dev[4101] ^= 0x10;
+			uint64_t k = 0;
+			while (k < c.bytes && dev[k] == staged[k])
+				k++;
+			r.in_state = k == c.bytes ? KG_DEV_IN_SAME : KG_DEV_IN_DIFFERS;
+			r.in_diff = k / 8 * 8;
 			break;
 		}
 		case KG_DEV_QUIT:
@@ -235,7 +249,19 @@ static void test_gen_and_compare(void **state)
 			assert_memory_equal(h, d, 8000);
 		}
 	}
-	/* a malformed draw is refused before anything is staged */
+	/* SETTLE's look: the arena as END snapshotted it, then changed after it */
+	uint64_t diff = 1;
+	assert_int_equal(kg_keeper_look(&k, slot, 8000, 1, &ins, &diff, &e), 0);
+	assert_int_equal(ins, KG_DEV_IN_DIFFERS); /* the input END saw changed is changed still */
+	assert_int_equal(diff, 8);
+	assert_int_equal(kg_keeper_begin(&k, slot, 8192, 1, &st, &t0, &e), 0);
+	assert_int_equal(kg_keeper_end(&k, slot, 8192, 4096, 6000, 4096, &t1, &copy, &ins, &e), 0);
+	assert_int_equal(kg_keeper_look(&k, slot, 8192, 1, &ins, &diff, &e), 0);
+	assert_int_equal(ins, KG_DEV_IN_SAME);
+	assert_int_equal(kg_keeper_look(&k, slot, 8192, 7, &ins, &diff, &e), 0);
+	assert_int_equal(ins, KG_DEV_IN_DIFFERS);
+	assert_int_equal(diff, 4096 + 5 / 8 * 8);
+		/* a malformed draw is refused before anything is staged */
 	st.range[0].gen.kind = KG_GEN_KIND_END_;
 	assert_int_not_equal(kg_keeper_begin(&k, slot, 8192, 1, &st, &t0, &e), 0);
 	munmap(d, 8192);
