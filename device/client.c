@@ -166,10 +166,10 @@ int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, cons
 }
 
 int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, uint64_t out_hi, uint64_t in_hi,
-		  uint64_t *t1, uint64_t *copy_ns, uint32_t *in_state, kg_error *e)
+		  int keep, uint64_t *t1, uint64_t *copy_ns, uint32_t *in_state, kg_error *e)
 {
-	struct kg_dev_cmd c = {.op = KG_DEV_END,     .slot = (uint32_t)slot, .bytes = bytes,
-			       .out_lo = out_lo,     .out_hi = out_hi,	     .in_hi = in_hi};
+	struct kg_dev_cmd c = {.op = KG_DEV_END, .slot = (uint32_t)slot, .bytes = bytes, .out_lo = out_lo,
+			       .out_hi = out_hi, .in_hi = in_hi, .keep = keep != 0};
 	struct kg_dev_reply r;
 	int rc = command(k, &c, -1, &r, NULL, e);
 	*t1 = rc ? 0 : r.t_ns;
@@ -187,6 +187,28 @@ int kg_keeper_settle(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay
 	int rc = command(k, &c, -1, &r, NULL, e);
 	*in_state = rc ? KG_DEV_IN_UNCHECKED : r.in_state;
 	return rc;
+}
+
+int kg_keeper_check(struct kg_keeper *k, int slot, int src_slot, const struct kg_dev_check *chk, int n,
+		    struct kg_dev_cmp *out, kg_error *e)
+{
+	if (n < 0 || n > KG_DEV_MAX_CHECKS)
+		return kg_err(e, -EINVAL, "%d checks (at most %d)", n, KG_DEV_MAX_CHECKS);
+	struct kg_dev_cmd c = {.op = KG_DEV_CHECK, .slot = (uint32_t)slot, .src_slot = (uint32_t)src_slot,
+			       .n_checks = (uint32_t)n};
+	memcpy(c.check, chk, (size_t)n * sizeof(*chk));
+	struct kg_dev_reply r;
+	int rc = command(k, &c, -1, &r, NULL, e);
+	if (!rc)
+		memcpy(out, r.cmp, (size_t)n * sizeof(*out));
+	return rc;
+}
+
+int kg_keeper_fetch(struct kg_keeper *k, int slot, size_t bytes, uint64_t lo, uint64_t hi, kg_error *e)
+{
+	struct kg_dev_cmd c = {.op = KG_DEV_FETCH, .slot = (uint32_t)slot, .bytes = bytes, .out_lo = lo, .out_hi = hi};
+	struct kg_dev_reply r;
+	return command(k, &c, -1, &r, NULL, e);
 }
 
 int kg_keeper_look(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay_ms, uint32_t *in_state, uint64_t *diff,

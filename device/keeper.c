@@ -22,6 +22,7 @@
 
 #include "kg_common.h"
 #include "kg_cudrv.h"
+#include "device/judge.h"
 #include "device/stage.h"
 #include "device/wire.h"
 
@@ -67,13 +68,24 @@ struct cu_api {
 /* device/kernels.cu as nvcc built it (device/fatbin.S); empty without nvcc */
 extern const unsigned char kg_device_fatbin[], kg_device_fatbin_end[];
 
-/* kernels.cu's kg_gen_fill argument, laid out as there */
+/* kernels.cu's kernel arguments, laid out as there */
 struct kg_gen_args {
 	struct kg_gen_tensor t;
 	uint32_t key[8];
 	CUdeviceptr z;
 	CUdeviceptr dst;
 };
+
+struct kg_judge_args {
+	struct kg_dev_check c;
+	CUdeviceptr got, exp, part;
+	unsigned long long len, rows, per;
+	int factor;
+};
+
+#define JUDGE_THREADS 128 /* kernels.cu's */
+#define JUDGE_MAX_PARTS 65536u /* partial results a check gives (rows grouped to fit) */
+#define JUDGE_CHUNK 16384u /* elements a block takes where there are no rows to fit */
 
 struct slot {
 	int used;
@@ -102,8 +114,9 @@ static struct {
 	/* the kernels (caps: KG_DEV_CAP_*), the generator's tables on the device, a word for
 	 * kg_first_diff's answer */
 	uint32_t caps;
-	void *module, *gen_fill, *first_diff;
-	CUdeviceptr zig, diff_word;
+	void *module, *gen_fill, *first_diff, *judge;
+	CUdeviceptr zig, diff_word, parts;
+	struct kg_dev_cmp *parts_host;
 	int sms;
 } k;
 
@@ -233,7 +246,12 @@ static uint32_t load_kernels(void)
 	k.cu.device_attr(&k.sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, k.dev);
 	if (k.sms <= 0)
 		k.sms = 16;
-	return KG_DEV_CAP_GEN | KG_DEV_CAP_CMP;
+	uint32_t caps = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP;
+	size_t pb = (size_t)JUDGE_MAX_PARTS * sizeof(struct kg_dev_cmp);
+	if (!k.cu.module_get_function(&k.judge, k.module, "kg_judge") && !k.cu.mem_alloc(&k.parts, pb) &&
+	    (k.parts_host = malloc(pb)))
+		caps |= KG_DEV_CAP_CHECK;
+	return caps;
 }
 
 static int init(struct kg_dev_reply *r)
@@ -479,8 +497,10 @@ static int inputs_compare(struct slot *s, const struct kg_dev_cmd *c, uint64_t h
 	return 0;
 }
 
-/* The host arena's [from, bytes) refreshed: from the mirror, outputs [lo, hi) from the snapshot. */
-static int download(struct slot *s, uint64_t bytes, uint64_t from, uint64_t lo, uint64_t hi, struct kg_dev_reply *r)
+/* The host arena's [from, bytes) refreshed: from the mirror, outputs [lo, hi) from the snapshot
+ * (unless keep: they stay on the device for CHECK). */
+static int download(struct slot *s, uint64_t bytes, uint64_t from, uint64_t lo, uint64_t hi, int keep,
+		    struct kg_dev_reply *r)
 {
 	if (lo < from)
 		lo = from;
@@ -488,7 +508,7 @@ static int download(struct slot *s, uint64_t bytes, uint64_t from, uint64_t lo, 
 		hi = lo;
 	if (lo > from)
 		CU_OK(k.cu.memcpy_dtoh_async(s->host + from, s->mirror + from, lo - from, k.stream), "download");
-	if (hi > lo)
+	if (hi > lo && !keep)
 		CU_OK(k.cu.memcpy_dtoh_async(s->host + lo, s->priv + lo, hi - lo, k.stream), "download (snapshot)");
 	if (bytes > hi)
 		CU_OK(k.cu.memcpy_dtoh_async(s->host + hi, s->mirror + hi, bytes - hi, k.stream), "download");
@@ -521,7 +541,7 @@ static int do_end(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	uint64_t from;
 	if (inputs_compare(s, c, c->in_hi, &from, r))
 		return r->status;
-	return download(s, c->bytes, from, lo, hi, r);
+	return download(s, c->bytes, from, lo, hi, c->keep != 0, r);
 }
 
 static int do_settle(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
@@ -537,7 +557,80 @@ static int do_settle(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 		return inputs_compare(s, c, c->bytes, &from, r);
 	if (inputs_compare(s, c, c->in_hi, &from, r))
 		return r->status;
-	return download(s, c->bytes, from, from, from, r);
+	return download(s, c->bytes, from, from, from, 0, r);
+}
+
+/* [off, off + bytes) inside what the slot's last END snapshotted */
+static int in_snapshot(const struct slot *s, uint64_t off, uint64_t bytes)
+{
+	return off >= s->snap_lo && bytes <= s->snap_hi - s->snap_lo && off - s->snap_lo <= s->snap_hi - s->snap_lo - bytes;
+}
+
+/* One check (wire.h) on the device: the kernel's partial results merged in order. */
+static int judge_one(struct slot *s, struct slot *ref, const struct kg_dev_check *c, struct kg_dev_cmp *out,
+		     struct kg_dev_reply *r)
+{
+	unsigned es = kg_gen_dtype_size(c->dtype);
+	uint64_t bytes = c->n * es;
+	kg_judge_init(out);
+	if (!kg_judge_valid(c) || !in_snapshot(s, c->off, bytes) ||
+	    (c->mode == KG_DEV_CHK_COMPARE && (!ref || !in_snapshot(ref, c->ref_off, bytes)))) {
+		snprintf(r->msg, sizeof(r->msg), "bad CHECK: not an output of the last snapshot");
+		return r->status = -EINVAL;
+	}
+	if (!c->n)
+		return 0;
+	int is_int = c->dtype == KG_GEN_I32 || c->dtype == KG_GEN_I64 || c->dtype == KG_GEN_U8;
+	struct kg_judge_args a = {.c = *c, .got = s->priv + c->off, .exp = ref ? ref->priv + c->ref_off : 0, .part = k.parts};
+	a.factor = c->mode == KG_DEV_CHK_COMPARE && c->row && !is_int;
+	a.len = a.factor ? c->row : JUDGE_CHUNK;
+	a.rows = (c->n + a.len - 1) / a.len;
+	a.per = (a.rows + JUDGE_MAX_PARTS - 1) / JUDGE_MAX_PARTS;
+	unsigned long long parts = (a.rows + a.per - 1) / a.per;
+	void *params[] = {&a};
+	CU_OK(k.cu.launch_kernel(k.judge, (unsigned)parts, 1, 1, JUDGE_THREADS, 1, 1, 0, k.stream, params, NULL),
+	      "judging an output on the device");
+	CU_OK(k.cu.memcpy_dtoh_async(k.parts_host, k.parts, parts * sizeof(struct kg_dev_cmp), k.stream),
+	      "judging an output on the device");
+	CU_OK(k.cu.stream_synchronize(k.stream), "judging an output on the device (sync)");
+	for (unsigned long long i = 0; i < parts; i++)
+		kg_judge_merge(out, &k.parts_host[i]);
+	return 0;
+}
+
+/* CHECK: the outputs of the slot's last call judged where they are, against the reference's
+ * (src_slot's) last ones: nothing of either crosses the bus but the figures. */
+static int do_check(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
+{
+	struct slot *s = slot_of(c, r);
+	if (!s)
+		return r->status;
+	if (!(k.caps & KG_DEV_CAP_CHECK) || c->n_checks > KG_DEV_MAX_CHECKS) {
+		snprintf(r->msg, sizeof(r->msg), !(k.caps & KG_DEV_CAP_CHECK) ? "this keeper has no kernels" : "bad CHECK");
+		return r->status = !(k.caps & KG_DEV_CAP_CHECK) ? -ENOTSUP : -EINVAL;
+	}
+	struct slot *ref = c->src_slot < KG_DEV_MAX_SLOTS && k.slot[c->src_slot].used && &k.slot[c->src_slot] != s
+				   ? &k.slot[c->src_slot]
+				   : NULL;
+	for (uint32_t i = 0; i < c->n_checks; i++)
+		if (judge_one(s, ref, &c->check[i], &r->cmp[i], r))
+			return r->status;
+	return 0;
+}
+
+/* FETCH: the snapshot's [out_lo, out_hi) into the host arena, for the host's own look. */
+static int do_fetch(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
+{
+	struct slot *s = slot_of(c, r);
+	if (!s)
+		return r->status;
+	if (c->out_hi <= c->out_lo || !in_snapshot(s, c->out_lo, c->out_hi - c->out_lo)) {
+		snprintf(r->msg, sizeof(r->msg), "bad FETCH: not within the last snapshot");
+		return r->status = -EINVAL;
+	}
+	CU_OK(k.cu.memcpy_dtoh_async(s->host + c->out_lo, s->priv + c->out_lo, c->out_hi - c->out_lo, k.stream), "fetch");
+	CU_OK(k.cu.stream_synchronize(k.stream), "fetch (sync)");
+	return 0;
 }
 
 /* A torn record reads as a short one: answered as malformed. */
@@ -583,6 +676,10 @@ int main(int argc, char **argv)
 			do_end(&c, &r);
 		} else if (c.op == KG_DEV_SETTLE) {
 			do_settle(&c, &r);
+		} else if (c.op == KG_DEV_CHECK) {
+			do_check(&c, &r);
+		} else if (c.op == KG_DEV_FETCH) {
+			do_fetch(&c, &r);
 		} else if (c.op == KG_DEV_QUIT) {
 			send_reply(ctl, &r, -1);
 			return 0;

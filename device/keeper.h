@@ -54,7 +54,15 @@ int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, cons
  * device with what START staged there, and left as it was in the host arena where it is the same;
  * *in_state says which (enum kg_dev_in_state). */
 int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, uint64_t out_hi, uint64_t in_hi,
-		  uint64_t *t1, uint64_t *copy_ns, uint32_t *in_state, kg_error *e);
+		  int keep, uint64_t *t1, uint64_t *copy_ns, uint32_t *in_state, kg_error *e);
+/* keep (END): the outputs stay in the snapshot, not copied to the host arena (CHECK judges them
+ * there, kg_keeper_fetch brings them). */
+/* CHECK (KG_DEV_CAP_CHECK): n outputs of slot's last snapshot judged on the device, against
+ * src_slot's last snapshot (COMPARE) or alone (STATS); out[i] gets check i's figures. */
+int kg_keeper_check(struct kg_keeper *k, int slot, int src_slot, const struct kg_dev_check *chk, int n,
+		    struct kg_dev_cmp *out, kg_error *e);
+/* FETCH: [lo, hi) of slot's last snapshot into its host arena. */
+int kg_keeper_fetch(struct kg_keeper *k, int slot, size_t bytes, uint64_t lo, uint64_t hi, kg_error *e);
 /* SETTLE: after delay_ms, the mirror's first `bytes` into the host arena as they are now (but for
  * [0, in_hi) where it is the same as staged, as END). */
 int kg_keeper_settle(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay_ms, uint64_t in_hi,

@@ -40,3 +40,83 @@ extern "C" __global__ void kg_first_diff(const unsigned long long *x, const unsi
 			return;
 		}
 }
+
+/* ---- outputs judged (device/judge.h): one block a run of rows, a partial result per block,
+ * merged in order by kgate-device ---- */
+#include "device/judge.h"
+
+#define JUDGE_THREADS 128
+
+struct kg_judge_args {
+	struct kg_dev_check c;
+	const void *got, *exp; /* COMPARE: the candidate's snapshot, the reference's; STATS: got */
+	struct kg_dev_cmp *part;
+	unsigned long long len, rows, per; /* elements a row, rows, rows a block */
+	int factor; /* fit each row's factor */
+};
+
+__device__ static void block_merge(struct kg_dev_cmp *sh, unsigned tid)
+{
+	__syncthreads();
+	for (unsigned s = JUDGE_THREADS / 2; s > 0; s >>= 1) {
+		if (tid < s)
+			kg_judge_merge(&sh[tid], &sh[tid + s]);
+		__syncthreads();
+	}
+}
+
+extern "C" __global__ void kg_judge(struct kg_judge_args a)
+{
+	__shared__ struct kg_dev_cmp sh[JUDGE_THREADS];
+	__shared__ double sgx[JUDGE_THREADS], sxx[JUDGE_THREADS];
+	unsigned tid = threadIdx.x, es = kg_gen_dtype_size(a.c.dtype);
+	uint64_t pw = kg_judge_poison_word(a.c.poison, es);
+	struct kg_dev_cmp p;
+	kg_judge_init(&p);
+	uint64_t r0 = (uint64_t)blockIdx.x * a.per, r1 = r0 + a.per < a.rows ? r0 + a.per : a.rows;
+	for (uint64_t row = r0; row < r1; row++) {
+		uint64_t lo = row * a.len, hi = lo + a.len < a.c.n ? lo + a.len : a.c.n;
+		if (a.c.mode == KG_DEV_CHK_STATS) {
+			for (uint64_t i = lo + tid; i < hi; i += JUDGE_THREADS)
+				kg_judge_stat(&p, &a.c, kg_judge_load(a.got, a.c.dtype, i), kg_judge_bits(a.got, es, i), (int64_t)i);
+			continue;
+		}
+		double f = 1.0;
+		if (a.factor) {
+			double gx = 0, xx = 0;
+			for (uint64_t i = lo + tid; i < hi; i += JUDGE_THREADS) {
+				double g = kg_judge_load(a.got, a.c.dtype, i), x = kg_judge_load(a.exp, a.c.dtype, i);
+				if (kg_judge_finite(g) && kg_judge_finite(x)) {
+					gx += g * x;
+					xx += x * x;
+				}
+			}
+			sgx[tid] = gx;
+			sxx[tid] = xx;
+			__syncthreads();
+			for (unsigned s = JUDGE_THREADS / 2; s > 0; s >>= 1) {
+				if (tid < s) {
+					sgx[tid] += sgx[tid + s];
+					sxx[tid] += sxx[tid + s];
+				}
+				__syncthreads();
+			}
+			f = kg_judge_factor(sgx[0], sxx[0], a.c.cap);
+			__syncthreads();
+			double d = f - 1.0 < 0 ? 1.0 - f : f - 1.0;
+			if (d > p.factor_max)
+				p.factor_max = d;
+		}
+		for (uint64_t i = lo + tid; i < hi; i += JUDGE_THREADS) {
+			kg_judge_elem(&p, kg_judge_load(a.got, a.c.dtype, i), kg_judge_load(a.exp, a.c.dtype, i), (int64_t)i, f,
+				      a.c.atol, a.c.rtol);
+			if (kg_judge_bits(a.got, es, i) == pw && kg_judge_bits(a.exp, es, i) != pw &&
+			    (p.first_unwritten < 0 || (int64_t)i < p.first_unwritten))
+				p.first_unwritten = (int64_t)i;
+		}
+	}
+	sh[tid] = p;
+	block_merge(sh, tid);
+	if (tid == 0)
+		a.part[blockIdx.x] = sh[0];
+}

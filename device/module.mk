@@ -9,11 +9,11 @@ $(DEVICE_LIB): $(DEVICE_SRCS:%.c=$(BUILD)/%.o)
 # kgate then stages from the host. No FMA contraction nor flushed denormals: the generator's core
 # must give the host's bits (common/kg_gen.h). SASS for Ampere and Hopper, PTX for what follows.
 NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
-KG_NVCC_FLAGS := -fatbin -O3 -fmad=false -ftz=false -prec-div=true -prec-sqrt=true -Icommon \
+KG_NVCC_FLAGS := -fatbin -O3 -fmad=false -ftz=false -prec-div=true -prec-sqrt=true -Icommon -I. \
 	-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90
 ifneq ($(NVCC),)
-$(BUILD)/device/kernels.fatbin: device/kernels.cu common/kg_gen.h
+$(BUILD)/device/kernels.fatbin: device/kernels.cu common/kg_gen.h device/judge.h device/wire.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(KG_NVCC_FLAGS) -o $@ $<
 $(BUILD)/device/fatbin.o: device/fatbin.S $(BUILD)/device/kernels.fatbin

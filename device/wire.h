@@ -12,6 +12,7 @@
 #define KG_DEV_CTL_FD 3 /* the keeper's end, where it finds it at start */
 #define KG_DEV_MAX_SLOTS 4 /* device arenas one keeper holds: a reference's and a candidate's */
 #define KG_DEV_MAX_RANGES 16 /* START's tensors staged from elsewhere than the host arena */
+#define KG_DEV_MAX_CHECKS 8 /* CHECK's outputs judged at once */
 
 /* How START stages one range of the arena instead of copying it over the bus from the host arena:
  * a poisoned output is a pattern the device writes itself (a gigabyte the host need not write nor
@@ -35,6 +36,38 @@ struct kg_dev_range {
 /* HELLO's caps: what the keeper's own kernels (device/kernels.cu) let it do */
 #define KG_DEV_CAP_GEN 1u /* START's GEN ranges */
 #define KG_DEV_CAP_CMP 2u /* END's and SETTLE's in_hi: the inputs compared on the device */
+#define KG_DEV_CAP_CHECK 4u /* CHECK and FETCH: outputs judged on the device */
+
+/* One output CHECK judges, in the snapshots END left in private memory: the candidate's (slot)
+ * against the reference's (src_slot) as verifier/compare.c does (COMPARE), or the reference's
+ * alone (STATS). */
+enum kg_dev_check_mode {
+	KG_DEV_CHK_COMPARE = 1,
+	KG_DEV_CHK_STATS,
+};
+
+struct kg_dev_check {
+	uint64_t off, ref_off, n; /* the output in each arena, elements of dtype */
+	uint64_t poison; /* COMPARE: the candidate's pattern (unwritten); STATS: the reference's */
+	uint64_t row; /* COMPARE: factor: row's length (0: none) */
+	double atol, rtol, cap; /* COMPARE: the trial's bound; cap: the row factor's */
+	double c[2]; /* STATS with near: count the elements not within atol/rtol of c[0], of c[1] */
+	uint32_t dtype, mode;
+	uint32_t near, pad;
+};
+
+/* What CHECK found for one output: compare.h's struct kg_cmp before its normwise figures (the sums
+ * added in another order than the host's: their last bits may differ), and the first unwritten
+ * element; for STATS, the finite elements' sum and sum of squares and count, the first element
+ * holding the poison, and the counts not near c[0], c[1]. */
+struct kg_dev_cmp {
+	int64_t n, n_bad, n_nan, n_inf, first_bad, first_nan;
+	int64_t max_abs_idx, max_rel_idx, tol_used_idx, first_unwritten;
+	double first_bad_got, first_bad_exp, max_abs_err, max_abs_got, max_abs_exp, max_rel_err;
+	double err_sq, ref_sq, res_sq, factor_max, tol_used;
+	double sum, sum_sq;
+	int64_t n_finite, first_poison, far[2];
+};
 
 /* END's and SETTLE's verdict on [0, in_hi) (reply's in_state) */
 enum kg_dev_in_state {
@@ -62,6 +95,10 @@ enum kg_dev_op {
 	/* after delay_ms, the mirror's first `bytes` as they are now (what work left running wrote) */
 	KG_DEV_SETTLE,
 	KG_DEV_QUIT,
+	/* after END: checks[] judged on the device (KG_DEV_CAP_CHECK), one kg_dev_cmp each */
+	KG_DEV_CHECK,
+	/* [out_lo, out_hi) of the slot's snapshot into its host arena (what END's keep left there) */
+	KG_DEV_FETCH,
 };
 
 struct kg_dev_cmd {
@@ -83,8 +120,13 @@ struct kg_dev_cmd {
 	/* SETTLE: 1: after delay_ms, the whole [0, bytes) compared with what START staged and END
 	 * snapshotted (in_state, in_diff), and nothing copied to the host arena */
 	uint32_t look;
-	uint32_t pad;
+	/* END: 1: the outputs stay in the snapshot, [out_lo, out_hi) not copied to the host arena
+	 * (CHECK judges them there; FETCH brings them when needed) */
+	uint32_t keep;
 	struct kg_dev_range range[KG_DEV_MAX_RANGES];
+	uint32_t n_checks; /* CHECK */
+	uint32_t pad2;
+	struct kg_dev_check check[KG_DEV_MAX_CHECKS];
 };
 
 struct kg_dev_reply {
@@ -102,11 +144,12 @@ struct kg_dev_reply {
 	uint32_t in_state; /* END, SETTLE: enum kg_dev_in_state */
 	uint64_t in_diff; /* END, SETTLE: the first differing byte's offset (to 8 bytes) */
 	char msg[300];
+	struct kg_dev_cmp cmp[KG_DEV_MAX_CHECKS]; /* CHECK */
 };
 
 static inline const char *kg_dev_op_name(uint32_t op)
 {
-	static const char *const names[] = {"?", "HELLO", "ATTACH", "START", "END", "SETTLE", "QUIT"};
+	static const char *const names[] = {"?", "HELLO", "ATTACH", "START", "END", "SETTLE", "QUIT", "CHECK", "FETCH"};
 	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "an unknown command";
 }
 

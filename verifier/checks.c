@@ -98,7 +98,7 @@ int kg_check_unwritten(const struct kg_view *v, struct kg_findings *out)
 {
 	int n = 0;
 	const struct kg_arena *a = v->arena;
-	for (int j = 0; j < a->n_out; j++) {
+	for (int j = 0; j < a->n_out && !v->outputs_judged; j++) {
 		int s = a->n_in + j;
 		int64_t idx = kg_arena_unwritten(a, s, v->ref ? v->ref[j] : NULL);
 		if (idx < 0)
@@ -115,7 +115,7 @@ int kg_check_outputs(const struct kg_view *v, enum kg_reason_code code, struct k
 {
 	int n = 0;
 	const struct kg_arena *a = v->arena;
-	for (int j = 0; j < a->n_out; j++) {
+	for (int j = 0; j < a->n_out && !v->outputs_judged; j++) {
 		int s = a->n_in + j;
 		const struct kg_arena_slot *sl = &a->slot[s];
 		struct kg_cmp local = {0}, *cmp = v->cmp ? &v->cmp[j] : &local;

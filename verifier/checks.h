@@ -25,6 +25,10 @@ struct kg_view {
 	/* Per input, optional: what tells its contents apart, in place of hashing shadow
 	 * (kg_check_shortcuts; inputs drawn on the device, which the host never holds) */
 	const uint64_t *input_ids;
+	/* kgate-device judged every output and found each written and within its tolerance (cmp
+	 * holds its figures): kg_check_unwritten and kg_check_outputs have nothing to do, and ref may
+	 * not be on the host at all */
+	int outputs_judged;
 };
 
 struct kg_finding {

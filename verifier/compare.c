@@ -426,7 +426,7 @@ static double normwise(double err_sq, double ref_sq)
 	return ref_sq > 0 ? sqrt(err_sq / ref_sq) : err_sq > 0 ? INFINITY : 0;
 }
 
-static void finish(struct kg_cmp *r)
+void kg_cmp_finish(struct kg_cmp *r)
 {
 	r->normwise_err = normwise(r->err_sq, r->ref_sq);
 	r->normwise_res = normwise(r->res_sq, r->ref_sq);
@@ -456,7 +456,7 @@ int kg_compare(const void *got, const void *exp, kg_dtype dt, size_t n, const st
 		else
 			compare_range(got, exp, dt, 0, n, tol, 1.0, &one.part[0]);
 		*r = one.part[0];
-		finish(r);
+		kg_cmp_finish(r);
 		return r->n_bad ? 1 : 0;
 	}
 	*j = (struct cmp_job){.got = got, .exp = exp, .dt = dt, .tol = tol};
@@ -465,7 +465,7 @@ int kg_compare(const void *got, const void *exp, kg_dtype dt, size_t n, const st
 	init_cmp(r);
 	for (int i = 0; i < parts; i++)
 		merge(r, &j->part[i]);
-	finish(r);
+	kg_cmp_finish(r);
 	free(j);
 	return r->n_bad ? 1 : 0;
 }

@@ -141,6 +141,10 @@ double kg_effective_bits(double normwise_err);
  * each row's factor. */
 int kg_compare(const void *got, const void *exp, kg_dtype dt, size_t n, const struct kg_tol *tol, struct kg_cmp *r);
 
+/* The norm-wise figures and effective bits from r's sums (what kg_compare ends with; for figures
+ * summed elsewhere, kgate-device's). */
+void kg_cmp_finish(struct kg_cmp *r);
+
 /* "[3, 17]" for a flat row-major index. */
 void kg_index_str(int64_t flat, const int64_t *shape, int ndim, char *out, size_t outsz);
 

@@ -17,6 +17,7 @@
 	XX(CAND_RUN, "candidate: RUN round trip")                                                           \
 	XX(CAND_END, "candidate: snapshot, outputs back (keeper END / DOWNLOAD), process stopped")          \
 	XX(SETTLE, "async check: settle, re-read, compare")                                                 \
+	XX(JUDGE, "outputs judged on the device (keeper CHECK)")                                            \
 	XX(CHECKS, "checks after the call (bands, inputs, unwritten, outputs, shortcuts)")
 
 enum kg_prof_step {

@@ -157,6 +157,11 @@ void kg_run_start_sessions(struct kg_run *r)
 	const char *host_inputs = getenv("KGATE_HOST_INPUTS");
 	r->dev_gen = !rc && r->rs.keeper && r->cs.keeper && (r->keeper.caps & both) == both &&
 		     !(host_inputs && *host_inputs == '1');
+	/* and the outputs judged there (the reference's never leave the device then), unless
+	 * KGATE_HOST_CHECKS=1 */
+	const char *host_checks = getenv("KGATE_HOST_CHECKS");
+	r->dev_check = r->dev_gen && (r->keeper.caps & KG_DEV_CAP_CHECK) && p->task.n_outputs <= KG_DEV_MAX_CHECKS &&
+		       !(host_checks && *host_checks == '1');
 	r->cs.call_timeout_s = 30; /* copies and settling; RUN has its own deadline */
 	char layers[256];
 	kg_sb_layers_str(kg_sb_layers_active(r->cs.sb ? r->cs.sb : r->rs.sb), layers, sizeof(layers));

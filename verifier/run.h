@@ -45,10 +45,17 @@ struct kg_run {
 		uint64_t seed;
 		pthread_t th;
 		int rc;
+		int kept; /* its outputs stay on the device (dev_check) */
 		struct kg_call_result res;
 		kg_error e;
 	} ahead;
 	void *refout[KG_RUN_MAX_T]; /* the reference's outputs of the current trial */
+	/* With kgate-device's checks (dev_check), the reference's outputs stay in its snapshot on the
+	 * device: refout holds them only once fetched (refout_host), for a check the device left to
+	 * the host; ref_stats are the device's figures of them (finite sum, sum of squares, count) */
+	int dev_check, refout_host;
+	int judged; /* the current candidate call's outputs were judged on the device */
+	struct kg_dev_cmp ref_stats[KG_RUN_MAX_T];
 	void *snap[KG_RUN_MAX_T]; /* outputs as the call returned them (async check) */
 	void *terms[KG_RUN_MAX_T]; /* per output with `terms: abs_inputs`: the reference on |inputs| */
 	struct kg_tol tol[KG_RUN_MAX_T]; /* this trial's tolerance per output */
@@ -129,6 +136,13 @@ void kg_run_load_inputs_from(struct kg_run *r, struct kg_arena *a, void *const *
 void *const *kg_run_host_inputs(struct kg_run *r, void *const *src);
 /* src's draw where the device is to make it (dev_gen, not on the host), else NULL: load src. */
 const struct kg_call_draw *kg_run_device_draw(struct kg_run *r, void *const *src);
+/* The reference's outputs of this trial in refout (fetched from the device if they were left
+ * there); 0, or -1 after recording an internal error. Before the look-ahead's next call. */
+int kg_run_refout_host(struct kg_run *r);
+/* After a candidate's call that returned: its outputs judged on the device against the
+ * reference's (dev_check). 1: every output written and within tolerance, r->cmp filled; 0: the
+ * host is to judge (refout fetched for it); -1 after recording an internal error. */
+int kg_run_device_judge(struct kg_run *r);
 /* Before the checks of a candidate's call: v told whether the device found its inputs as staged,
  * and the host's copy of them drawn if the checks will read them. */
 void kg_run_view_inputs(struct kg_run *r, struct kg_view *v);

@@ -133,6 +133,9 @@ struct kg_call {
 	/* With kgate-device (KG_DEV_CAP_GEN) and inputs_from 0: the inputs drawn on the device, the
 	 * arena's input slots from these draws under key; NULL: from the host arena */
 	const struct kg_call_draw *draw;
+	/* With kgate-device: the outputs stay on the device at END (KG_DEV_CAP_CHECK judges them
+	 * there); the host arena does not get them */
+	int keep;
 	/* Host backends: probe_ns after RUN is sent, if no reply came yet, the process is stopped,
 	 * probe runs on its memory as it is mid-call, and it resumes (0: no probe). What it finds is
 	 * the caller's; the stop costs the process no CPU time. */

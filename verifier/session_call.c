@@ -259,7 +259,7 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	if (rc == KG_SESSION_OK) {
 		r->step = "download";
 		uint32_t ins = KG_DEV_IN_UNCHECKED;
-		krc = kg_keeper_end(s->keeper, s->dev_slot, bytes, lo, hi, kg_sess_in_hi(s), &t1, &r->copy_ns, &ins, e);
+		krc = kg_keeper_end(s->keeper, s->dev_slot, bytes, lo, hi, kg_sess_in_hi(s), c->keep, &t1, &r->copy_ns, &ins, e);
 		s->inputs_same = !krc && ins == KG_DEV_IN_SAME;
 	}
 	rc = held_after_run(s, rc);

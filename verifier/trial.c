@@ -365,6 +365,109 @@ void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint
 	}
 }
 
+static void cmp_from_device(const struct kg_dev_cmp *d, struct kg_cmp *c)
+{
+	*c = (struct kg_cmp){
+		.n = d->n,
+		.n_bad = d->n_bad,
+		.n_nan = d->n_nan,
+		.n_inf = d->n_inf,
+		.first_bad = d->first_bad,
+		.first_bad_got = d->first_bad_got,
+		.first_bad_exp = d->first_bad_exp,
+		.first_nan = d->first_nan,
+		.max_abs_idx = d->max_abs_idx,
+		.max_abs_err = d->max_abs_err,
+		.max_abs_got = d->max_abs_got,
+		.max_abs_exp = d->max_abs_exp,
+		.max_rel_idx = d->max_rel_idx,
+		.max_rel_err = d->max_rel_err,
+		.err_sq = d->err_sq,
+		.ref_sq = d->ref_sq,
+		.res_sq = d->res_sq,
+		.factor_max = d->factor_max,
+		.tol_used = d->tol_used,
+		.tol_used_idx = d->tol_used_idx,
+	};
+	kg_cmp_finish(c);
+}
+
+int kg_run_device_judge(struct kg_run *r)
+{
+	const struct kg_arena *a = &r->ca;
+	struct kg_dev_check chk[KG_DEV_MAX_CHECKS];
+	struct kg_dev_cmp out[KG_DEV_MAX_CHECKS];
+	r->judged = 0;
+	if (r->refout_host || !r->dev_check || a->n_out > KG_DEV_MAX_CHECKS)
+		return r->refout_host || !r->dev_check ? 0 : kg_run_refout_host(r);
+	for (int j = 0; j < a->n_out; j++) {
+		const struct kg_arena_slot *sl = &a->slot[a->n_in + j], *rl = &r->ra.slot[a->n_in + j];
+		const struct kg_tol *t = &r->tol[j];
+		if (t->terms || rl->numel != sl->numel || rl->dtype != sl->dtype) /* per-element terms: the host's */
+			return kg_run_refout_host(r);
+		/* compare.c fits row factors only where whole rows of a float tensor */
+		int rows = t->factor_row > 0 && kg_dtype_is_float(sl->dtype) && sl->numel % t->factor_row == 0;
+		chk[j] = (struct kg_dev_check){.off = sl->off,
+					       .ref_off = rl->off,
+					       .n = (uint64_t)sl->numel,
+					       .poison = sl->poison,
+					       .row = rows ? (uint64_t)t->factor_row : 0,
+					       .atol = t->atol,
+					       .rtol = t->rtol,
+					       .cap = t->factor_cap,
+					       .dtype = (uint32_t)sl->dtype,
+					       .mode = KG_DEV_CHK_COMPARE};
+	}
+	uint64_t t0 = kg_now_ns();
+	kg_error e = {0};
+	if (kg_keeper_check(&r->keeper, r->cs.dev_slot, r->rs.dev_slot, chk, a->n_out, out, &e)) {
+		kg_run_internal(r, "judging the candidate's outputs on the device (%s): %s", kg_run_shape_str(r), e.msg);
+		return -1;
+	}
+	kg_prof_add(KG_PROF_JUDGE, t0);
+	for (int j = 0; j < a->n_out; j++)
+		if (out[j].n_bad || out[j].first_unwritten >= 0) /* the host says which, and how */
+			return kg_run_refout_host(r);
+	for (int j = 0; j < a->n_out; j++)
+		cmp_from_device(&out[j], &r->cmp[j]);
+	r->judged = 1;
+	return 1;
+}
+
+/* Whether the reference's output is near-constant under this trial's tolerance (checks.c's
+ * kg_check_degenerate), on the device where the outputs stayed there: the distance of every
+ * element from 0 and from the mean of the finite ones. */
+static int degenerate(struct kg_run *r, const struct kg_view *v)
+{
+	if (r->refout_host)
+		return kg_check_degenerate(v);
+	const struct kg_arena *a = &r->ra;
+	struct kg_dev_check chk[KG_DEV_MAX_CHECKS];
+	struct kg_dev_cmp out[KG_DEV_MAX_CHECKS];
+	for (int j = 0; j < a->n_out && j < KG_DEV_MAX_CHECKS; j++) {
+		const struct kg_arena_slot *sl = &a->slot[a->n_in + j];
+		const struct kg_dev_cmp *st = &r->ref_stats[j];
+		chk[j] = (struct kg_dev_check){.off = sl->off,
+					       .n = (uint64_t)sl->numel,
+					       .poison = sl->poison,
+					       .atol = r->tol[j].atol,
+					       .rtol = r->tol[j].rtol,
+					       .c = {0.0, st->n_finite ? st->sum / (double)st->n_finite : 0.0},
+					       .dtype = (uint32_t)sl->dtype,
+					       .mode = KG_DEV_CHK_STATS,
+					       .near = 1};
+	}
+	kg_error e = {0};
+	if (kg_keeper_check(&r->keeper, r->rs.dev_slot, -1, chk, a->n_out, out, &e)) {
+		kg_run_internal(r, "judging the reference's outputs on the device (%s): %s", kg_run_shape_str(r), e.msg);
+		return 0;
+	}
+	for (int j = 0; j < a->n_out; j++)
+		if (!out[j].far[0] || !out[j].far[1])
+			return 1; /* one output a constant passes is enough */
+	return 0;
+}
+
 void kg_run_view(struct kg_run *r, struct kg_view *v)
 {
 	*v = (struct kg_view){
@@ -586,7 +689,7 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	kg_run_view(r, &v);
 	if (first_of_class) {
 		r->n_class_checks++;
-		if (kg_check_degenerate(&v)) {
+		if (degenerate(r, &v)) {
 			r->degenerate_mask |= 1u << cls;
 			r->n_degenerate++;
 		}
@@ -602,6 +705,11 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 		return;
 	if (with_async && c.ok && (async_check(r, cls, seed) || r->cand_dead))
 		return;
+	/* before the look-ahead's call, which overwrites the device's copy of the reference's outputs */
+	int judged = c.ok ? kg_run_device_judge(r) : kg_run_refout_host(r);
+	if (judged < 0)
+		return;
+	v.outputs_judged = judged;
 	if (next)
 		kg_run_ahead_start(r, next->cls, next->seed);
 	uint64_t t0 = kg_now_ns();

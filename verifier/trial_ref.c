@@ -2,6 +2,7 @@
  * reading what it left) so that the middle one can run on a thread of its own, the look-ahead that
  * runs the next trial's reference call beside this trial's checks, and the tolerances each call's
  * outputs give (compare.h). Timed like the candidate where a device keeper holds the clock. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +40,9 @@ static void ref_expose(void *arg)
 	r->ref_staged_draw = r->ref_src == r->shadow ? r->shadow_draw : r->ref_src == r->shadow_next ? r->shadow_next_draw : 0;
 }
 
-/* entry: KG_ENTRY_FORWARD, or KG_ENTRY_TERMS (the reference's kg_error_terms) */
-static int ref_exec(struct kg_run *r, int flush, uint32_t entry, struct kg_call_result *res, kg_error *e)
+/* entry: KG_ENTRY_FORWARD, or KG_ENTRY_TERMS (the reference's kg_error_terms); keep: its outputs
+ * stay on the device (dev_check), judged there */
+static int ref_exec(struct kg_run *r, int flush, uint32_t entry, int keep, struct kg_call_result *res, kg_error *e)
 {
 	/* the trusted reference may take as long as the policy lets a run session live: a CPU
 	 * reference at a nominal shape (matmul N=4096) runs past a fixed minute */
@@ -49,12 +51,66 @@ static int ref_exec(struct kg_run *r, int flush, uint32_t entry, struct kg_call_
 	const struct kg_call_draw *d = r->ref_src && r->rs.keeper ? kg_run_device_draw(r, r->ref_src) : NULL;
 	return kg_session_run_call(&r->rs,
 				   &(struct kg_call){.flush = flush, .run_timeout_s = ref_s, .entry = entry,
-						     .expose = ref_expose, .expose_arg = r, .draw = d},
+						     .expose = ref_expose, .expose_arg = r, .draw = d, .keep = keep},
 				   res, e);
 }
 
+/* What the device found of the reference's outputs left there (kept): poison, and the figures
+ * the tolerances take (ref_stats); 0, or -1 after recording an internal error. */
+static int ref_stats(struct kg_run *r, const char *what)
+{
+	const struct kg_plan *p = r->plan;
+	const struct kg_arena *a = &r->ra;
+	struct kg_dev_check chk[KG_DEV_MAX_CHECKS];
+	kg_error e = {0};
+	if (p->task.n_outputs > KG_DEV_MAX_CHECKS) /* dev_check is off for such tasks (run.c) */
+		return -1;
+	for (int j = 0; j < p->task.n_outputs; j++) {
+		const struct kg_arena_slot *sl = &a->slot[p->task.n_inputs + j];
+		chk[j] = (struct kg_dev_check){.off = sl->off, .n = (uint64_t)sl->numel, .poison = sl->poison,
+					       .dtype = (uint32_t)sl->dtype, .mode = KG_DEV_CHK_STATS};
+	}
+	if (kg_keeper_check(&r->keeper, r->rs.dev_slot, -1, chk, p->task.n_outputs, r->ref_stats, &e)) {
+		kg_run_internal(r, "judging the reference%s's outputs on the device (%s): %s", what, kg_run_shape_str(r), e.msg);
+		return -1;
+	}
+	for (int j = 0; j < p->task.n_outputs; j++)
+		if (r->ref_stats[j].first_poison >= 0) {
+			kg_run_internal(r, "the reference%s left output '%s' partly unwritten (%s)", what,
+					r->names[p->task.n_inputs + j], kg_run_shape_str(r));
+			return -1;
+		}
+	r->refout_host = 0;
+	return 0;
+}
+
+int kg_run_refout_host(struct kg_run *r)
+{
+	const struct kg_plan *p = r->plan;
+	struct kg_arena *a = &r->ra;
+	if (r->refout_host)
+		return 0;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (int j = 0; j < p->task.n_outputs; j++) {
+		const struct kg_arena_slot *sl = &a->slot[p->task.n_inputs + j];
+		lo = sl->off < lo ? sl->off : lo;
+		hi = sl->off + sl->bytes > hi ? sl->off + sl->bytes : hi;
+	}
+	kg_error e = {0};
+	if (hi > lo && kg_keeper_fetch(&r->keeper, r->rs.dev_slot, a->used, lo, hi, &e)) {
+		kg_run_internal(r, "fetching the reference's outputs from the device (%s): %s", kg_run_shape_str(r), e.msg);
+		return -1;
+	}
+	for (int j = 0; j < p->task.n_outputs; j++) {
+		int s = p->task.n_inputs + j;
+		kg_parallel_copy(r->refout[j], kg_arena_ptr(a, s), a->slot[s].bytes);
+	}
+	r->refout_host = 1;
+	return 0;
+}
+
 static int ref_finish(struct kg_run *r, int rc, const struct kg_call_result *res, const kg_error *e,
-		      const char *what, void *const *dst)
+		      const char *what, void *const *dst, int kept)
 {
 	const struct kg_plan *p = r->plan;
 	struct kg_arena *a = &r->ra;
@@ -68,6 +124,10 @@ static int ref_finish(struct kg_run *r, int rc, const struct kg_call_result *res
 		kg_run_internal(r, "the reference%s returned %d (%s)", what, res->ret, kg_run_shape_str(r));
 		return -1;
 	}
+	if (kept)
+		return ref_stats(r, what);
+	if (dst == r->refout)
+		r->refout_host = 1;
 	for (int j = 0; j < p->task.n_outputs; j++) {
 		int s = p->task.n_inputs + j;
 		if (!dst[j])
@@ -86,12 +146,16 @@ int kg_run_ref_call(struct kg_run *r, int flush, uint32_t entry, const char *wha
 		    struct kg_call_result *res)
 {
 	kg_error e = {0};
+	/* a call into other buffers (the terms) overwrites the device's copy of this trial's outputs */
+	if (dst != r->refout && r->dev_check && kg_run_refout_host(r))
+		return -1;
+	int keep = r->dev_check && entry == KG_ENTRY_FORWARD && dst == r->refout;
 	uint64_t t = kg_now_ns();
 	ref_prepare(r);
 	t = kg_prof_add(KG_PROF_REF_PREP, t);
-	int rc = ref_exec(r, flush, entry, res, &e);
+	int rc = ref_exec(r, flush, entry, keep, res, &e);
 	t = kg_prof_add(KG_PROF_REF_CALL, t);
-	rc = ref_finish(r, rc, res, &e, what, dst);
+	rc = ref_finish(r, rc, res, &e, what, dst, keep);
 	kg_prof_add(KG_PROF_REF_READ, t);
 	return rc;
 }
@@ -134,9 +198,11 @@ static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, ui
 			kg_run_internal(r, "output '%s': %s", r->names[s], re.msg); /* checked when the task loaded */
 			return -1;
 		}
-		double rms = m.rms > 0 || kg_tol_growth(&m, a->slot[s].dtype, nred) > 0
-				     ? kg_rms(r->refout[j], a->slot[s].dtype, (size_t)a->slot[s].numel)
-				     : 0;
+		const struct kg_dev_cmp *st = &r->ref_stats[j];
+		double rms = !(m.rms > 0 || kg_tol_growth(&m, a->slot[s].dtype, nred) > 0) ? 0
+			     : r->refout_host ? kg_rms(r->refout[j], a->slot[s].dtype, (size_t)a->slot[s].numel)
+			     : st->n_finite ? sqrt(st->sum_sq / (double)st->n_finite)
+					    : 0;
 		kg_tol_resolve(&m, a->slot[s].dtype, nred, rms, &r->tol[j]);
 	}
 	*ns = res->child_ns;
@@ -158,7 +224,7 @@ static void *ahead_main(void *arg)
 {
 	struct kg_run *r = arg;
 	uint64_t t = kg_now_ns();
-	r->ahead.rc = ref_exec(r, 0, KG_ENTRY_FORWARD, &r->ahead.res, &r->ahead.e);
+	r->ahead.rc = ref_exec(r, 0, KG_ENTRY_FORWARD, r->ahead.kept, &r->ahead.res, &r->ahead.e);
 	kg_prof_add(KG_PROF_REF_AHEAD, t);
 	return NULL;
 }
@@ -171,6 +237,10 @@ void kg_run_ahead_start(struct kg_run *r, enum kg_input_class cls, uint64_t seed
 {
 	if (!r->shadow_next[0] || r->ahead.active || r->ahead.ready)
 		return;
+	/* its call overwrites the device's copy of this trial's reference outputs: a check that has
+	 * not had them on the device gets them on the host first */
+	if (r->dev_check && !r->refout_host && !r->judged && kg_run_refout_host(r))
+		return;
 	kg_run_gen_into(r, r->shadow_next, cls, seed);
 	r->ref_src = r->shadow_next; /* written by the call, on the thread */
 	uint64_t t = kg_now_ns();
@@ -178,6 +248,7 @@ void kg_run_ahead_start(struct kg_run *r, enum kg_input_class cls, uint64_t seed
 	kg_prof_add(KG_PROF_REF_PREP, t);
 	r->ahead.cls = cls;
 	r->ahead.seed = seed;
+	r->ahead.kept = r->dev_check;
 	memset(&r->ahead.e, 0, sizeof(r->ahead.e));
 	r->ahead.ready = 1;
 	if (pthread_create(&r->ahead.th, NULL, ahead_main, r))
@@ -225,7 +296,7 @@ int kg_run_ahead_take(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	r->shadow_next_gen = g;
 	memset(&g, 0, sizeof(g));
 	uint64_t t = kg_now_ns();
-	int rc = ref_finish(r, r->ahead.rc, &r->ahead.res, &r->ahead.e, "", r->refout) ? -1
+	int rc = ref_finish(r, r->ahead.rc, &r->ahead.res, &r->ahead.e, "", r->refout, r->ahead.kept) ? -1
 												: ref_tolerances(r, &r->ahead.res, ns);
 	kg_prof_add(KG_PROF_REF_READ, t);
 	return rc;

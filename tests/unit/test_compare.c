@@ -1,6 +1,8 @@
 /* Unit tests of the tolerance model and comparison (its NaN/Inf rules, the norm-wise error, the
  * growth term against real fp32 rounding noise and against the shortcuts it must still catch),
- * and of the arena's canaries and poison, which decide check.canary and check.unwritten_output. */
+ * of the arena's canaries and poison, which decide check.canary and check.unwritten_output, and of
+ * device/judge.h, the same rules as kgate-device runs them on the GPU: the same verdict, indices
+ * and maxima as kg_compare's, the sums to rounding. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,7 @@
 
 #include <stdlib.h>
 
+#include "device/judge.h"
 #include "verifier/arena.h"
 #include "verifier/compare.h"
 #include "verifier/dtype.h"
@@ -728,10 +731,105 @@ static void test_arena_poison(void **state)
 	kg_arena_destroy(&a);
 }
 
+/* kgate-device's judgement (device/judge.h, run here on the host as the fake keeper runs it)
+ * against kg_compare on outputs with every kind of element: within the bound, outside it, NaN on
+ * either side or both, Inf mismatched and matched, ties of the maximum; with and without row
+ * factors, fp32 and f16; plus the unwritten elements against the poison. */
+static void judge_against_compare(kg_dtype dt, int64_t row, int salt)
+{
+	enum { N = 6000 };
+	size_t es = kg_dtype_size(dt);
+	unsigned char *g = malloc(N * es), *x = malloc(N * es);
+	assert_non_null(g);
+	assert_non_null(x);
+	uint64_t st = 0x1234567u + (uint64_t)salt;
+	for (int i = 0; i < N; i++) {
+		st = st * 6364136223846793005ull + 1442695040888963407ull;
+		double v = (double)(st >> 11) * 0x1.0p-53 * 4 - 2, w = v * (1.0 + 3e-6 * ((st >> 7 & 255) / 255.0 - 0.5));
+		int kind = (int)(st >> 40) % 97;
+		if (kind == 0)
+			w = v + 0.5; /* outside */
+		else if (kind == 1)
+			w = NAN;
+		else if (kind == 2)
+			v = w = NAN;
+		else if (kind == 3)
+			v = NAN;
+		else if (kind == 4)
+			w = INFINITY;
+		else if (kind == 5)
+			v = w = -INFINITY;
+		else if (kind == 6)
+			w = v * 1.0001; /* a common row factor's worth */
+		kg_store(x, dt, (size_t)i, v);
+		kg_store(g, dt, (size_t)i, w);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		struct kg_tol t = {.atol = 1e-5, .rtol = 1e-4, .factor_row = row, .factor_cap = 2e-4};
+		if (pass) { /* everything within a wide bound, but the NaN/Inf */
+			t.atol = 10;
+		}
+		struct kg_cmp want;
+		int bad = kg_compare(g, x, dt, N, &t, &want);
+		struct kg_dev_check c = {.n = N, .row = (uint64_t)row, .atol = t.atol, .rtol = t.rtol, .cap = t.factor_cap,
+					 .dtype = (uint32_t)dt, .mode = KG_DEV_CHK_COMPARE, .poison = 0x7fc0dead7fc0deadull};
+		struct kg_dev_cmp got;
+		kg_judge_host(&c, g, x, &got);
+		assert_int_equal(bad, got.n_bad > 0);
+		assert_int_equal(got.n, want.n);
+		assert_int_equal(got.n_bad, want.n_bad);
+		assert_int_equal(got.n_nan, want.n_nan);
+		assert_int_equal(got.n_inf, want.n_inf);
+		assert_int_equal(got.first_bad, want.first_bad);
+		assert_int_equal(got.first_nan, want.first_nan);
+		assert_int_equal(got.max_abs_idx, want.max_abs_idx);
+		assert_int_equal(got.max_rel_idx, want.max_rel_idx);
+		assert_int_equal(got.tol_used_idx, want.tol_used_idx);
+		assert_true(got.max_abs_err == want.max_abs_err);
+		assert_true(got.tol_used == want.tol_used || fabs(got.tol_used - want.tol_used) <= 1e-12 * want.tol_used);
+		assert_true(got.factor_max == want.factor_max || fabs(got.factor_max - want.factor_max) < 1e-15);
+		assert_true(fabs(got.ref_sq - want.ref_sq) <= 1e-12 * want.ref_sq);
+		assert_true(isinf(want.res_sq) ? isinf(got.res_sq) : fabs(got.res_sq - want.res_sq) <= 1e-9 * want.res_sq + 1e-300);
+	}
+	free(g);
+	free(x);
+}
+
+static void test_judge_matches_compare(void **state)
+{
+	(void)state;
+	judge_against_compare(KG_F32, 0, 1);
+	judge_against_compare(KG_F32, 100, 2);
+	judge_against_compare(KG_F16, 0, 3);
+	judge_against_compare(KG_F16, 60, 4);
+	/* unwritten: the candidate's poison where the reference's is not */
+	float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, g[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	uint32_t pw = 0x7fc0beefu;
+	memcpy(&g[5], &pw, 4);
+	memcpy(&g[6], &pw, 4);
+	memcpy(&x[6], &pw, 4);
+	struct kg_dev_check c = {.n = 8, .atol = 1, .rtol = 0, .dtype = KG_GEN_F32, .mode = KG_DEV_CHK_COMPARE, .poison = pw};
+	struct kg_dev_cmp out;
+	kg_judge_host(&c, g, x, &out);
+	assert_int_equal(out.first_unwritten, 5);
+	/* STATS: sums over the finite elements, the poison, the distance from constants */
+	float r[6] = {1, 3, NAN, INFINITY, 2, 2};
+	memcpy(&r[4], &pw, 4);
+	struct kg_dev_check s = {.n = 6, .atol = 0.5, .rtol = 0, .dtype = KG_GEN_F32, .mode = KG_DEV_CHK_STATS,
+				 .poison = pw, .near = 1, .c = {2.0, 0.0}};
+	kg_judge_host(&s, r, NULL, &out);
+	assert_int_equal(out.n_finite, 3);
+	assert_true(out.sum == 6.0 && out.sum_sq == 14.0);
+	assert_int_equal(out.first_poison, 4);
+	assert_int_equal(out.far[0], 5); /* 1, 3, NaN, Inf and the poison (a NaN) are not within 0.5 of 2 */
+	assert_int_equal(out.far[1], 6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_within_tolerance), cmocka_unit_test(test_mismatch_located),
+		cmocka_unit_test(test_judge_matches_compare),
 		cmocka_unit_test(test_nonfinite),	 cmocka_unit_test(test_half_precision),
 		cmocka_unit_test(test_arena_canary),	 cmocka_unit_test(test_arena_poison),
 		cmocka_unit_test(test_growth_term),	 cmocka_unit_test(test_normwise_and_share),

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "device/judge.h"
 #include "device/keeper.h"
 #include "device/stage.h"
 #include "device/wire.h"
@@ -120,8 +121,13 @@ static int fake_keeper(void)
 				r.in_diff = k / 8 * 8;
 				from = k == c.in_hi ? c.in_hi : 0;
 			}
-			memcpy(host + from, dev + from, c.bytes - from);
 			memcpy(staged + c.out_lo, dev + c.out_lo, c.out_hi - c.out_lo); /* the snapshot */
+			if (c.keep && from <= c.out_lo) { /* the outputs stay "on the device" */
+				memcpy(host + from, dev + from, c.out_lo - from);
+				memcpy(host + c.out_hi, dev + c.out_hi, c.bytes - c.out_hi);
+			} else {
+				memcpy(host + from, dev + from, c.bytes - from);
+			}
 			r.t_ns = t + 500;
 			r.copy_ns = 20;
 			break;
@@ -138,6 +144,18 @@ static int fake_keeper(void)
 			r.in_diff = k / 8 * 8;
 			break;
 		}
+		case KG_DEV_CHECK: /* one slot here: the reference's own figures (STATS) alone */
+			for (uint32_t i = 0; i < c.n_checks && i < KG_DEV_MAX_CHECKS; i++) {
+				if (c.check[i].mode != KG_DEV_CHK_STATS || !kg_judge_valid(&c.check[i])) {
+					r.status = -EINVAL;
+					break;
+				}
+				kg_judge_host(&c.check[i], staged + c.check[i].off, NULL, &r.cmp[i]);
+			}
+			break;
+		case KG_DEV_FETCH:
+			memcpy(host + c.out_lo, staged + c.out_lo, c.out_hi - c.out_lo);
+			break;
 		case KG_DEV_QUIT:
 			send_rep(ctl, &r, -1);
 			return 0;
@@ -195,7 +213,7 @@ static void test_call_cycle(void **state)
 	assert_int_equal(w, 0x7fc0beefu);
 	assert_int_equal(d[4096], 0xef);
 	uint32_t ins = 99;
-	assert_int_equal(kg_keeper_end(&k, slot, 8192, 100, 200, 0, &t1, &copy, &ins, &e), 0);
+	assert_int_equal(kg_keeper_end(&k, slot, 8192, 100, 200, 0, 0, &t1, &copy, &ins, &e), 0);
 	assert_int_equal(ins, KG_DEV_IN_UNCHECKED);
 	assert_true(t1 > t0);
 	assert_int_equal(copy, 20);
@@ -238,7 +256,7 @@ static void test_gen_and_compare(void **state)
 	for (int pass = 0; pass < 2; pass++) {
 		assert_int_equal(kg_keeper_begin(&k, slot, pass ? 8000 : 8192, 1, &st, &t0, &e), 0);
 		assert_memory_equal(d, want, sizeof(want));
-		assert_int_equal(kg_keeper_end(&k, slot, pass ? 8000 : 8192, 4096, 6000, 4096, &t1, &copy, &ins, &e), 0);
+		assert_int_equal(kg_keeper_end(&k, slot, pass ? 8000 : 8192, 4096, 6000, 4096, 0, &t1, &copy, &ins, &e), 0);
 		if (!pass) {
 			assert_int_equal(ins, KG_DEV_IN_SAME);
 			for (int i = 0; i < 4096; i++) /* not sent back: the host never held the inputs */
@@ -255,12 +273,26 @@ static void test_gen_and_compare(void **state)
 	assert_int_equal(ins, KG_DEV_IN_DIFFERS); /* the input END saw changed is changed still */
 	assert_int_equal(diff, 8);
 	assert_int_equal(kg_keeper_begin(&k, slot, 8192, 1, &st, &t0, &e), 0);
-	assert_int_equal(kg_keeper_end(&k, slot, 8192, 4096, 6000, 4096, &t1, &copy, &ins, &e), 0);
+	assert_int_equal(kg_keeper_end(&k, slot, 8192, 4096, 6000, 4096, 0, &t1, &copy, &ins, &e), 0);
 	assert_int_equal(kg_keeper_look(&k, slot, 8192, 1, &ins, &diff, &e), 0);
 	assert_int_equal(ins, KG_DEV_IN_SAME);
 	assert_int_equal(kg_keeper_look(&k, slot, 8192, 7, &ins, &diff, &e), 0);
 	assert_int_equal(ins, KG_DEV_IN_DIFFERS);
 	assert_int_equal(diff, 4096 + 5 / 8 * 8);
+		/* END's keep: the outputs stay in the snapshot, judged there (CHECK), fetched on demand */
+	st.n = 2;
+	st.range[1] = (struct kg_dev_range){.off = 4096, .bytes = 1904, .pattern = 0x7fc0beefu, .kind = KG_DEV_R_FILL, .elem = 4};
+	memset(h, 0, 8192);
+	assert_int_equal(kg_keeper_begin(&k, slot, 8192, 1, &st, &t0, &e), 0);
+	assert_int_equal(kg_keeper_end(&k, slot, 8192, 4096, 6000, 4096, 1, &t1, &copy, &ins, &e), 0);
+	assert_int_equal(h[4097], 0); /* not sent */
+	struct kg_dev_check chk = {.off = 4096, .n = 476, .poison = 0x7fc0beefu, .dtype = KG_GEN_F32, .mode = KG_DEV_CHK_STATS};
+	struct kg_dev_cmp res;
+	assert_int_equal(kg_keeper_check(&k, slot, -1, &chk, 1, &res, &e), 0);
+	assert_int_equal(res.first_poison, 1); /* element 0 was "written" */
+	assert_int_equal(res.n, 476);
+	assert_int_equal(kg_keeper_fetch(&k, slot, 8192, 4096, 6000, &e), 0);
+	assert_memory_equal(h + 4096, d + 4096, 1904);
 		/* a malformed draw is refused before anything is staged */
 	st.range[0].gen.kind = KG_GEN_KIND_END_;
 	assert_int_not_equal(kg_keeper_begin(&k, slot, 8192, 1, &st, &t0, &e), 0);

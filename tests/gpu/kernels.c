@@ -1,0 +1,223 @@
+/* kgate-device's own kernels agree with the host's code. The inputs it draws on the GPU are the
+ * host's, bit for bit: every class of every dtype at shapes that end mid-block and mid-row and at a
+ * gigabyte-class one, drawn by the real keeper's kernel (a START of one GEN range, read back
+ * through END's snapshot) and by the host's fill (verifier/inputs.c). END's comparison of the
+ * inputs on the device leaves the host arena's copy alone when they are as staged. Its judgement
+ * of an output (CHECK) gives kg_compare's verdict, indices and maxima, the sums to rounding, with
+ * and without row factors, and STATS the reference's finite sum and poison. Exits 77 (skipped)
+ * without a driver; with --require, a keeper without its kernels fails.
+ * Usage: gpu-kernels [--require] [KGATE-DEVICE] */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "device/keeper.h"
+#include "verifier/compare.h"
+#include "verifier/dtype.h"
+#include "verifier/inputs.h"
+
+#define ARENA ((size_t)288 << 20)
+
+static int failures;
+
+static void fail(const char *fmt, const char *a, const char *b, long long i)
+{
+	fprintf(stderr, "FAIL ");
+	fprintf(stderr, fmt, a, b, i);
+	fputc('\n', stderr);
+	failures++;
+}
+
+/* one draw on the device and on the host, compared */
+static int one(struct kg_keeper *k, int slot, unsigned char *host, unsigned char *mine, kg_dtype dt,
+	       enum kg_input_class c, const int64_t *shape, int ndim, const kg_key *key)
+{
+	size_t n = 1, es = kg_dtype_size(dt);
+	for (int d = 0; d < ndim; d++)
+		n *= (size_t)shape[d];
+	size_t bytes = n * es;
+	if (bytes > ARENA)
+		return -1;
+	struct kg_keeper_stage st = {.n = 1, .range = {{.off = 0, .bytes = bytes, .kind = KG_DEV_R_GEN}}};
+	kg_inputs_params(&st.range[0].gen, dt, n, shape, ndim, KG_ROLE_ACTIVATION, c, KG_CLASS_ALL, key, 3);
+	memcpy(st.key, key->w, sizeof(st.key));
+	kg_error e = {0};
+	uint64_t t0, t1, copy;
+	uint32_t ins;
+	memset(host, 0xab, bytes);
+	if (kg_keeper_begin(k, slot, bytes, 0, &st, &t0, &e) ||
+	    kg_keeper_end(k, slot, bytes, 0, bytes, 0, 0, &t1, &copy, &ins, &e)) {
+		fail("%s %s: the keeper failed (%lld)", kg_class_name(c), e.msg, 0);
+		return -1;
+	}
+	kg_inputs_fill_tensor(mine, &st.range[0].gen, key);
+	if (memcmp(host, mine, bytes)) {
+		size_t i = 0;
+		while (!memcmp(host + i * es, mine + i * es, es))
+			i++;
+		fprintf(stderr, "  element %zu: device %.17g, host %.17g\n", i, kg_load(host, dt, i), kg_load(mine, dt, i));
+		fail("%s %s: the device's draw differs from the host's, first at element %lld", kg_class_name(c),
+		     kg_dtype_name(dt), (long long)i);
+	}
+	return 0;
+}
+
+/* An output of every kind of element (compare.c's rules): within the bound, outside it, NaN on
+ * either side or both, Inf mismatched and matched, a row factor's worth off. */
+static void fill_pair(float *x, float *g, size_t n, uint64_t st)
+{
+	for (size_t i = 0; i < n; i++) {
+		st = st * 6364136223846793005ull + 1442695040888963407ull;
+		double v = (double)(st >> 11) * 0x1.0p-53 * 4 - 2, w = v * (1.0 + 3e-6 * ((st >> 7 & 255) / 255.0 - 0.5));
+		int kind = (int)((st >> 40) % 100003);
+		if (kind == 0)
+			w = v + 0.5;
+		else if (kind == 1)
+			w = (double)NAN;
+		else if (kind == 2)
+			v = w = (double)NAN;
+		else if (kind == 3)
+			w = (double)INFINITY;
+		else if (kind < 200)
+			w = v * 1.0001;
+		x[i] = (float)v;
+		g[i] = (float)w;
+	}
+}
+
+/* the device's CHECK against kg_compare, on outputs staged through two attached arenas */
+static void judge(struct kg_keeper *k, int ref, unsigned char *rh, int cand, unsigned char *ch, size_t n, int64_t row,
+		  double atol)
+{
+	kg_error e = {0};
+	uint64_t t0, t1, copy;
+	uint32_t ins;
+	size_t bytes = n * 4;
+	fill_pair((float *)rh, (float *)ch, n, 0x5eedull + n + (uint64_t)row);
+	if (kg_keeper_begin(k, ref, bytes, 0, NULL, &t0, &e) || kg_keeper_end(k, ref, bytes, 0, bytes, 0, 1, &t1, &copy, &ins, &e) ||
+	    kg_keeper_begin(k, cand, bytes, 0, NULL, &t0, &e) || kg_keeper_end(k, cand, bytes, 0, bytes, 0, 1, &t1, &copy, &ins, &e)) {
+		fail("judge: staging failed: %s%s%lld", e.msg, "", 0);
+		return;
+	}
+	struct kg_tol t = {.atol = atol, .rtol = 1e-4, .factor_row = row, .factor_cap = 2e-4};
+	struct kg_cmp want;
+	kg_compare(ch, rh, KG_F32, n, &t, &want);
+	struct kg_dev_check c = {.n = n, .row = (uint64_t)row, .atol = t.atol, .rtol = t.rtol, .cap = t.factor_cap,
+				 .dtype = KG_GEN_F32, .mode = KG_DEV_CHK_COMPARE, .poison = 0x7fc0deadu};
+	struct kg_dev_cmp got;
+	if (kg_keeper_check(k, cand, ref, &c, 1, &got, &e)) {
+		fail("judge: CHECK failed: %s%s%lld", e.msg, "", 0);
+		return;
+	}
+	int same = got.n == want.n && got.n_bad == want.n_bad && got.n_nan == want.n_nan && got.n_inf == want.n_inf &&
+		   got.first_bad == want.first_bad && got.first_nan == want.first_nan && got.max_abs_idx == want.max_abs_idx &&
+		   got.max_rel_idx == want.max_rel_idx && got.tol_used_idx == want.tol_used_idx &&
+		   fabs(got.max_abs_err - want.max_abs_err) <= 1e-12 * want.max_abs_err &&
+		   fabs(got.ref_sq - want.ref_sq) <= 1e-9 * want.ref_sq && got.first_unwritten < 0;
+	printf("  judge n=%zu row=%lld: %lld bad, first %lld, max abs %.3g at %lld (host: %lld, %lld, %.3g at %lld)\n", n,
+	       (long long)row, (long long)got.n_bad, (long long)got.first_bad, got.max_abs_err, (long long)got.max_abs_idx,
+	       (long long)want.n_bad, (long long)want.first_bad, want.max_abs_err, (long long)want.max_abs_idx);
+	if (!same)
+		fail("judge: the device's CHECK differs from kg_compare %s%s(n %lld)", "", "", (long long)n);
+	struct kg_dev_check s = {.n = n, .dtype = KG_GEN_F32, .mode = KG_DEV_CHK_STATS, .poison = 0x7fc0deadu};
+	if (kg_keeper_check(k, ref, -1, &s, 1, &got, &e)) {
+		fail("judge: STATS failed: %s%s%lld", e.msg, "", 0);
+		return;
+	}
+	double rms = kg_rms(rh, KG_F32, n), drms = got.n_finite ? sqrt(got.sum_sq / (double)got.n_finite) : 0;
+	if (fabs(rms - drms) > 1e-12 * rms || got.first_poison >= 0)
+		fail("judge: STATS's RMS %s%s differs (%lld)", "", "", 0);
+}
+
+int main(int argc, char **argv)
+{
+	int require = argc > 1 && !strcmp(argv[1], "--require");
+	const char *dev = argc > 1 + require ? argv[1 + require] : "build/kgate-device";
+	struct kg_keeper k;
+	kg_error e = {0};
+	if (kg_keeper_start(&k, dev, &e)) {
+		printf("SKIP: no device keeper here: %s\n", e.msg);
+		kg_keeper_stop(&k);
+		return 77;
+	}
+	if ((k.caps & (KG_DEV_CAP_GEN | KG_DEV_CAP_CMP)) != (KG_DEV_CAP_GEN | KG_DEV_CAP_CMP)) {
+		printf("%s: kgate-device has no kernels (built without nvcc)\n", require ? "FAIL" : "SKIP");
+		kg_keeper_stop(&k);
+		return require ? 1 : 77;
+	}
+	int fd = memfd_create("gpu-kernels", MFD_CLOEXEC);
+	unsigned char *host = NULL, *mine = malloc(ARENA);
+	if (fd < 0 || ftruncate(fd, (off_t)ARENA) ||
+	    (host = mmap(NULL, ARENA, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED || !mine) {
+		perror("gpu-kernels: arena");
+		return 1;
+	}
+	int slot, dfd;
+	size_t dbytes;
+	if (kg_keeper_attach(&k, fd, ARENA, &slot, &dfd, &dbytes, &e)) {
+		fprintf(stderr, "FAIL attach: %s\n", e.msg);
+		return 1;
+	}
+	close(dfd); /* no runner here: the mirror is the keeper's alone */
+	kg_key key = {{0x01234567, 0x89abcdef, 7, 8, 9, 10, 11, 12}};
+	const kg_dtype dts[] = {KG_F32, KG_F16, KG_BF16, KG_I32, KG_I64, KG_U8};
+	const int64_t small[3] = {3, 37, 37}, rows[2] = {1000, 1031};
+	int draws = 0;
+	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
+		for (int c = 0; c < KG_CLASS_COUNT_; c++) {
+			draws += !one(&k, slot, host, mine, dts[d], (enum kg_input_class)c, small, 3, &key);
+			draws += !one(&k, slot, host, mine, dts[d], (enum kg_input_class)c, rows, 2, &key);
+		}
+	/* softmax's nominal rows, a quarter of them: 256 MiB of fp32 */
+	const int64_t big[2] = {1024, 65536};
+	const enum kg_input_class bigc[] = {KG_CLASS_NORMAL, KG_CLASS_SPIKED, KG_CLASS_MIXED, KG_CLASS_TINY};
+	for (size_t i = 0; i < sizeof(bigc) / sizeof(bigc[0]); i++)
+		draws += !one(&k, slot, host, mine, KG_F32, bigc[i], big, 2, &key);
+	/* END's look at the inputs: drawn on the device, as staged, so the host arena's stays as it was */
+	const size_t in_bytes = 4u << 20, out_bytes = 1u << 20;
+	struct kg_keeper_stage st = {
+		.n = 2,
+		.range = {{.off = 0, .bytes = in_bytes, .kind = KG_DEV_R_GEN},
+			  {.off = in_bytes, .bytes = out_bytes, .pattern = 0x7fc00001u, .kind = KG_DEV_R_FILL, .elem = 4}}};
+	int64_t ishape[1] = {(int64_t)(in_bytes / 4)};
+	kg_inputs_params(&st.range[0].gen, KG_F32, in_bytes / 4, ishape, 1, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, 0, &key, 0);
+	memcpy(st.key, key.w, sizeof(st.key));
+	memset(host, 0xab, in_bytes + out_bytes);
+	uint64_t t0, t1, copy;
+	uint32_t ins = 0;
+	if (kg_keeper_begin(&k, slot, in_bytes + out_bytes, 1, &st, &t0, &e) ||
+	    kg_keeper_end(&k, slot, in_bytes + out_bytes, in_bytes, in_bytes + out_bytes, in_bytes, 0, &t1, &copy, &ins, &e))
+		fail("%s%s the compare call failed: %lld", e.msg, "", 0);
+	else if (ins != KG_DEV_IN_SAME)
+		fail("END found the inputs %s%s (state %lld), not as staged", "changed", "", (long long)ins);
+	else if (host[0] != 0xab || host[in_bytes - 1] != 0xab)
+		fail("END sent the inputs back %s%s (%lld)", "though", " they were as staged", 0);
+	else {
+		uint32_t w;
+		memcpy(&w, host + in_bytes, 4);
+		if (w != 0x7fc00001u)
+			fail("END did not send the outputs %s%s (%lld)", "", "", 0);
+	}
+	/* outputs judged on the device: a second arena for the reference's side */
+	int fd2 = memfd_create("gpu-kernels-ref", MFD_CLOEXEC), slot2, dfd2;
+	unsigned char *host2;
+	if (fd2 < 0 || ftruncate(fd2, (off_t)ARENA) ||
+	    (host2 = mmap(NULL, ARENA, PROT_READ | PROT_WRITE, MAP_SHARED, fd2, 0)) == MAP_FAILED ||
+	    kg_keeper_attach(&k, fd2, ARENA, &slot2, &dfd2, &dbytes, &e)) {
+		fprintf(stderr, "FAIL attach (second arena): %s\n", e.msg);
+		return 1;
+	}
+	close(dfd2);
+	judge(&k, slot2, host2, slot, host, 1000, 0, 1e-5);
+	judge(&k, slot2, host2, slot, host, 64u << 20, 0, 1e-5);
+	judge(&k, slot2, host2, slot, host, 64u << 20, 65536, 1e-5);
+	judge(&k, slot2, host2, slot, host, 4u << 20, 8, 10.0);
+	judge(&k, slot2, host2, slot, host, (64u << 20) + 3, 0, 10.0);
+	kg_keeper_stop(&k);
+	printf("%d draws compared, %d failures\n", draws, failures);
+	return failures ? 1 : 0;
+}
