@@ -63,8 +63,10 @@ static int ref_stats(struct kg_run *r, const char *what)
 	const struct kg_arena *a = &r->ra;
 	struct kg_dev_check chk[KG_DEV_MAX_CHECKS];
 	kg_error e = {0};
-	if (p->task.n_outputs > KG_DEV_MAX_CHECKS) /* dev_check is off for such tasks (run.c) */
+	if (p->task.n_outputs > KG_DEV_MAX_CHECKS) { /* dev_check is off for such tasks (run.c) */
+		kg_run_internal(r, "%d outputs for the device's checks (at most %d)", p->task.n_outputs, KG_DEV_MAX_CHECKS);
 		return -1;
+	}
 	for (int j = 0; j < p->task.n_outputs; j++) {
 		const struct kg_arena_slot *sl = &a->slot[p->task.n_inputs + j];
 		chk[j] = (struct kg_dev_check){.off = sl->off, .n = (uint64_t)sl->numel, .poison = sl->poison,
