@@ -106,6 +106,16 @@ KG_GEN_FN uint64_t kg_judge_poison_word(uint64_t poison, unsigned es)
 	return es >= 8 ? poison : poison & ((1ull << (8 * es)) - 1);
 }
 
+/* Element i's share of an output's hash: its bits mixed with its index (splitmix64's finaliser), so
+ * that a sum over the elements in any order tells contents apart as an ordered hash does. */
+KG_GEN_FN uint64_t kg_judge_mix(uint64_t bits, uint64_t i)
+{
+	uint64_t z = bits ^ (i * 0x9e3779b97f4a7c15ull) ^ 0x6a09e667f3bcc909ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
 KG_GEN_FN void kg_judge_init(struct kg_dev_cmp *p)
 {
 	/* every field 0, then the indices -1 */
@@ -245,6 +255,7 @@ KG_GEN_FN void kg_judge_merge(struct kg_dev_cmp *a, const struct kg_dev_cmp *b)
 	a->n_finite += b->n_finite;
 	a->far[0] += b->far[0];
 	a->far[1] += b->far[1];
+	a->hash += b->hash;
 }
 
 /* A row's factor from its sums over the pairs finite on both sides (compare.c's row_factor_t). */
@@ -299,7 +310,9 @@ KG_GEN_FN void kg_judge_host(const struct kg_dev_check *c, const void *got, cons
 		for (uint64_t i = a; i < b; i++) {
 			kg_judge_elem(out, kg_judge_load(got, c->dtype, i), kg_judge_load(exp, c->dtype, i), (int64_t)i, f,
 				      c->atol, c->rtol);
-			if (kg_judge_bits(got, es, i) == pw && kg_judge_bits(exp, es, i) != pw &&
+			uint64_t gb = kg_judge_bits(got, es, i);
+			out->hash += kg_judge_mix(gb, i);
+			if (gb == pw && kg_judge_bits(exp, es, i) != pw &&
 			    (out->first_unwritten < 0 || (int64_t)i < out->first_unwritten))
 				out->first_unwritten = (int64_t)i;
 		}

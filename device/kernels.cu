@@ -110,7 +110,9 @@ extern "C" __global__ void kg_judge(struct kg_judge_args a)
 		for (uint64_t i = lo + tid; i < hi; i += JUDGE_THREADS) {
 			kg_judge_elem(&p, kg_judge_load(a.got, a.c.dtype, i), kg_judge_load(a.exp, a.c.dtype, i), (int64_t)i, f,
 				      a.c.atol, a.c.rtol);
-			if (kg_judge_bits(a.got, es, i) == pw && kg_judge_bits(a.exp, es, i) != pw &&
+			uint64_t gb = kg_judge_bits(a.got, es, i);
+			p.hash += kg_judge_mix(gb, i);
+			if (gb == pw && kg_judge_bits(a.exp, es, i) != pw &&
 			    (p.first_unwritten < 0 || (int64_t)i < p.first_unwritten))
 				p.first_unwritten = (int64_t)i;
 		}

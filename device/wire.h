@@ -57,8 +57,8 @@ struct kg_dev_check {
 };
 
 /* What CHECK found for one output: compare.h's struct kg_cmp before its normwise figures (the sums
- * added in another order than the host's: their last bits may differ), and the first unwritten
- * element; for STATS, the finite elements' sum and sum of squares and count, the first element
+ * added in another order than the host's: their last bits may differ), the first unwritten
+ * element and a hash of the candidate's output (the shortcut check's); for STATS, the finite elements' sum and sum of squares and count, the first element
  * holding the poison, and the counts not near c[0], c[1]. */
 struct kg_dev_cmp {
 	int64_t n, n_bad, n_nan, n_inf, first_bad, first_nan;
@@ -67,6 +67,7 @@ struct kg_dev_cmp {
 	double err_sq, ref_sq, res_sq, factor_max, tol_used;
 	double sum, sum_sq;
 	int64_t n_finite, first_poison, far[2];
+	uint64_t hash; /* COMPARE: the candidate's output's contents, kg_judge_mix summed (any order) */
 };
 
 /* END's and SETTLE's verdict on [0, in_hi) (reply's in_state) */

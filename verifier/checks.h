@@ -29,6 +29,9 @@ struct kg_view {
 	 * holds its figures): kg_check_unwritten and kg_check_outputs have nothing to do, and ref may
 	 * not be on the host at all */
 	int outputs_judged;
+	/* Per output, optional: kgate-device's hash of it (kg_check_shortcuts, in place of hashing
+	 * the arena's copy, which may not be on the host) */
+	const uint64_t *output_hashes;
 };
 
 struct kg_finding {

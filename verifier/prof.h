@@ -7,6 +7,9 @@
 #include <stdint.h>
 
 #define KG_PROF_STEPS(XX)                                                                                   \
+	XX(KEEPER_UP, "start: kgate-device up (context, copy rate, kernels)")                               \
+	XX(REF_UP, "start: the reference's runner up (sandbox, context, load, calibration)")                \
+	XX(CAND_UP, "start: the candidate's runner up (sandbox, context, load, calibration)")               \
 	XX(GEN, "generate inputs (host)")                                                                   \
 	XX(REF_PREP, "reference: poison, inputs into its arena")                                            \
 	XX(REF_CALL, "reference: the call (copies, run, snapshot)")                                         \

@@ -9,6 +9,7 @@
 
 #include "verifier/dtype.h"
 #include "verifier/resolve.h"
+#include "verifier/prof.h"
 #include "verifier/run.h"
 
 int kg_run_alloc(struct kg_run *r, kg_error *e)
@@ -119,7 +120,10 @@ void kg_run_start_sessions(struct kg_run *r)
 	if (p->ref_be->needs_gpu || p->be->needs_gpu) {
 		char dev[PATH_MAX];
 		int krc = kg_path_device(dev, sizeof(dev));
-		if (krc || kg_keeper_start(&r->keeper, dev, &e)) {
+		uint64_t t0 = kg_now_ns();
+		krc = krc ? krc : kg_keeper_start(&r->keeper, dev, &e);
+		kg_prof_add(KG_PROF_KEEPER_UP, t0);
+		if (krc) {
 			kg_run_internal(r, "starting kgate-device (the keeper of the device's memory): %s",
 					krc ? "not found beside kgate-run (install kgate, or set KGATE_DEVICE)" : e.msg);
 			return;
@@ -130,7 +134,9 @@ void kg_run_start_sessions(struct kg_run *r)
 	so.be = p->ref_be;
 	so.so_path = r->ref_so;
 	so.threads = 1;
+	uint64_t t0 = kg_now_ns();
 	int rc = kg_session_start(&r->rs, &so, &r->ra, &e);
+	t0 = kg_prof_add(KG_PROF_REF_UP, t0);
 	r->rs_up = 1;
 	if (rc == -EPERM) {
 		/* a layer the policy requires that this host refuses: the sandbox's finding, named as such
@@ -150,6 +156,7 @@ void kg_run_start_sessions(struct kg_run *r)
 	so.threads = p->pol.threads;
 	so.watched = 1; /* a black box from LOAD on */
 	rc = kg_session_start(&r->cs, &so, &r->ca, &e);
+	kg_prof_add(KG_PROF_CAND_UP, t0);
 	r->cs_up = 1;
 	/* both sides' inputs drawn and checked by kgate-device's kernels where it has them (a build
 	 * with nvcc); KGATE_HOST_INPUTS=1 draws them on the host, to compare the two */
@@ -162,6 +169,7 @@ void kg_run_start_sessions(struct kg_run *r)
 	const char *host_checks = getenv("KGATE_HOST_CHECKS");
 	r->dev_check = r->dev_gen && (r->keeper.caps & KG_DEV_CAP_CHECK) && p->task.n_outputs <= KG_DEV_MAX_CHECKS &&
 		       !(host_checks && *host_checks == '1');
+	r->cand_keep = r->dev_check && p->task.n_outputs == 1;
 	r->cs.call_timeout_s = 30; /* copies and settling; RUN has its own deadline */
 	char layers[256];
 	kg_sb_layers_str(kg_sb_layers_active(r->cs.sb ? r->cs.sb : r->rs.sb), layers, sizeof(layers));

@@ -55,6 +55,12 @@ struct kg_run {
 	 * the host; ref_stats are the device's figures of them (finite sum, sum of squares, count) */
 	int dev_check, refout_host;
 	int judged; /* the current candidate call's outputs were judged on the device */
+	/* The candidate's outputs stay on the device too (dev_check and one output: no guard band
+	 * lies between outputs, so every band still comes back at END); candout_host: the host arena
+	 * holds the current call's (fetched for a check that reads them); out_hash: the device's hash
+	 * of each (the shortcut check's), valid where out_hash_ok */
+	int cand_keep, candout_host, out_hash_ok;
+	uint64_t out_hash[KG_RUN_MAX_T];
 	struct kg_dev_cmp ref_stats[KG_RUN_MAX_T];
 	void *snap[KG_RUN_MAX_T]; /* outputs as the call returned them (async check) */
 	void *terms[KG_RUN_MAX_T]; /* per output with `terms: abs_inputs`: the reference on |inputs| */
@@ -139,6 +145,9 @@ const struct kg_call_draw *kg_run_device_draw(struct kg_run *r, void *const *src
 /* The reference's outputs of this trial in refout (fetched from the device if they were left
  * there); 0, or -1 after recording an internal error. Before the look-ahead's next call. */
 int kg_run_refout_host(struct kg_run *r);
+/* The candidate's outputs of its last call in its host arena (fetched if they were left on the
+ * device); 0, or -1 after recording an internal error. */
+int kg_run_candout_host(struct kg_run *r);
 /* After a candidate's call that returned: its outputs judged on the device against the
  * reference's (dev_check). 1: every output written and within tolerance, r->cmp filled; 0: the
  * host is to judge (refout fetched for it); -1 after recording an internal error. */

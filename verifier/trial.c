@@ -349,7 +349,10 @@ void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint
 	} else if (r->cs.keeper && (call.draw = kg_run_device_draw(r, r->shadow))) {
 		call.expose = NULL; /* drawn there */
 	}
+	call.keep = r->cand_keep;
+	r->out_hash_ok = 0;
 	int rc = kg_session_run_call(&r->cs, &call, &c->r, &e);
+	r->candout_host = !call.keep;
 	if (rc == KG_SESSION_FAILED && r->plan->be->needs_gpu && c->r.step && !strcmp(c->r.step, "run")) {
 		/* the runner survived but the device did not: a faulting kernel (the runner's words) */
 		trial_reason(r, KG_R_SANDBOX_CRASH, cls, seed, "candidate kernel failed: \"%s\" (its runner's claim)",
@@ -392,6 +395,32 @@ static void cmp_from_device(const struct kg_dev_cmp *d, struct kg_cmp *c)
 	kg_cmp_finish(c);
 }
 
+int kg_run_candout_host(struct kg_run *r)
+{
+	const struct kg_arena *a = &r->ca;
+	if (r->candout_host)
+		return 0;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (int j = 0; j < a->n_out; j++) {
+		const struct kg_arena_slot *sl = &a->slot[a->n_in + j];
+		lo = sl->off < lo ? sl->off : lo;
+		hi = sl->off + sl->bytes > hi ? sl->off + sl->bytes : hi;
+	}
+	kg_error e = {0};
+	if (hi > lo && kg_keeper_fetch(&r->keeper, r->cs.dev_slot, a->used, lo, hi, &e)) {
+		kg_run_internal(r, "fetching the candidate's outputs from the device (%s): %s", kg_run_shape_str(r), e.msg);
+		return -1;
+	}
+	r->candout_host = 1;
+	return 0;
+}
+
+/* The host judges: both sides' outputs on the host. 0, or -1 (recorded). */
+static int host_judges(struct kg_run *r)
+{
+	return kg_run_refout_host(r) || kg_run_candout_host(r) ? -1 : 0;
+}
+
 int kg_run_device_judge(struct kg_run *r)
 {
 	const struct kg_arena *a = &r->ca;
@@ -399,12 +428,12 @@ int kg_run_device_judge(struct kg_run *r)
 	struct kg_dev_cmp out[KG_DEV_MAX_CHECKS];
 	r->judged = 0;
 	if (r->refout_host || !r->dev_check || a->n_out > KG_DEV_MAX_CHECKS)
-		return r->refout_host || !r->dev_check ? 0 : kg_run_refout_host(r);
+		return host_judges(r);
 	for (int j = 0; j < a->n_out; j++) {
 		const struct kg_arena_slot *sl = &a->slot[a->n_in + j], *rl = &r->ra.slot[a->n_in + j];
 		const struct kg_tol *t = &r->tol[j];
 		if (t->terms || rl->numel != sl->numel || rl->dtype != sl->dtype) /* per-element terms: the host's */
-			return kg_run_refout_host(r);
+			return host_judges(r);
 		/* compare.c fits row factors only where whole rows of a float tensor */
 		int rows = t->factor_row > 0 && kg_dtype_is_float(sl->dtype) && sl->numel % t->factor_row == 0;
 		chk[j] = (struct kg_dev_check){.off = sl->off,
@@ -426,8 +455,11 @@ int kg_run_device_judge(struct kg_run *r)
 	}
 	kg_prof_add(KG_PROF_JUDGE, t0);
 	for (int j = 0; j < a->n_out; j++)
+		r->out_hash[j] = out[j].hash;
+	r->out_hash_ok = 1;
+	for (int j = 0; j < a->n_out; j++)
 		if (out[j].n_bad || out[j].first_unwritten >= 0) /* the host says which, and how */
-			return kg_run_refout_host(r);
+			return host_judges(r);
 	for (int j = 0; j < a->n_out; j++)
 		cmp_from_device(&out[j], &r->cmp[j]);
 	r->judged = 1;
@@ -587,6 +619,8 @@ static int async_check(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 		if (looked != 1)
 			rc = looked;
 		delay = 0; /* it waited already; what follows locates the change */
+		if (!rc && kg_run_candout_host(r)) /* the outputs as END saw them, to compare against */
+			return 1;
 	}
 	for (int j = 0; j < a->n_out && !rc; j++)
 		kg_parallel_copy(r->snap[j], kg_arena_ptr(a, a->n_in + j), a->slot[a->n_in + j].bytes);
@@ -706,10 +740,11 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	if (with_async && c.ok && (async_check(r, cls, seed) || r->cand_dead))
 		return;
 	/* before the look-ahead's call, which overwrites the device's copy of the reference's outputs */
-	int judged = c.ok ? kg_run_device_judge(r) : kg_run_refout_host(r);
+	int judged = c.ok ? kg_run_device_judge(r) : host_judges(r);
 	if (judged < 0)
 		return;
 	v.outputs_judged = judged;
+	v.output_hashes = r->out_hash_ok ? r->out_hash : NULL;
 	if (next)
 		kg_run_ahead_start(r, next->cls, next->seed);
 	uint64_t t0 = kg_now_ns();
@@ -722,8 +757,11 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	if (c.ok)
 		note_accuracy(r, cls);
 	kg_check_tail(c.r.tail_ns, c.r.child_ns, &f);
-	if (mismatch) /* whether an output is a copy of an input: the host's copy of them */
+	if (mismatch) { /* whether an output is a copy of an input: the host's copy of both */
 		kg_run_host_inputs(r, r->shadow);
+		if (kg_run_candout_host(r))
+			return;
+	}
 	kg_check_shortcuts(&v, mismatch, &r->shortcuts, &f);
 	kg_prof_add(KG_PROF_CHECKS, t0);
 	kg_run_record(r, &f, cls, seed, "after the call");
