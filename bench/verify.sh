@@ -57,6 +57,29 @@ if [ -z "${KGATE_BENCH_REFS_ONLY:-}" ]; then
 	"$K" verify softmax examples/cuda/softmax/online.cu --policy policy/default.yaml --trials 1 --quiet \
 		--report json:"$out/gpu-e2e.json"
 	summary "$out/gpu-e2e.json" "softmax online.cu, default policy (all classes, variants)"
+	echo
+	echo "end to end per task at the nominal shape, default policy, each run twice: a cold compile cache, then warm"
+	for tc in softmax:softmax/online.cu layernorm:layernorm/welford.cu matmul:matmul/tiled.cu \
+		conv_relu_pool:conv_relu_pool/fused.cu; do
+		t=${tc%%:*}
+		"$K" verify $t examples/cuda/${tc#*:} --policy policy/default.yaml --trials 1 --quiet --no-cache \
+			--report json:"$out/e2e-$t-cold.json"
+		"$K" verify $t examples/cuda/${tc#*:} --policy policy/default.yaml --trials 1 --quiet \
+			--report json:"$out/e2e-$t-warm.json"
+		"$K" verify $t examples/cuda/${tc#*:} --policy policy/default.yaml --trials 1 --quiet \
+			--report json:"$out/e2e-$t-warm.json"
+	done
+	python3 - "$out" <<'PY'
+import json, os, sys
+print(f"  {'task':<16}{'verdict':>9}{'cold s':>8}{'warm s':>8}{'start':>7}{'checks':>8}{'timing':>8}{'trials':>7}{'spread':>8}{'per GPU-hour':>14}")
+for t in ("softmax", "layernorm", "matmul", "conv_relu_pool"):
+    c = json.load(open(os.path.join(sys.argv[1], f"e2e-{t}-cold.json")))
+    w = json.load(open(os.path.join(sys.argv[1], f"e2e-{t}-warm.json")))
+    du = w["durations"]
+    sp = w.get("timing", {}).get("candidate", {}).get("spread", float("nan"))
+    print(f"  {t:<16}{w['verdict']:>9}{c['durations']['total_s']:>8.2f}{du['total_s']:>8.2f}{du['sandbox_start_s']:>7.2f}"
+          f"{du['checks_s']:>8.2f}{du['timing_s']:>8.2f}{w['trials']:>7}{100*sp:>7.1f}%{3600/du['total_s']:>14.0f}")
+PY
 fi
 echo
 echo "trusted references at the nominal shapes (CUDA events, L2 flushed, fresh inputs, median of 20):"

@@ -1,5 +1,5 @@
-/* kgate-device's kernels (device/kernels.cu) as nvcc built them, embedded; empty where the build
- * had no nvcc (kg_device_fatbin_end == kg_device_fatbin: the keeper then has no kernels). */
+/* kgate-device's kernels (device/kernels.cu) as nvcc built them, embedded, and their size; empty
+ * where the build had no nvcc (kg_device_fatbin_size 0: the keeper then has no kernels). */
 	.section .rodata
 	.balign 64
 	.globl kg_device_fatbin
@@ -8,7 +8,11 @@ kg_device_fatbin:
 #ifdef KG_FATBIN
 	.incbin KG_FATBIN
 #endif
-	.globl kg_device_fatbin_end
 kg_device_fatbin_end:
 	.byte 0
+	.balign 8
+	.globl kg_device_fatbin_size
+	.type kg_device_fatbin_size, @object
+kg_device_fatbin_size:
+	.quad kg_device_fatbin_end - kg_device_fatbin
 	.section .note.GNU-stack,"",@progbits

@@ -66,7 +66,8 @@ struct cu_api {
 };
 
 /* device/kernels.cu as nvcc built it (device/fatbin.S); empty without nvcc */
-extern const unsigned char kg_device_fatbin[], kg_device_fatbin_end[];
+extern const unsigned char kg_device_fatbin[];
+extern const uint64_t kg_device_fatbin_size;
 
 /* kernels.cu's kernel arguments, laid out as there */
 struct kg_gen_args {
@@ -232,8 +233,7 @@ out:
  * the inputs from the host and compares them there. */
 static uint32_t load_kernels(void)
 {
-	size_t n = (size_t)(kg_device_fatbin_end - kg_device_fatbin);
-	if (!n || !k.cu.module_load_data || !k.cu.module_get_function || !k.cu.launch_kernel)
+	if (!kg_device_fatbin_size || !k.cu.module_load_data || !k.cu.module_get_function || !k.cu.launch_kernel)
 		return 0;
 	struct kg_gen_zig z;
 	kg_gen_zig_init(&z);

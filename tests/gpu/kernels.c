@@ -91,14 +91,13 @@ static void fill_pair(float *x, float *g, size_t n, uint64_t st)
 }
 
 /* the device's CHECK against kg_compare, on outputs staged through two attached arenas */
-static void judge(struct kg_keeper *k, int ref, unsigned char *rh, int cand, unsigned char *ch, size_t n, int64_t row,
-		  double atol)
+static void judge(struct kg_keeper *k, int ref, void *rh, int cand, void *ch, size_t n, int64_t row, double atol)
 {
 	kg_error e = {0};
 	uint64_t t0, t1, copy;
 	uint32_t ins;
 	size_t bytes = n * 4;
-	fill_pair((float *)rh, (float *)ch, n, 0x5eedull + n + (uint64_t)row);
+	fill_pair(rh, ch, n, 0x5eedull + n + (uint64_t)row);
 	if (kg_keeper_begin(k, ref, bytes, 0, NULL, &t0, &e) || kg_keeper_end(k, ref, bytes, 0, bytes, 0, 1, &t1, &copy, &ins, &e) ||
 	    kg_keeper_begin(k, cand, bytes, 0, NULL, &t0, &e) || kg_keeper_end(k, cand, bytes, 0, bytes, 0, 1, &t1, &copy, &ins, &e)) {
 		fail("judge: staging failed: %s%s%lld", e.msg, "", 0);
@@ -165,7 +164,10 @@ int main(int argc, char **argv)
 		return require ? 1 : 77;
 	}
 	int fd = memfd_create("gpu-kernels", MFD_CLOEXEC);
-	unsigned char *host = NULL, *mine = malloc(ARENA);
+	/* the host's own draw of each, beside the device's (static: freed with the program) */
+	static unsigned char *mine;
+	unsigned char *host = NULL;
+	mine = malloc(ARENA);
 	if (fd < 0 || ftruncate(fd, (off_t)ARENA) ||
 	    (host = mmap(NULL, ARENA, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED || !mine) {
 		perror("gpu-kernels: arena");
