@@ -150,7 +150,9 @@ int kg_run_refout_host(struct kg_run *r);
 int kg_run_candout_host(struct kg_run *r);
 /* After a candidate's call that returned: its outputs judged on the device against the
  * reference's (dev_check). 1: every output written and within tolerance, r->cmp filled; 0: the
- * host is to judge (refout fetched for it); -1 after recording an internal error. */
+ * host is to judge (refout fetched for it); -1 after recording an internal error; -2 when work
+ * the candidate left running held the device past the check's deadline (its process killed for
+ * it: the caller records the candidate's end). */
 int kg_run_device_judge(struct kg_run *r);
 /* Before the checks of a candidate's call: v told whether the device found its inputs as staged,
  * and the host's copy of them drawn if the checks will read them. */

@@ -321,6 +321,13 @@ int kg_sess_exchange(struct kg_session *s, struct kg_wire_cmd *cmd, uint32_t arg
 	return kg_sess_exchange_probed(s, cmd, arg, r, t_sent, NULL, NULL, e);
 }
 
+int kg_session_kill_held(struct kg_session *s)
+{
+	if (!s->ended)
+		kg_sb_kill(s->sb, KG_SB_END_TIMEOUT);
+	return kg_sess_ended(s);
+}
+
 int kg_session_look(struct kg_session *s, uint32_t delay_ms, uint64_t *diff_off, kg_error *e)
 {
 	if (s->fault_code)

@@ -104,6 +104,10 @@ enum {
 int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, struct kg_arena *a, kg_error *e);
 /* Sends SETUP for the arena's current layout. */
 int kg_session_setup(struct kg_session *s, kg_error *e);
+/* A device command after the call (kgate-device's checks) ran out of time: work the candidate left
+ * running holds the device. Its process is killed for it (the sandbox's timeout), which ends that
+ * work; KG_SESSION_ENDED, outcome filled. */
+int kg_session_kill_held(struct kg_session *s);
 /* With a keeper that compares on the device (KG_DEV_CAP_CMP): after delay_ms, is the device arena
  * what the last call's START staged and its END snapshotted? 0 the same, 1 not (*diff_off: from
  * which byte, to 8), KG_SESSION_ENDED (the device held past its deadline: killed), or a negative

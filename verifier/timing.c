@@ -322,6 +322,8 @@ static int checked_call(struct kg_run *r, enum kg_input_class cls, uint64_t seed
 	kg_run_view(r, &v);
 	kg_run_view_inputs(r, &v);
 	int judged = c->ok ? kg_run_device_judge(r) : kg_run_refout_host(r) || kg_run_candout_host(r) ? -1 : 0;
+	if (judged == -2)
+		kg_run_cand_failed(r, KG_SESSION_ENDED, NULL, "after kg_forward returned", "CHECK", cls, seed, 1);
 	if (judged < 0)
 		return -1;
 	v.outputs_judged = judged;

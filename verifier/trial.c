@@ -449,7 +449,12 @@ int kg_run_device_judge(struct kg_run *r)
 	}
 	uint64_t t0 = kg_now_ns();
 	kg_error e = {0};
-	if (kg_keeper_check(&r->keeper, r->cs.dev_slot, r->rs.dev_slot, chk, a->n_out, out, &e)) {
+	int krc = kg_keeper_check(&r->keeper, r->cs.dev_slot, r->rs.dev_slot, chk, a->n_out, out, &e);
+	if (krc == -ETIMEDOUT) {
+		kg_session_kill_held(&r->cs);
+		return -2;
+	}
+	if (krc) {
 		kg_run_internal(r, "judging the candidate's outputs on the device (%s): %s", kg_run_shape_str(r), e.msg);
 		return -1;
 	}
@@ -741,6 +746,8 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 		return;
 	/* before the look-ahead's call, which overwrites the device's copy of the reference's outputs */
 	int judged = c.ok ? kg_run_device_judge(r) : host_judges(r);
+	if (judged == -2)
+		kg_run_cand_failed(r, KG_SESSION_ENDED, NULL, "after kg_forward returned", "CHECK", cls, seed, 1);
 	if (judged < 0)
 		return;
 	v.outputs_judged = judged;
