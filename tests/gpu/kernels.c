@@ -145,6 +145,21 @@ static void judge(struct kg_keeper *k, int ref, void *rh, int cand, void *ch, si
 	double rms = kg_rms(rh, KG_F32, n), drms = got.n_finite ? sqrt(got.sum_sq / (double)got.n_finite) : 0;
 	if (fabs(rms - drms) > 1e-12 * rms || got.first_poison >= 0)
 		fail("judge: STATS's RMS %s%s differs (%lld)", "", "", 0);
+	/* the distance from constants (the degenerate check's): the same counts as on the host */
+	s.near = 1;
+	s.atol = 1.0;
+	s.rtol = 0.5;
+	s.c[0] = 0.0;
+	s.c[1] = got.n_finite ? got.sum / (double)got.n_finite : 0.0;
+	if (kg_keeper_check(k, ref, -1, &s, 1, &got, &e)) {
+		fail("judge: STATS near failed: %s%s%lld", e.msg, "", 0);
+		return;
+	}
+	kg_judge_host(&s, rh, NULL, &mine);
+	printf("  stats n=%zu: %lld and %lld far from 0 and the mean (host: %lld and %lld)\n", n, (long long)got.far[0],
+	       (long long)got.far[1], (long long)mine.far[0], (long long)mine.far[1]);
+	if (got.far[0] != mine.far[0] || got.far[1] != mine.far[1])
+		fail("judge: STATS's distances from constants differ %s%s(%lld)", "", "", (long long)got.far[0]);
 }
 
 int main(int argc, char **argv)
