@@ -23,7 +23,6 @@ struct kg_rbackend {
 	void *(*ptr)(struct kg_rbackend *b, uint64_t offset);
 	void *(*stream)(struct kg_rbackend *b);
 	int (*upload)(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz);
-	int (*flush)(struct kg_rbackend *b, uint64_t *bytes, char *err, size_t errsz);
 	/* Calls fn around the backend's timer and fills the RUN reply: elapsed_ns (the runner's
 	 * measure), info (how long the device stayed busy after the candidate's own stream finished),
 	 * and flags (CUDA: what was undone in the L2). */

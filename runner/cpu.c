@@ -58,14 +58,6 @@ static int cpu_noop(struct kg_rbackend *b, size_t bytes, char *err, size_t errsz
 	return 0;
 }
 
-static int cpu_flush(struct kg_rbackend *b, uint64_t *bytes, char *err, size_t errsz)
-{
-	(void)b;
-	*bytes = 0;
-	snprintf(err, errsz, "FLUSH is no CPU command: the parent's streaming stores leave nothing cached");
-	return -EINVAL;
-}
-
 static int cpu_run(struct kg_rbackend *b, void (*fn)(void *), void *arg, struct kg_wire_reply *r, char *err,
 		   size_t errsz)
 {
@@ -93,7 +85,6 @@ static struct kg_rbackend cpu_backend = {
 	.ptr = cpu_ptr,
 	.stream = cpu_stream,
 	.upload = cpu_noop,
-	.flush = cpu_flush,
 	.run = cpu_run,
 	.download = cpu_noop,
 	.settle = cpu_settle,

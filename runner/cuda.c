@@ -349,12 +349,6 @@ static int cuda_upload(struct kg_rbackend *b, size_t bytes, char *err, size_t er
 	return b->exact ? copy_exact(1, err, errsz) : keeper_does_it(b, "UPLOAD", err, errsz);
 }
 
-static int cuda_flush(struct kg_rbackend *b, uint64_t *bytes, char *err, size_t errsz)
-{
-	*bytes = 0;
-	return b->exact ? 0 : keeper_does_it(b, "FLUSH", err, errsz); /* nobody times an exact run */
-}
-
 /* What the candidate changed in the L2's persisting controls, undone as a courtesy to the next
  * call (the keeper undoes them again before its flush, and that is what counts). */
 static uint32_t undo_l2(void)
@@ -436,7 +430,6 @@ static struct kg_rbackend cuda_backend = {
 	.ptr = cuda_ptr,
 	.stream = cuda_stream,
 	.upload = cuda_upload,
-	.flush = cuda_flush,
 	.run = cuda_run,
 	.download = cuda_download,
 	.settle = cuda_settle,

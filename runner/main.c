@@ -232,10 +232,6 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
 			if (b->upload(b, in_use, r.msg, sizeof(r.msg)))
 				r.status = KG_WS_CUDA;
 			break;
-		case KG_OP_FLUSH:
-			if (b->flush(b, &r.info, r.msg, sizeof(r.msg)))
-				r.status = KG_WS_CUDA;
-			break;
 		case KG_OP_RUN:
 			if (!loads) {
 				call.stream = b->stream(b);

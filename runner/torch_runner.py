@@ -16,7 +16,7 @@ TENSOR = "Qii8q"
 CMD = struct.Struct("<IIQQII" + TENSOR * 16 + "II512s")
 REPLY = struct.Struct("<IIQiiQQQII400s")
 MAGIC = 0x6B67775A
-HELLO, LOAD, SETUP, UPLOAD, FLUSH, RUN, DOWNLOAD, SETTLE, NOP, QUIT = range(1, 11)
+HELLO, LOAD, SETUP, UPLOAD, RUN, DOWNLOAD, SETTLE, NOP, QUIT = range(1, 10)
 WS_OK, WS_ERROR, WS_NOSYM = 0, 1, 3
 CTL_FD, ARENA_FD, INPUT_FD = 3, 4, 5
 MAX_TENSORS = 8  # KG_MAX_TENSORS: inputs, and outputs, each
@@ -258,7 +258,6 @@ class Runner:
             self.in_size = 0
         self.outmap = mmap.mmap(ARENA_FD, self.out_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         self.inmap = mmap.mmap(INPUT_FD, self.in_size, mmap.MAP_SHARED, mmap.PROT_READ) if self.in_size else None
-        self.flushbuf = bytearray(64 << 20)
         self.src = None
         self.dims = None
         self.model = None
@@ -346,10 +345,6 @@ class Runner:
                         self.reply(op, seq, elapsed=time.perf_counter_ns() - t0)
                     else:
                         self.reply(op, seq, elapsed=self.run())
-                elif op == FLUSH:
-                    b = self.flushbuf
-                    b[::64] = bytes(len(b[::64]))  # one write per line: every line ours and dirty
-                    self.reply(op, seq, info=len(b))
                 elif op == SETTLE:
                     time.sleep(f[-3] / 1000.0)
                     self.reply(op, seq)

@@ -35,11 +35,12 @@ enum kg_wire_op {
 	KG_OP_HELLO = 1, /* runner -> parent once it is initialised and filtered */
 	KG_OP_LOAD, /* dlopen the .so at path, check kg_abi_version, resolve kg_forward */
 	KG_OP_SETUP, /* describe the tensors (offsets in the arena) for the next runs; maps nothing */
-	/* UPLOAD, FLUSH, DOWNLOAD and SETTLE: a CUDA runner under a tool (exact buffers) only. Every
-	 * other device runner's arena is kgate-device's (device/wire.h), which does them itself; a host
-	 * arena is written by the parent with streaming stores, which leave nothing in any cache. */
+	/* UPLOAD, DOWNLOAD and SETTLE: a CUDA runner under a tool (exact buffers) only. Every other
+	 * device runner's arena is kgate-device's (device/wire.h), which does them itself and flushes
+	 * the L2; a host arena is written by the parent with streaming stores, which leave nothing in
+	 * any cache. No runner flushes anything: a flush in the candidate's process is the candidate's
+	 * to skip (and a command it could serve early). */
 	KG_OP_UPLOAD, /* copy the host arena's tensors to their exact device buffers */
-	KG_OP_FLUSH, /* nothing: a run under a tool is never timed */
 	KG_OP_RUN, /* call kg_forward (or the entry cmd.entry names) once and time it */
 	KG_OP_DOWNLOAD, /* CUDA: copy the arena back; outputs as they were when the call's stream was done */
 	KG_OP_SETTLE, /* wait delay_ms (CUDA: after a device-wide sync), then DOWNLOAD the live arena */
@@ -49,8 +50,8 @@ enum kg_wire_op {
 
 static inline const char *kg_wire_op_name(uint32_t op)
 {
-	static const char *const names[] = {"?",     "HELLO", "LOAD",   "SETUP", "UPLOAD", "FLUSH",
-					    "RUN",   "DOWNLOAD", "SETTLE", "NOP", "QUIT"};
+	static const char *const names[] = {"?",	"HELLO",  "LOAD", "SETUP", "UPLOAD",
+					    "RUN", "DOWNLOAD", "SETTLE", "NOP",	 "QUIT"};
 	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "an unknown command";
 }
 

@@ -234,8 +234,6 @@ static double deadline_s(const struct kg_session *s, enum kg_wire_op op, uint32_
 	case KG_OP_DOWNLOAD:
 	case KG_OP_SETUP:
 		return base + k * bytes / 1e9; /* copies at >= 1 GB/s, device allocations */
-	case KG_OP_FLUSH:
-		return base + k * (double)s->cal_flush_cpu_ns / 1e8; /* ten times a calibrated flush */
 	case KG_OP_SETTLE:
 		return base + arg / 1000.0;
 	case KG_OP_RUN:

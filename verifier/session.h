@@ -58,9 +58,8 @@ struct kg_session {
 	uint64_t nop_ns; /* median round trip of a NOP, measured before LOAD */
 	/* The trusted clock's calibration, on calls that do nothing (RUN before LOAD), before any
 	 * untrusted code is in the runner: medians of the RUN round trip, of the span from sending
-	 * RUN to the DOWNLOAD reply, of the runner's CPU time over that span, and of one FLUSH's CPU
-	 * time. */
-	uint64_t cal_run_ns, cal_span_ns, cal_cpu_ns, cal_flush_cpu_ns;
+	 * RUN to the DOWNLOAD reply, and of the runner's CPU time over that span. */
+	uint64_t cal_run_ns, cal_span_ns, cal_cpu_ns;
 	pid_t runner_pid; /* from the kernel (SCM_CREDENTIALS on HELLO), 0 when unknown */
 	clockid_t cpu_clock; /* the runner process's CPU-time clock, when has_cpu_clock */
 	int has_cpu_clock;
@@ -148,7 +147,7 @@ struct kg_call {
 	void *probe_arg;
 };
 struct kg_call_result {
-	const char *step; /* where it stopped: "upload", "flush", "run", "download"; NULL when done */
+	const char *step; /* where it stopped: "upload", "run", "download"; NULL when done */
 	int32_t ret; /* what kg_forward returned */
 	uint64_t child_ns; /* the runner's claim for the call (its clock: a claim only) */
 	uint64_t parent_ns; /* the parent's round trip of RUN */
@@ -162,9 +161,9 @@ struct kg_call_result {
 	uint64_t copy_ns; /* devices: that snapshot's duration as the keeper's events measured it */
 	uint32_t l2_flags; /* KG_RUN_L2_*: persisting-L2 changes the runner found and undid */
 	/* The CPU time the kernel charged the runner's process over span_ns (host: from before the
-	 * inputs were written to the stop), and over the FLUSH (trusted: the candidate cannot forge
-	 * it); valid when cpu_known. */
-	uint64_t cpu_ns, flush_cpu_ns;
+	 * inputs were written to the stop; trusted: the candidate cannot forge it); valid when
+	 * cpu_known. */
+	uint64_t cpu_ns;
 	int cpu_known;
 	int probed; /* the probe ran, mid-call */
 	/* host, with threads: the most CPU time one thread of the process was charged over the span

@@ -313,13 +313,6 @@ int kg_session_run_call(struct kg_session *s, const struct kg_call *c, struct kg
 		c->expose(c->expose_arg);
 	r->step = "upload";
 	int rc = kg_session_call(s, KG_OP_UPLOAD, 0, NULL, NULL, e);
-	if (!rc && c->flush) {
-		r->step = "flush";
-		cpu0 = kg_sess_cpu_ns(s);
-		rc = kg_session_call(s, KG_OP_FLUSH, 0, NULL, NULL, e);
-		cpu1 = kg_sess_cpu_ns(s);
-		r->flush_cpu_ns = cpu1 > cpu0 && cpu0 ? cpu1 - cpu0 : 0;
-	}
 	if (!rc) {
 		double keep = s->call_timeout_s;
 		r->step = "run";
@@ -362,11 +355,12 @@ static uint64_t median_u64(uint64_t *v, int n)
 	return v[n / 2];
 }
 
-/* The trusted clock's calibration: NOPs, calls that do nothing, flushes; before LOAD, so that no
- * untrusted code can slow them down to widen the allowance it is later measured against. */
+/* The trusted clock's calibration: NOPs and calls that do nothing (the first three flushed, as
+ * timed calls are); before LOAD, so that no untrusted code can slow them down to widen the
+ * allowance it is later measured against. */
 int kg_sess_calibrate(struct kg_session *s, kg_error *e)
 {
-	uint64_t nop[KG_CAL_N], run[KG_CAL_N], span[KG_CAL_N], cpu[KG_CAL_N], flush[KG_CAL_N];
+	uint64_t nop[KG_CAL_N], run[KG_CAL_N], span[KG_CAL_N], cpu[KG_CAL_N];
 	int rc = 0;
 	for (int i = 0; i < KG_CAL_N && !rc; i++)
 		rc = kg_session_call(s, KG_OP_NOP, 0, NULL, &nop[i], e);
@@ -376,7 +370,6 @@ int kg_sess_calibrate(struct kg_session *s, kg_error *e)
 		run[i] = r.parent_ns;
 		span[i] = r.span_ns;
 		cpu[i] = r.cpu_ns;
-		flush[i] = r.flush_cpu_ns;
 	}
 	if (rc)
 		return rc;
@@ -384,11 +377,6 @@ int kg_sess_calibrate(struct kg_session *s, kg_error *e)
 	s->cal_run_ns = median_u64(run, KG_CAL_N);
 	s->cal_span_ns = median_u64(span, KG_CAL_N);
 	s->cal_cpu_ns = median_u64(cpu, KG_CAL_N);
-	/* the least of the three: a flush slowed by a busy machine during calibration must not make an
-	 * honest later one look skipped (a skipped flush costs nearly nothing, far under any of them) */
-	s->cal_flush_cpu_ns = flush[0] < flush[1] ? flush[0] : flush[1];
-	if (flush[2] < s->cal_flush_cpu_ns)
-		s->cal_flush_cpu_ns = flush[2];
 	return 0;
 }
 

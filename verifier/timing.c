@@ -99,10 +99,6 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
 			if (t->lies == 1 || gap < t->min_gap_ns)
 				t->min_gap_ns = gap;
 		}
-		/* a flush that cost a quarter of a calibrated one did not stream over its buffer */
-		if (cal->cpu_clock && cal->flush_cpu_ns >= 1000000 && c->cpu_known &&
-		    4 * c->flush_cpu_ns < cal->flush_cpu_ns)
-			t->flush_skipped++;
 	}
 	int judged = 1;
 	/* A forger lies in every call; a busy host has made honest short calls look like lies in 3 of
@@ -113,7 +109,7 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
 	uint64_t min_gap = 2 * cal->host_noise_ns > floor_gap ? 2 * cal->host_noise_ns : floor_gap;
 	int lies_forge = cal->cpu_clock && cal->par <= 1 ? 4 * t->lies >= 3 * n && t->min_gap_ns >= min_gap
 							  : t->lies == n;
-	t->forged = n > 0 && (t->impossible >= 0 || 2 * t->flush_skipped > n || (judged && t->lies && lies_forge));
+	t->forged = n > 0 && (t->impossible >= 0 || (judged && t->lies && lies_forge));
 }
 
 /* The ceilings are measured in this thread's CPU time, as a host candidate's calls are bounded:
@@ -266,11 +262,6 @@ static int judge(struct kg_run *r, const struct kg_timed_call *calls, int n, con
 				      r->cs.l2_flags & KG_RUN_L2_LIMIT ? "a persisting set-aside, cuCtxSetLimit" : "",
 				      r->cs.l2_flags == (KG_RUN_L2_LIMIT | KG_RUN_L2_WINDOW) ? "; " : "",
 				      r->cs.l2_flags & KG_RUN_L2_WINDOW ? "an access-policy window on the given stream" : "");
-	} else if (2 * t.flush_skipped > n) {
-		kg_verdict_add_reason(r->v, KG_R_TIMING_TAMPERED,
-				      "%d of %d cache flushes before a timed call cost the runner under a quarter of the "
-				      "CPU time a flush took before the candidate was loaded (%.3f ms): the flush was skipped",
-				      t.flush_skipped, n, (double)cal->flush_cpu_ns / 1e6);
 	} else if (t.forged) {
 		const struct kg_timed_call *c = &calls[t.first_lie];
 		kg_verdict_add_reason(r->v, KG_R_TIMING_TAMPERED,
@@ -395,7 +386,6 @@ void kg_phase_timing(struct kg_run *r)
 		.run_ns = r->cs.cal_run_ns,
 		.span_ns = r->cs.cal_span_ns,
 		.cpu_ns = r->cs.cal_cpu_ns,
-		.flush_cpu_ns = r->cs.cal_flush_cpu_ns,
 		.cpu_clock = p->be->cpu_clock && r->cs.has_cpu_clock,
 		.par = p->pol.threads ? (int)(ncpu > 1 ? ncpu : 1) : 1,
 		.noise_scale = getenv("KGATE_SANITIZE") ? 4 : 1,
@@ -432,7 +422,6 @@ void kg_phase_timing(struct kg_run *r)
 			.tail_ns = c.r.tail_ns,
 			.snap_ns = c.r.snap_ns,
 			.cpu_ns = c.r.cpu_ns,
-			.flush_cpu_ns = c.r.flush_cpu_ns,
 			.cpu_known = c.r.cpu_known,
 			.thread_cpu_ns = c.r.thread_cpu_ns,
 			.thread_known = c.r.thread_known,

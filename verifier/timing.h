@@ -22,7 +22,6 @@ struct kg_timed_call {
 	uint64_t tail_ns; /* the device's claimed tail after the stream (named, never subtracted) */
 	uint64_t snap_ns; /* devices: the least the keeper's own copies take (subtracted up to snap_cap_ns) */
 	uint64_t cpu_ns; /* CPU time the kernel charged the runner over span_ns (when cpu_known) */
-	uint64_t flush_cpu_ns; /* CPU time the kernel charged the runner for the flush before it */
 	int cpu_known;
 	uint64_t thread_cpu_ns; /* with threads: the most any one thread was charged (when known) */
 	int thread_known;
@@ -33,7 +32,6 @@ struct kg_clock_cal {
 	uint64_t run_ns; /* RUN round trip of a call that does nothing */
 	uint64_t span_ns; /* devices: the keeper's span of such a call (nothing copied) */
 	uint64_t cpu_ns; /* the runner's CPU time over such a call's span */
-	uint64_t flush_cpu_ns; /* the runner's CPU time for one flush; 0: not measured */
 	int cpu_clock; /* the work runs on the CPU: the runner's CPU time bounds it */
 	int par; /* threads the candidate may run at once (1 without threads) */
 	uint64_t snap_cap_ns; /* devices: the most of snap_ns ever subtracted (no cap with a keeper) */
@@ -69,7 +67,6 @@ struct kg_tamper {
 	int impossible; /* first call whose claim exceeds the parent's round trip, -1 when none */
 	int lies; /* calls whose claim falls well short of the trusted bound */
 	int first_lie; /* -1 when none */
-	int flush_skipped; /* flushes that took far less CPU time than a calibrated one */
 	uint64_t min_gap_ns; /* the smallest (bound - claim) over the calls that lie */
 	int forged; /* the verdict: the claims contradict the parent's clocks */
 };
