@@ -41,7 +41,8 @@ enum kg_wire_op {
 	 * any cache. No runner flushes anything: a flush in the candidate's process is the candidate's
 	 * to skip (and a command it could serve early). */
 	KG_OP_UPLOAD, /* copy the host arena's tensors to their exact device buffers */
-	KG_OP_RUN, /* call kg_forward (or the entry cmd.entry names) once and time it */
+	/* 5 was FLUSH: retired, not reused (a runner that still knows it reads nothing new into it) */
+	KG_OP_RUN = KG_OP_UPLOAD + 2, /* call kg_forward (or the entry cmd.entry names) once and time it */
 	KG_OP_DOWNLOAD, /* CUDA: copy the arena back; outputs as they were when the call's stream was done */
 	KG_OP_SETTLE, /* wait delay_ms (CUDA: after a device-wide sync), then DOWNLOAD the live arena */
 	KG_OP_NOP, /* round-trip calibration */
@@ -50,8 +51,8 @@ enum kg_wire_op {
 
 static inline const char *kg_wire_op_name(uint32_t op)
 {
-	static const char *const names[] = {"?",	"HELLO",  "LOAD", "SETUP", "UPLOAD",
-					    "RUN", "DOWNLOAD", "SETTLE", "NOP",	 "QUIT"};
+	static const char *const names[] = {"?",   "HELLO",    "LOAD",	 "SETUP", "UPLOAD", "(retired)",
+					    "RUN", "DOWNLOAD", "SETTLE", "NOP",	  "QUIT"};
 	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "an unknown command";
 }
 
