@@ -499,6 +499,34 @@ KG_GEN_FN uint16_t kg_gen_to_bf16(float f)
 	return (uint16_t)(x >> 16);
 }
 
+/* an f16's value, exactly (every f16 is an f32) */
+KG_GEN_FN float kg_gen_from_f16(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+	if (exp == 0) {
+		if (!man) {
+			bits = sign;
+		} else {
+			int e = -1;
+			do {
+				man <<= 1;
+				e++;
+			} while (!(man & 0x400u));
+			bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
+		}
+	} else if (exp == 31) {
+		bits = sign | 0x7f800000u | (man << 13);
+	} else {
+		bits = sign | ((exp - 15 + 127) << 23) | (man << 13);
+	}
+	union {
+		uint32_t u;
+		float f;
+	} x;
+	x.u = bits;
+	return x.f;
+}
+
 /* v is an integer in range for KG_GEN_INT, ZEROS and ONES: the only kinds integer tensors get */
 KG_GEN_FN void kg_gen_store(void *dst, uint32_t dt, uint64_t i, double v)
 {

@@ -33,33 +33,6 @@ KG_GEN_FN double kg_judge_inf(void)
 	return kg_gen_bits_double(0x7ff0000000000000ull);
 }
 
-KG_GEN_FN double kg_judge_f16(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
-	if (exp == 0) {
-		if (!man) {
-			bits = sign;
-		} else {
-			int e = -1;
-			do {
-				man <<= 1;
-				e++;
-			} while (!(man & 0x400u));
-			bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
-		}
-	} else if (exp == 31) {
-		bits = sign | 0x7f800000u | (man << 13);
-	} else {
-		bits = sign | ((exp - 15 + 127) << 23) | (man << 13);
-	}
-	union {
-		uint32_t u;
-		float f;
-	} x;
-	x.u = bits;
-	return x.f;
-}
-
 /* element i of a tensor of dtype dt at p, as a double (verifier/dtype.h's kg_load) */
 KG_GEN_FN double kg_judge_load(const void *p, uint32_t dt, uint64_t i)
 {
@@ -71,7 +44,7 @@ KG_GEN_FN double kg_judge_load(const void *p, uint32_t dt, uint64_t i)
 	case KG_GEN_F32:
 		return ((const float *)p)[i];
 	case KG_GEN_F16:
-		return kg_judge_f16(((const uint16_t *)p)[i]);
+		return kg_gen_from_f16(((const uint16_t *)p)[i]);
 	case KG_GEN_BF16:
 		x.u = (uint32_t)((const uint16_t *)p)[i] << 16;
 		return x.f;

@@ -599,3 +599,19 @@ int kg_arena_where(const struct kg_arena *a, uint64_t off, int *slot, int *side,
 	}
 	return KG_ARENA_AT_NONE;
 }
+
+/* The outputs' span in the arena: from the first output's offset to the end of the last. */
+void kg_arena_out_span(const struct kg_arena *a, uint64_t *lo, uint64_t *hi)
+{
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (int i = a->n_in; i < a->n_in + a->n_out; i++) {
+		const struct kg_arena_slot *sl = &a->slot[i];
+		if (sl->off < *lo)
+			*lo = sl->off;
+		if (sl->off + sl->bytes > *hi)
+			*hi = sl->off + sl->bytes;
+	}
+	if (*hi <= *lo || *hi > a->used)
+		*lo = *hi = 0;
+}

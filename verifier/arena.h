@@ -114,4 +114,8 @@ int64_t kg_arena_unwritten(const struct kg_arena *a, int slot, const void *exp);
 enum { KG_ARENA_AT_NONE = 0, KG_ARENA_AT_TENSOR, KG_ARENA_AT_BAND };
 int kg_arena_where(const struct kg_arena *a, uint64_t off, int *slot, int *side, uint64_t *pos);
 
+/* The outputs' span in the current layout: [*lo, *hi) from the first output's offset to the end of
+ * the last (0, 0 when there are none). */
+void kg_arena_out_span(const struct kg_arena *a, uint64_t *lo, uint64_t *hi);
+
 #endif

@@ -148,6 +148,12 @@ int kg_run_refout_host(struct kg_run *r);
 /* The candidate's outputs of its last call in its host arena (fetched if they were left on the
  * device); 0, or -1 after recording an internal error. */
 int kg_run_candout_host(struct kg_run *r);
+/* The host judges this call: both sides' outputs on the host. 0, or -1 (recorded). */
+int kg_run_host_judges(struct kg_run *r);
+/* Whether the reference's output is near-constant under this trial's tolerance (checks.c's
+ * kg_check_degenerate), on the device where the outputs stayed there: the distance of every
+ * element from 0 and from the mean of the finite ones. */
+int kg_run_degenerate(struct kg_run *r, const struct kg_view *v);
 /* After a candidate's call that returned: its outputs judged on the device against the
  * reference's (dev_check). 1: every output written and within tolerance, r->cmp filled; 0: the
  * host is to judge (refout fetched for it); -1 after recording an internal error; -2 when work

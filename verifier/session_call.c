@@ -134,28 +134,12 @@ static int host_call(struct kg_session *s, const struct kg_call *c, struct kg_ca
 	return KG_SESSION_OK;
 }
 
-/* The outputs' span in the arena: from the first output's offset to the end of the last. */
-static void out_range(const struct kg_arena *a, uint64_t *lo, uint64_t *hi)
-{
-	*lo = UINT64_MAX;
-	*hi = 0;
-	for (int i = a->n_in; i < a->n_in + a->n_out; i++) {
-		const struct kg_arena_slot *sl = &a->slot[i];
-		if (sl->off < *lo)
-			*lo = sl->off;
-		if (sl->off + sl->bytes > *hi)
-			*hi = sl->off + sl->bytes;
-	}
-	if (*hi <= *lo || *hi > a->used)
-		*lo = *hi = 0;
-}
-
 uint64_t kg_sess_in_hi(const struct kg_session *s)
 {
 	uint64_t lo, hi, end = 0;
 	if (!s->keeper || !s->loaded || !(s->keeper->caps & KG_DEV_CAP_CMP))
 		return 0;
-	out_range(s->arena, &lo, &hi);
+	kg_arena_out_span(s->arena, &lo, &hi);
 	for (int i = 0; i < s->arena->n_in; i++)
 		if (s->arena->slot[i].off + s->arena->slot[i].bytes > end)
 			end = s->arena->slot[i].off + s->arena->slot[i].bytes;
@@ -220,7 +204,7 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	size_t bytes = s->loaded ? s->arena->used : 0;
 	uint64_t lo = 0, hi = 0, t0 = 0, t1 = 0;
 	if (s->loaded)
-		out_range(s->arena, &lo, &hi);
+		kg_arena_out_span(s->arena, &lo, &hi);
 	r->step = "upload";
 	struct kg_keeper_stage st = {0};
 	if (s->loaded)

@@ -167,100 +167,6 @@ void kg_run_cand_failed(struct kg_run *r, int rc, const kg_error *e, const char 
 }
 
 
-void kg_run_gen_inputs(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
-{
-	kg_run_gen_into(r, r->shadow, cls, seed);
-}
-
-static struct kg_run_draw *draw_of(struct kg_run *r, void *const *buf)
-{
-	return buf == r->shadow ? &r->shadow_gen : buf == r->shadow_next ? &r->shadow_next_gen : NULL;
-}
-
-void kg_run_gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls, uint64_t seed)
-{
-	/* the trial's own key: its inputs say nothing of any other trial's, nor of the run's key */
-	uint64_t t0 = kg_now_ns();
-	kg_key tk;
-	kg_key_derive(&r->plan->k_inputs, KG_DOM_INPUTS, seed, &tk);
-	struct kg_run_draw *g = draw_of(r, dst);
-	struct kg_run_draw local;
-	if (!g)
-		g = &local;
-	memset(g, 0, sizeof(*g));
-	memcpy(g->d.key, tk.w, sizeof(g->d.key));
-	g->d.n = r->plan->task.n_inputs;
-	for (int i = 0; i < r->plan->task.n_inputs; i++) {
-		const struct kg_arena_slot *s = &r->ca.slot[i];
-		kg_inputs_params(&g->d.t[i], s->dtype, (size_t)s->numel, s->shape, s->ndim, r->plan->task.inputs[i].role,
-				 cls, r->plan->classes, &tk, i);
-	}
-	memset(&tk, 0, sizeof(tk));
-	if (!r->dev_gen || g == &local)
-		kg_run_host_inputs(r, dst);
-	if (g == &local)
-		memset(&local, 0, sizeof(local));
-	if (dst == r->shadow)
-		r->shadow_draw = ++r->draws;
-	else if (dst == r->shadow_next)
-		r->shadow_next_draw = ++r->draws;
-	kg_prof_add(KG_PROF_GEN, t0);
-}
-
-void *const *kg_run_host_inputs(struct kg_run *r, void *const *src)
-{
-	struct kg_run_draw *g = draw_of(r, src);
-	if (!g || g->host)
-		return src;
-	uint64_t t0 = kg_now_ns();
-	kg_key tk;
-	memcpy(tk.w, g->d.key, sizeof(tk.w));
-	for (int i = 0; i < g->d.n; i++)
-		kg_inputs_fill_tensor(src[i], &g->d.t[i], &tk);
-	memset(&tk, 0, sizeof(tk));
-	g->host = 1;
-	kg_prof_add(KG_PROF_GEN, t0);
-	return src;
-}
-
-const struct kg_call_draw *kg_run_device_draw(struct kg_run *r, void *const *src)
-{
-	const struct kg_run_draw *g = draw_of(r, src);
-	return r->dev_gen && g && !g->host && g->d.n == r->plan->task.n_inputs ? &g->d : NULL;
-}
-
-/* What tells two draws' contents apart without holding them: a draw that takes no keystream
- * (zeros, ones, a square identity) is the same for every key, any other is its key's. */
-static uint64_t draw_id(const struct kg_call_draw *d, int i)
-{
-	const struct kg_gen_tensor *t = &d->t[i];
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ t->n ^ ((uint64_t)t->kind << 40) ^ ((uint64_t)t->dtype << 48) ^ t->mat << 8;
-	if (!kg_gen_keyless(t))
-		for (int w = 0; w < 8; w++)
-			h = (h ^ d->key[w]) * 0xff51afd7ed558ccdull;
-	return (h ^ (h >> 29)) * 0xc4ceb9fe1a85ec53ull ^ (uint64_t)i;
-}
-
-void kg_run_view_inputs(struct kg_run *r, struct kg_view *v)
-{
-	v->inputs_same = r->cs.inputs_same;
-	if (!v->inputs_same)
-		kg_run_host_inputs(r, r->shadow);
-	v->input_ids = NULL;
-	if (r->dev_gen) {
-		for (int i = 0; i < r->shadow_gen.d.n; i++)
-			r->input_ids[i] = draw_id(&r->shadow_gen.d, i);
-		v->input_ids = r->input_ids;
-	}
-}
-
-void kg_run_load_inputs_from(struct kg_run *r, struct kg_arena *a, void *const *src)
-{
-	kg_run_host_inputs(r, src);
-	for (int i = 0; i < r->plan->task.n_inputs; i++)
-		kg_arena_put(a, i, src[i]);
-}
-
 static void load_inputs(struct kg_run *r, struct kg_arena *a)
 {
 	kg_run_load_inputs_from(r, a, r->shadow);
@@ -368,143 +274,6 @@ void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint
 	}
 }
 
-static void cmp_from_device(const struct kg_dev_cmp *d, struct kg_cmp *c)
-{
-	*c = (struct kg_cmp){
-		.n = d->n,
-		.n_bad = d->n_bad,
-		.n_nan = d->n_nan,
-		.n_inf = d->n_inf,
-		.first_bad = d->first_bad,
-		.first_bad_got = d->first_bad_got,
-		.first_bad_exp = d->first_bad_exp,
-		.first_nan = d->first_nan,
-		.max_abs_idx = d->max_abs_idx,
-		.max_abs_err = d->max_abs_err,
-		.max_abs_got = d->max_abs_got,
-		.max_abs_exp = d->max_abs_exp,
-		.max_rel_idx = d->max_rel_idx,
-		.max_rel_err = d->max_rel_err,
-		.err_sq = d->err_sq,
-		.ref_sq = d->ref_sq,
-		.res_sq = d->res_sq,
-		.factor_max = d->factor_max,
-		.tol_used = d->tol_used,
-		.tol_used_idx = d->tol_used_idx,
-	};
-	kg_cmp_finish(c);
-}
-
-int kg_run_candout_host(struct kg_run *r)
-{
-	const struct kg_arena *a = &r->ca;
-	if (r->candout_host)
-		return 0;
-	uint64_t lo = UINT64_MAX, hi = 0;
-	for (int j = 0; j < a->n_out; j++) {
-		const struct kg_arena_slot *sl = &a->slot[a->n_in + j];
-		lo = sl->off < lo ? sl->off : lo;
-		hi = sl->off + sl->bytes > hi ? sl->off + sl->bytes : hi;
-	}
-	kg_error e = {0};
-	if (hi > lo && kg_keeper_fetch(&r->keeper, r->cs.dev_slot, a->used, lo, hi, &e)) {
-		kg_run_internal(r, "fetching the candidate's outputs from the device (%s): %s", kg_run_shape_str(r), e.msg);
-		return -1;
-	}
-	r->candout_host = 1;
-	return 0;
-}
-
-/* The host judges: both sides' outputs on the host. 0, or -1 (recorded). */
-static int host_judges(struct kg_run *r)
-{
-	return kg_run_refout_host(r) || kg_run_candout_host(r) ? -1 : 0;
-}
-
-int kg_run_device_judge(struct kg_run *r)
-{
-	const struct kg_arena *a = &r->ca;
-	struct kg_dev_check chk[KG_DEV_MAX_CHECKS];
-	struct kg_dev_cmp out[KG_DEV_MAX_CHECKS];
-	r->judged = 0;
-	if (r->refout_host || !r->dev_check || a->n_out > KG_DEV_MAX_CHECKS)
-		return host_judges(r);
-	for (int j = 0; j < a->n_out; j++) {
-		const struct kg_arena_slot *sl = &a->slot[a->n_in + j], *rl = &r->ra.slot[a->n_in + j];
-		const struct kg_tol *t = &r->tol[j];
-		if (t->terms || rl->numel != sl->numel || rl->dtype != sl->dtype) /* per-element terms: the host's */
-			return host_judges(r);
-		/* compare.c fits row factors only where whole rows of a float tensor */
-		int rows = t->factor_row > 0 && kg_dtype_is_float(sl->dtype) && sl->numel % t->factor_row == 0;
-		chk[j] = (struct kg_dev_check){.off = sl->off,
-					       .ref_off = rl->off,
-					       .n = (uint64_t)sl->numel,
-					       .poison = sl->poison,
-					       .row = rows ? (uint64_t)t->factor_row : 0,
-					       .atol = t->atol,
-					       .rtol = t->rtol,
-					       .cap = t->factor_cap,
-					       .dtype = (uint32_t)sl->dtype,
-					       .mode = KG_DEV_CHK_COMPARE};
-	}
-	uint64_t t0 = kg_now_ns();
-	kg_error e = {0};
-	int krc = kg_keeper_check(&r->keeper, r->cs.dev_slot, r->rs.dev_slot, chk, a->n_out, out, &e);
-	if (krc == -ETIMEDOUT) {
-		kg_session_kill_held(&r->cs);
-		return -2;
-	}
-	if (krc) {
-		kg_run_internal(r, "judging the candidate's outputs on the device (%s): %s", kg_run_shape_str(r), e.msg);
-		return -1;
-	}
-	kg_prof_add(KG_PROF_JUDGE, t0);
-	for (int j = 0; j < a->n_out; j++)
-		r->out_hash[j] = out[j].hash;
-	r->out_hash_ok = 1;
-	for (int j = 0; j < a->n_out; j++)
-		if (out[j].n_bad || out[j].first_unwritten >= 0) /* the host says which, and how */
-			return host_judges(r);
-	for (int j = 0; j < a->n_out; j++)
-		cmp_from_device(&out[j], &r->cmp[j]);
-	r->judged = 1;
-	return 1;
-}
-
-/* Whether the reference's output is near-constant under this trial's tolerance (checks.c's
- * kg_check_degenerate), on the device where the outputs stayed there: the distance of every
- * element from 0 and from the mean of the finite ones. */
-static int degenerate(struct kg_run *r, const struct kg_view *v)
-{
-	if (r->refout_host)
-		return kg_check_degenerate(v);
-	const struct kg_arena *a = &r->ra;
-	struct kg_dev_check chk[KG_DEV_MAX_CHECKS];
-	struct kg_dev_cmp out[KG_DEV_MAX_CHECKS];
-	for (int j = 0; j < a->n_out && j < KG_DEV_MAX_CHECKS; j++) {
-		const struct kg_arena_slot *sl = &a->slot[a->n_in + j];
-		const struct kg_dev_cmp *st = &r->ref_stats[j];
-		chk[j] = (struct kg_dev_check){.off = sl->off,
-					       .n = (uint64_t)sl->numel,
-					       .poison = sl->poison,
-					       .atol = r->tol[j].atol,
-					       .rtol = r->tol[j].rtol,
-					       .c = {0.0, st->n_finite ? st->sum / (double)st->n_finite : 0.0},
-					       .dtype = (uint32_t)sl->dtype,
-					       .mode = KG_DEV_CHK_STATS,
-					       .near = 1};
-	}
-	kg_error e = {0};
-	if (kg_keeper_check(&r->keeper, r->rs.dev_slot, -1, chk, a->n_out, out, &e)) {
-		kg_run_internal(r, "judging the reference's outputs on the device (%s): %s", kg_run_shape_str(r), e.msg);
-		return 0;
-	}
-	for (int j = 0; j < a->n_out; j++)
-		if (!out[j].far[0] || !out[j].far[1])
-			return 1; /* one output a constant passes is enough */
-	return 0;
-}
-
 void kg_run_view(struct kg_run *r, struct kg_view *v)
 {
 	*v = (struct kg_view){
@@ -515,92 +284,6 @@ void kg_run_view(struct kg_run *r, struct kg_view *v)
 		.tol = r->tol,
 		.cmp = r->cmp,
 	};
-}
-
-/* The reference arena's inputs: this call's, each element's sign cleared (floats only, task.c: the
- * sign is the top bit of each little-endian element). */
-static void abs_inputs(struct kg_run *r, struct kg_arena *a)
-{
-	kg_run_host_inputs(r, r->shadow);
-	for (int i = 0; i < r->plan->task.n_inputs; i++) {
-		const struct kg_arena_slot *sl = &a->slot[i];
-		unsigned char *d = kg_arena_ptr(a, i);
-		const unsigned char *src = r->shadow[i];
-		size_t es = kg_dtype_size(sl->dtype);
-		for (size_t k = 0; k < sl->bytes; k++)
-			d[k] = (k % es == es - 1) ? (unsigned char)(src[k] & 0x7f) : src[k];
-	}
-}
-
-/* The outputs that failed under the output-wide bound and whose manifest declares `terms` get
- * each element's own allowance (compare.h) from the trusted reference, which runs once more on
- * this call's inputs: `abs_inputs` runs kg_forward on their absolute values (sum|terms|, scaled
- * by the reduction's gt), `reference` runs the reference's kg_error_terms on them as they are (an
- * allowance in the output's own units). Only then: an output that passes, honest or not, costs
- * nothing more. 1 when some output's bound was widened, 0 when none, -1 after an internal error. */
-static int term_bounds_by(struct kg_run *r, const struct kg_findings *f, enum kg_terms how)
-{
-	const struct kg_plan *p = r->plan;
-	struct kg_arena *a = &r->ra;
-	void *dst[KG_RUN_MAX_T] = {0};
-	int need = 0;
-	for (int i = 0; i < f->n; i++) {
-		int j = f->f[i].slot - p->task.n_inputs;
-		if (j >= 0 && j < p->task.n_outputs && p->task.outputs[j].terms == how && !r->tol[j].terms &&
-		    f->f[i].code != KG_R_CHECK_NAN) {
-			dst[j] = r->terms[j];
-			need = 1;
-		}
-	}
-	if (!need)
-		return 0;
-	kg_run_ahead_drop(r);
-	int by_ref = how == KG_TERMS_REFERENCE;
-	r->ref_src = by_ref ? r->shadow : NULL;
-	if (!by_ref)
-		abs_inputs(r, a); /* from the host's copy, drawn there if need be */
-	struct kg_call_result res;
-	if (kg_run_ref_call(r, 0, by_ref ? KG_ENTRY_TERMS : KG_ENTRY_FORWARD,
-		     by_ref ? "'s kg_error_terms (the task says terms: reference)" : " on |inputs|", dst, &res))
-		return -1;
-	const struct kg_tol_model m = {.growth = p->growth, .cap = p->growth_cap};
-	for (int j = 0; j < p->task.n_outputs; j++) {
-		if (!dst[j])
-			continue;
-		r->tol[j].terms = r->terms[j];
-		r->tol[j].terms_g = 1.0;
-		if (by_ref)
-			continue;
-		int64_t nred = 1;
-		kg_error re = {0};
-		kg_task_reduction(&p->task.outputs[j], &p->shapes[r->shape], &nred, &re); /* checked at load */
-		r->tol[j].terms_g = kg_tol_terms_g(&m, a->slot[p->task.n_inputs + j].dtype, nred);
-	}
-	return 1;
-}
-
-static int term_bounds(struct kg_run *r, const struct kg_findings *f)
-{
-	int a = term_bounds_by(r, f, KG_TERMS_ABS_INPUTS);
-	int b = a < 0 ? -1 : term_bounds_by(r, f, KG_TERMS_REFERENCE);
-	return a < 0 || b < 0 ? -1 : a || b;
-}
-
-int kg_run_check_outputs(struct kg_run *r, struct kg_view *v, enum kg_reason_code code, struct kg_findings *f)
-{
-	struct kg_findings mine = {0};
-	if (!kg_check_outputs(v, code, &mine))
-		return 0;
-	int rc = term_bounds(r, &mine);
-	if (rc < 0)
-		return 0; /* recorded as kgate's own error: no verdict on this call */
-	if (rc > 0) {
-		mine.n = 0;
-		kg_check_outputs(v, code, &mine);
-	}
-	for (int i = 0; i < mine.n && f->n < KG_MAX_FINDINGS; i++)
-		f->f[f->n++] = mine.f[i];
-	return mine.n;
 }
 
 /* Re-reads the outputs after a delay (and, on a device, a device-wide sync): what changed was
@@ -728,7 +411,7 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	kg_run_view(r, &v);
 	if (first_of_class) {
 		r->n_class_checks++;
-		if (degenerate(r, &v)) {
+		if (kg_run_degenerate(r, &v)) {
 			r->degenerate_mask |= 1u << cls;
 			r->n_degenerate++;
 		}
@@ -745,7 +428,7 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	if (with_async && c.ok && (async_check(r, cls, seed) || r->cand_dead))
 		return;
 	/* before the look-ahead's call, which overwrites the device's copy of the reference's outputs */
-	int judged = c.ok ? kg_run_device_judge(r) : host_judges(r);
+	int judged = c.ok ? kg_run_device_judge(r) : kg_run_host_judges(r);
 	if (judged == -2)
 		kg_run_cand_failed(r, KG_SESSION_ENDED, NULL, "after kg_forward returned", "CHECK", cls, seed, 1);
 	if (judged < 0)

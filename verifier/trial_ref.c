@@ -1,7 +1,8 @@
 /* The trusted reference's side of a trial: its call in three parts (poison, the session call,
  * reading what it left) so that the middle one can run on a thread of its own, the look-ahead that
- * runs the next trial's reference call beside this trial's checks, and the tolerances each call's
- * outputs give (compare.h). Timed like the candidate where a device keeper holds the clock. */
+ * runs the next trial's reference call beside this trial's checks, the tolerances each call's
+ * outputs give (compare.h), and the per-element allowances it computes for an output that failed
+ * without them (terms). Timed like the candidate where a device keeper holds the clock. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "verifier/compare.h"
+#include "verifier/dtype.h"
 #include "verifier/parallel.h"
 #include "verifier/prof.h"
 #include "verifier/run.h"
@@ -92,12 +94,8 @@ int kg_run_refout_host(struct kg_run *r)
 	struct kg_arena *a = &r->ra;
 	if (r->refout_host)
 		return 0;
-	uint64_t lo = UINT64_MAX, hi = 0;
-	for (int j = 0; j < p->task.n_outputs; j++) {
-		const struct kg_arena_slot *sl = &a->slot[p->task.n_inputs + j];
-		lo = sl->off < lo ? sl->off : lo;
-		hi = sl->off + sl->bytes > hi ? sl->off + sl->bytes : hi;
-	}
+	uint64_t lo, hi;
+	kg_arena_out_span(a, &lo, &hi);
 	kg_error e = {0};
 	if (hi > lo && kg_keeper_fetch(&r->keeper, r->rs.dev_slot, a->used, lo, hi, &e)) {
 		kg_run_internal(r, "fetching the reference's outputs from the device (%s): %s", kg_run_shape_str(r), e.msg);
@@ -304,3 +302,88 @@ int kg_run_ahead_take(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	return rc;
 }
 
+/* The reference arena's inputs: this call's, each element's sign cleared (floats only, task.c: the
+ * sign is the top bit of each little-endian element). */
+static void abs_inputs(struct kg_run *r, struct kg_arena *a)
+{
+	kg_run_host_inputs(r, r->shadow);
+	for (int i = 0; i < r->plan->task.n_inputs; i++) {
+		const struct kg_arena_slot *sl = &a->slot[i];
+		unsigned char *d = kg_arena_ptr(a, i);
+		const unsigned char *src = r->shadow[i];
+		size_t es = kg_dtype_size(sl->dtype);
+		for (size_t k = 0; k < sl->bytes; k++)
+			d[k] = (k % es == es - 1) ? (unsigned char)(src[k] & 0x7f) : src[k];
+	}
+}
+
+/* The outputs that failed under the output-wide bound and whose manifest declares `terms` get
+ * each element's own allowance (compare.h) from the trusted reference, which runs once more on
+ * this call's inputs: `abs_inputs` runs kg_forward on their absolute values (sum|terms|, scaled
+ * by the reduction's gt), `reference` runs the reference's kg_error_terms on them as they are (an
+ * allowance in the output's own units). Only then: an output that passes, honest or not, costs
+ * nothing more. 1 when some output's bound was widened, 0 when none, -1 after an internal error. */
+static int term_bounds_by(struct kg_run *r, const struct kg_findings *f, enum kg_terms how)
+{
+	const struct kg_plan *p = r->plan;
+	struct kg_arena *a = &r->ra;
+	void *dst[KG_RUN_MAX_T] = {0};
+	int need = 0;
+	for (int i = 0; i < f->n; i++) {
+		int j = f->f[i].slot - p->task.n_inputs;
+		if (j >= 0 && j < p->task.n_outputs && p->task.outputs[j].terms == how && !r->tol[j].terms &&
+		    f->f[i].code != KG_R_CHECK_NAN) {
+			dst[j] = r->terms[j];
+			need = 1;
+		}
+	}
+	if (!need)
+		return 0;
+	kg_run_ahead_drop(r);
+	int by_ref = how == KG_TERMS_REFERENCE;
+	r->ref_src = by_ref ? r->shadow : NULL;
+	if (!by_ref)
+		abs_inputs(r, a); /* from the host's copy, drawn there if need be */
+	struct kg_call_result res;
+	if (kg_run_ref_call(r, 0, by_ref ? KG_ENTRY_TERMS : KG_ENTRY_FORWARD,
+		     by_ref ? "'s kg_error_terms (the task says terms: reference)" : " on |inputs|", dst, &res))
+		return -1;
+	const struct kg_tol_model m = {.growth = p->growth, .cap = p->growth_cap};
+	for (int j = 0; j < p->task.n_outputs; j++) {
+		if (!dst[j])
+			continue;
+		r->tol[j].terms = r->terms[j];
+		r->tol[j].terms_g = 1.0;
+		if (by_ref)
+			continue;
+		int64_t nred = 1;
+		kg_error re = {0};
+		kg_task_reduction(&p->task.outputs[j], &p->shapes[r->shape], &nred, &re); /* checked at load */
+		r->tol[j].terms_g = kg_tol_terms_g(&m, a->slot[p->task.n_inputs + j].dtype, nred);
+	}
+	return 1;
+}
+
+static int term_bounds(struct kg_run *r, const struct kg_findings *f)
+{
+	int a = term_bounds_by(r, f, KG_TERMS_ABS_INPUTS);
+	int b = a < 0 ? -1 : term_bounds_by(r, f, KG_TERMS_REFERENCE);
+	return a < 0 || b < 0 ? -1 : a || b;
+}
+
+int kg_run_check_outputs(struct kg_run *r, struct kg_view *v, enum kg_reason_code code, struct kg_findings *f)
+{
+	struct kg_findings mine = {0};
+	if (!kg_check_outputs(v, code, &mine))
+		return 0;
+	int rc = term_bounds(r, &mine);
+	if (rc < 0)
+		return 0; /* recorded as kgate's own error: no verdict on this call */
+	if (rc > 0) {
+		mine.n = 0;
+		kg_check_outputs(v, code, &mine);
+	}
+	for (int i = 0; i < mine.n && f->n < KG_MAX_FINDINGS; i++)
+		f->f[f->n++] = mine.f[i];
+	return mine.n;
+}
