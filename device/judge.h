@@ -187,6 +187,17 @@ KG_GEN_FN void kg_judge_stat(struct kg_dev_cmp *p, const struct kg_dev_check *c,
 	}
 }
 
+/* An output's hash as COMPARE gives it (kg_judge_mix of each element's bits, summed), on the host:
+ * for a call the device did not judge, so that every call of a run is hashed alike. */
+KG_GEN_FN uint64_t kg_judge_hash(const void *p, uint32_t dt, uint64_t n)
+{
+	unsigned es = kg_gen_dtype_size(dt);
+	uint64_t h = 0;
+	for (uint64_t i = 0; i < n; i++)
+		h += kg_judge_mix(kg_judge_bits(p, es, i), i);
+	return h;
+}
+
 /* b folded into a: counts and sums added, maxima and first indices kept as one scan would. */
 KG_GEN_FN void kg_judge_merge(struct kg_dev_cmp *a, const struct kg_dev_cmp *b)
 {

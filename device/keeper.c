@@ -97,8 +97,9 @@ struct slot {
 	CUdeviceptr priv;
 	size_t dev_bytes;
 	/* what the last START staged in priv: [0, staged), less [snap_lo, snap_hi) once END has
-	 * written the outputs' snapshot over it */
+	 * written the outputs' snapshot over it (snap_ok: and that copy completed) */
 	uint64_t staged, snap_lo, snap_hi;
+	int snap_ok;
 };
 
 static struct {
@@ -442,12 +443,14 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 		snprintf(r->msg, sizeof(r->msg), "bad START ranges");
 		return r->status = -EINVAL;
 	}
+	/* nothing of the last call's image is valid from here on, whatever fails part way */
+	s->staged = s->snap_lo = s->snap_hi = 0;
+	s->snap_ok = 0;
 	struct stage_ctx sc = {s, c, r};
 	if (kg_stage_walk(c, stage_host, stage_one, &sc))
 		return r->status;
 	CU_OK(k.cu.stream_synchronize(k.stream), "staging the call's inputs (sync)");
 	s->staged = c->bytes;
-	s->snap_lo = s->snap_hi = 0;
 	/* Whatever the candidate's context set aside or windowed as persisting since the last call:
 	 * demoted, and the set-aside taken back, before the flush evicts the L2. */
 	if (k.cu.reset_persisting_l2)
@@ -470,14 +473,16 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 
 /* END's and SETTLE's look at [0, in_hi) (below the outputs): the mirror against what START staged
  * there, by kg_first_diff; *from is where the host arena's refresh starts (in_hi when the same). */
-static int inputs_compare(struct slot *s, const struct kg_dev_cmd *c, uint64_t hi, uint64_t *from,
+static int inputs_compare(struct slot *s, const struct kg_dev_cmd *c, uint64_t hi, int look, uint64_t *from,
 			  struct kg_dev_reply *r)
 {
 	*from = 0;
 	r->in_state = KG_DEV_IN_UNCHECKED;
 	if (!hi || !(k.caps & KG_DEV_CAP_CMP))
 		return 0;
-	if (hi > c->bytes || (hi > c->out_lo && c->out_hi > c->out_lo)) {
+	/* in_hi below the outputs: END's, and the last snapshot's (SETTLE) */
+	if (hi > c->bytes ||
+	    (!look && ((hi > c->out_lo && c->out_hi > c->out_lo) || (s->snap_hi > s->snap_lo && hi > s->snap_lo)))) {
 		snprintf(r->msg, sizeof(r->msg), "in_hi past the outputs");
 		return r->status = -EINVAL;
 	}
@@ -534,16 +539,18 @@ static int do_end(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 		lo = hi = 0;
 	uint64_t n = hi > lo ? hi - lo : s->dev_bytes < 4096 ? s->dev_bytes : 4096;
 	s->snap_lo = lo;
-	s->snap_hi = lo + n; /* what of the staged image the snapshot overwrote */
+	s->snap_hi = lo + n; /* what of the staged image the snapshot overwrites */
+	s->snap_ok = 0; /* judged (CHECK, FETCH) only once complete */
 	CU_OK(k.cu.memcpy_dtod_async(s->priv + lo, s->mirror + lo, n, k.stream), "the outputs' snapshot");
 	CU_OK(k.cu.event_record(k.ev1, k.stream), "cuEventRecord");
 	CU_OK(k.cu.stream_synchronize(k.stream), "the outputs' snapshot (sync)");
+	s->snap_ok = 1;
 	r->t_ns = kg_now_ns();
 	float ms = 0;
 	if (!k.cu.event_elapsed(&ms, k.ev0, k.ev1))
 		r->copy_ns = (uint64_t)((double)ms * 1e6);
 	uint64_t from;
-	if (inputs_compare(s, c, c->in_hi, &from, r))
+	if (inputs_compare(s, c, c->in_hi, 0, &from, r))
 		return r->status;
 	return download(s, c->bytes, from, lo, hi, c->keep != 0, r);
 }
@@ -558,8 +565,8 @@ static int do_settle(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 		;
 	uint64_t from;
 	if (c->look) /* the whole image, against the staged inputs and END's snapshot; nothing sent */
-		return inputs_compare(s, c, c->bytes, &from, r);
-	if (inputs_compare(s, c, c->in_hi, &from, r))
+		return inputs_compare(s, c, c->bytes, 1, &from, r);
+	if (inputs_compare(s, c, c->in_hi, 0, &from, r))
 		return r->status;
 	return download(s, c->bytes, from, from, from, 0, r);
 }
@@ -567,7 +574,7 @@ static int do_settle(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 /* [off, off + bytes) inside what the slot's last END snapshotted */
 static int in_snapshot(const struct slot *s, uint64_t off, uint64_t bytes)
 {
-	return off >= s->snap_lo && bytes <= s->snap_hi - s->snap_lo && off - s->snap_lo <= s->snap_hi - s->snap_lo - bytes;
+	return s->snap_ok && off >= s->snap_lo && bytes <= s->snap_hi - s->snap_lo && off - s->snap_lo <= s->snap_hi - s->snap_lo - bytes;
 }
 
 /* One check (wire.h) on the device: the kernel's partial results merged in order. */
@@ -577,7 +584,7 @@ static int judge_one(struct slot *s, struct slot *ref, const struct kg_dev_check
 	unsigned es = kg_gen_dtype_size(c->dtype);
 	uint64_t bytes = c->n * es;
 	kg_judge_init(out);
-	if (!kg_judge_valid(c) || !in_snapshot(s, c->off, bytes) ||
+	if (!kg_judge_valid(c) || c->off % es || c->ref_off % es || !in_snapshot(s, c->off, bytes) ||
 	    (c->mode == KG_DEV_CHK_COMPARE && (!ref || !in_snapshot(ref, c->ref_off, bytes)))) {
 		snprintf(r->msg, sizeof(r->msg), "bad CHECK: not an output of the last snapshot");
 		return r->status = -EINVAL;

@@ -41,11 +41,13 @@ void kg_run_gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls
 		kg_inputs_params(&g->d.t[i], s->dtype, (size_t)s->numel, s->shape, s->ndim, r->plan->task.inputs[i].role,
 				 cls, r->plan->classes, &tk, i);
 	}
-	memset(&tk, 0, sizeof(tk));
-	if (!r->dev_gen || g == &local)
+	if (g == &local) /* a buffer set of the caller's own: drawn here, nothing kept of it */
+		for (int i = 0; i < local.d.n; i++)
+			kg_inputs_fill_tensor(dst[i], &local.d.t[i], &tk);
+	else if (!r->dev_gen)
 		kg_run_host_inputs(r, dst);
-	if (g == &local)
-		memset(&local, 0, sizeof(local));
+	memset(&tk, 0, sizeof(tk));
+	memset(&local, 0, sizeof(local));
 	if (dst == r->shadow)
 		r->shadow_draw = ++r->draws;
 	else if (dst == r->shadow_next)

@@ -776,6 +776,7 @@ static void judge_against_compare(kg_dtype dt, int64_t row, int salt)
 		struct kg_dev_cmp got;
 		kg_judge_host(&c, g, x, &got);
 		assert_int_equal(bad, got.n_bad > 0);
+		assert_true(got.hash == kg_judge_hash(g, (uint32_t)dt, N)); /* the host's hash of a call not judged */
 		assert_int_equal(got.n, want.n);
 		assert_int_equal(got.n_bad, want.n_bad);
 		assert_int_equal(got.n_nan, want.n_nan);
