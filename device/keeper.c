@@ -1,12 +1,15 @@
 /* kgate-device: the trusted process that owns the GPU's memory for a run. kgate starts it beside
  * the runners; no candidate code is ever loaded here. For each runner it creates the device mirror
  * of that runner's host arena as one exportable allocation (CUDA VMM, a POSIX fd the runner
- * imports) and a private buffer it never exports. It stages every call's inputs there, starts the
- * clock, copies them onto the mirror and flushes the L2; at the call's end it snapshots the outputs
- * into the private buffer, stops the clock, and copies them back into the host arena from there:
- * no input, output or time reaches kgate through the candidate's process. A candidate can re-map what it imported read-write (measured on an H200: the importer's
- * cuMemSetAccess wins), so the mirror is the candidate's to scribble on; what kgate judges by is
- * the host arena, which no runner maps, and the snapshot. */
+ * imports) and a private buffer it never exports. It stages every call's inputs there (drawn by
+ * its own kernels, device/kernels.cu, or copied), starts the clock, copies them onto the mirror and
+ * flushes the L2; at the call's end it snapshots the outputs into the private buffer and stops the
+ * clock. Then it compares the candidate's inputs with the staged copy, judges the outputs there
+ * against the reference's (CHECK) and sends the host arena only what kgate reads: no input, output
+ * or time reaches kgate through the candidate's process. A candidate can re-map what it imported
+ * read-write (measured on an H200: the importer's cuMemSetAccess wins), so the mirror is the
+ * candidate's to scribble on; what kgate judges by is the private buffer and the host arena, which
+ * no runner maps. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
