@@ -74,18 +74,20 @@ struct kg_run {
 	uint64_t ref_poison_seq;
 	void *const *ref_src; /* the inputs the reference's next call writes into its arena (NULL: none) */
 	/* The draws shadow and shadow_next stand for (the generator's parameters under each trial's
-	 * key), and whether those host buffers hold them: where kgate-device draws the inputs itself
-	 * (dev_gen), a buffer is drawn on the host only when a check or a host runner needs it. */
+	 * key), whether those host buffers hold them, and which draw each is (kg_run_gen_into numbers
+	 * them from 1): where kgate-device draws the inputs itself (dev_gen), a buffer is drawn on the
+	 * host only when a check or a host runner needs it. */
 	struct kg_run_draw {
 		struct kg_call_draw d;
 		int host;
+		uint64_t id;
 	} shadow_gen, shadow_next_gen;
 	int dev_gen;
 	uint64_t input_ids[KG_RUN_MAX_T]; /* the current draw's, for the shortcut check (dev_gen) */
-	/* Which draw of inputs each buffer holds (kg_run_gen_into numbers them), and which the
-	 * reference's last call staged on the device: where that is the candidate's call's, the keeper
-	 * copies them from the reference's private copy instead of the bus (0: none, or not known) */
-	uint64_t shadow_draw, shadow_next_draw, ref_staged_draw, draws;
+	/* Which draw the reference's last call staged on the device (a kg_run_draw's id): where that is
+	 * the candidate's call's, the keeper copies them from the reference's private copy instead of
+	 * the bus (0: none, or not known); draws: the last id given */
+	uint64_t ref_staged_draw, draws;
 	/* The candidate's next call is probed mid-call (probe_ns after RUN, its process stopped) for
 	 * guard bands in use: a band written and restored within the call is seen there. */
 	uint64_t probe_ns;
@@ -134,8 +136,9 @@ int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns);
 const char *kg_run_shape_str(const struct kg_run *r);
 /* Why a reference call failed, in words (its outcome, fault, message or the error). */
 void kg_run_ref_failure(const struct kg_run *r, int rc, const kg_error *e, char *what, size_t n);
-/* The inputs of (cls, seed) generated into dst (one buffer per input). */
-void kg_run_gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls, uint64_t seed);
+/* The inputs of (cls, seed) drawn for shadow (next 0) or shadow_next (next 1): their parameters,
+ * and the host's buffers filled unless the device draws them (dev_gen). */
+void kg_run_gen_into(struct kg_run *r, int next, enum kg_input_class cls, uint64_t seed);
 /* The inputs src holds written into arena a's input slots (drawn on the host first if need be). */
 void kg_run_load_inputs_from(struct kg_run *r, struct kg_arena *a, void *const *src);
 /* src (shadow or shadow_next) holding its draw on the host: drawn now if it was not. */

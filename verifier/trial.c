@@ -248,7 +248,7 @@ void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint
 			       .probe_arg = r};
 	r->probe_ns = 0; /* one call */
 	r->probe_found.hit = 0;
-	if (r->cs.keeper && r->rs.keeper && r->shadow_draw && r->ref_staged_draw == r->shadow_draw &&
+	if (r->cs.keeper && r->rs.keeper && r->shadow_gen.id && r->ref_staged_draw == r->shadow_gen.id &&
 	    same_input_layout(&r->ra, &r->ca)) {
 		/* the reference's last call staged these very inputs: copied on the device */
 		call.inputs_from = 1 + r->rs.dev_slot;

@@ -15,7 +15,7 @@
 
 void kg_run_gen_inputs(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 {
-	kg_run_gen_into(r, r->shadow, cls, seed);
+	kg_run_gen_into(r, 0, cls, seed);
 }
 
 static struct kg_run_draw *draw_of(struct kg_run *r, void *const *buf)
@@ -23,17 +23,15 @@ static struct kg_run_draw *draw_of(struct kg_run *r, void *const *buf)
 	return buf == r->shadow ? &r->shadow_gen : buf == r->shadow_next ? &r->shadow_next_gen : NULL;
 }
 
-void kg_run_gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls, uint64_t seed)
+void kg_run_gen_into(struct kg_run *r, int next, enum kg_input_class cls, uint64_t seed)
 {
 	/* the trial's own key: its inputs say nothing of any other trial's, nor of the run's key */
 	uint64_t t0 = kg_now_ns();
 	kg_key tk;
 	kg_key_derive(&r->plan->k_inputs, KG_DOM_INPUTS, seed, &tk);
-	struct kg_run_draw *g = draw_of(r, dst);
-	struct kg_run_draw local;
-	if (!g)
-		g = &local;
+	struct kg_run_draw *g = next ? &r->shadow_next_gen : &r->shadow_gen;
 	memset(g, 0, sizeof(*g));
+	g->id = ++r->draws;
 	memcpy(g->d.key, tk.w, sizeof(g->d.key));
 	g->d.n = r->plan->task.n_inputs;
 	for (int i = 0; i < r->plan->task.n_inputs; i++) {
@@ -41,17 +39,9 @@ void kg_run_gen_into(struct kg_run *r, void *const *dst, enum kg_input_class cls
 		kg_inputs_params(&g->d.t[i], s->dtype, (size_t)s->numel, s->shape, s->ndim, r->plan->task.inputs[i].role,
 				 cls, r->plan->classes, &tk, i);
 	}
-	if (g == &local) /* a buffer set of the caller's own: drawn here, nothing kept of it */
-		for (int i = 0; i < local.d.n; i++)
-			kg_inputs_fill_tensor(dst[i], &local.d.t[i], &tk);
-	else if (!r->dev_gen)
-		kg_run_host_inputs(r, dst);
 	memset(&tk, 0, sizeof(tk));
-	memset(&local, 0, sizeof(local));
-	if (dst == r->shadow)
-		r->shadow_draw = ++r->draws;
-	else if (dst == r->shadow_next)
-		r->shadow_next_draw = ++r->draws;
+	if (!r->dev_gen)
+		kg_run_host_inputs(r, next ? r->shadow_next : r->shadow);
 	kg_prof_add(KG_PROF_GEN, t0);
 }
 

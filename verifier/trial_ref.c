@@ -39,7 +39,7 @@ static void ref_expose(void *arg)
 		kg_run_load_inputs_from(r, &r->ra, r->ref_src);
 	/* which draw the keeper stages for this call (on the look-ahead's thread: read by the main
 	 * thread only after it is joined) */
-	r->ref_staged_draw = r->ref_src == r->shadow ? r->shadow_draw : r->ref_src == r->shadow_next ? r->shadow_next_draw : 0;
+	r->ref_staged_draw = r->ref_src == r->shadow ? r->shadow_gen.id : r->ref_src == r->shadow_next ? r->shadow_next_gen.id : 0;
 }
 
 /* entry: KG_ENTRY_FORWARD, or KG_ENTRY_TERMS (the reference's kg_error_terms); keep: its outputs
@@ -241,7 +241,7 @@ void kg_run_ahead_start(struct kg_run *r, enum kg_input_class cls, uint64_t seed
 	 * not had them on the device gets them on the host first */
 	if (r->dev_check && !r->refout_host && !r->judged && kg_run_refout_host(r))
 		return;
-	kg_run_gen_into(r, r->shadow_next, cls, seed);
+	kg_run_gen_into(r, 1, cls, seed);
 	r->ref_src = r->shadow_next; /* written by the call, on the thread */
 	uint64_t t = kg_now_ns();
 	ref_prepare(r);
@@ -288,9 +288,6 @@ int kg_run_ahead_take(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 		r->shadow[i] = r->shadow_next[i];
 		r->shadow_next[i] = t;
 	}
-	uint64_t d = r->shadow_draw;
-	r->shadow_draw = r->shadow_next_draw;
-	r->shadow_next_draw = d;
 	struct kg_run_draw g = r->shadow_gen;
 	r->shadow_gen = r->shadow_next_gen;
 	r->shadow_next_gen = g;
