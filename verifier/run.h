@@ -148,6 +148,9 @@ const struct kg_call_draw *kg_run_device_draw(struct kg_run *r, void *const *src
 /* The reference's outputs of this trial in refout (fetched from the device if they were left
  * there); 0, or -1 after recording an internal error. Before the look-ahead's next call. */
 int kg_run_refout_host(struct kg_run *r);
+/* The outputs of session s's last call (its snapshot on the device) into its host arena; whose
+ * names them in an error. 0, or -1 after recording an internal error. */
+int kg_run_fetch_outputs(struct kg_run *r, const struct kg_session *s, const char *whose);
 /* The candidate's outputs of its last call in its host arena (fetched if they were left on the
  * device); 0, or -1 after recording an internal error. */
 int kg_run_candout_host(struct kg_run *r);

@@ -57,9 +57,10 @@ static int ref_exec(struct kg_run *r, int flush, uint32_t entry, int keep, struc
 				   res, e);
 }
 
-/* What the device found of the reference's outputs left there (kept): poison, and the figures
- * the tolerances take (ref_stats); 0, or -1 after recording an internal error. */
-static int ref_stats(struct kg_run *r, const char *what)
+/* STATS of each of the reference's outputs left on the device (near: the distance of every
+ * element from c0 and c1 under the trial's tolerance too); 0, or -1 after recording an internal
+ * error. */
+static int ref_stats_on_device(struct kg_run *r, const char *what, int near, const double *c1, struct kg_dev_cmp *out)
 {
 	const struct kg_plan *p = r->plan;
 	const struct kg_arena *a = &r->ra;
@@ -73,11 +74,28 @@ static int ref_stats(struct kg_run *r, const char *what)
 		const struct kg_arena_slot *sl = &a->slot[p->task.n_inputs + j];
 		chk[j] = (struct kg_dev_check){.off = sl->off, .n = (uint64_t)sl->numel, .poison = sl->poison,
 					       .dtype = (uint32_t)sl->dtype, .mode = KG_DEV_CHK_STATS};
+		if (near) {
+			chk[j].near = 1;
+			chk[j].atol = r->tol[j].atol;
+			chk[j].rtol = r->tol[j].rtol;
+			chk[j].c[0] = 0.0;
+			chk[j].c[1] = c1[j];
+		}
 	}
-	if (kg_keeper_check(&r->keeper, r->rs.dev_slot, -1, chk, p->task.n_outputs, r->ref_stats, &e)) {
+	if (kg_keeper_check(&r->keeper, r->rs.dev_slot, -1, chk, p->task.n_outputs, out, &e)) {
 		kg_run_internal(r, "judging the reference%s's outputs on the device (%s): %s", what, kg_run_shape_str(r), e.msg);
 		return -1;
 	}
+	return 0;
+}
+
+/* What the device found of the reference's outputs left there (kept): poison, and the figures
+ * the tolerances take (ref_stats); 0, or -1 after recording an internal error. */
+static int ref_stats(struct kg_run *r, const char *what)
+{
+	const struct kg_plan *p = r->plan;
+	if (ref_stats_on_device(r, what, 0, NULL, r->ref_stats))
+		return -1;
 	for (int j = 0; j < p->task.n_outputs; j++)
 		if (r->ref_stats[j].first_poison >= 0) {
 			kg_run_internal(r, "the reference%s left output '%s' partly unwritten (%s)", what,
@@ -88,19 +106,30 @@ static int ref_stats(struct kg_run *r, const char *what)
 	return 0;
 }
 
+int kg_run_degenerate(struct kg_run *r, const struct kg_view *v)
+{
+	if (r->refout_host)
+		return kg_check_degenerate(v);
+	double mean[KG_DEV_MAX_CHECKS];
+	struct kg_dev_cmp out[KG_DEV_MAX_CHECKS];
+	for (int j = 0; j < r->plan->task.n_outputs && j < KG_DEV_MAX_CHECKS; j++)
+		mean[j] = r->ref_stats[j].n_finite ? r->ref_stats[j].sum / (double)r->ref_stats[j].n_finite : 0.0;
+	if (ref_stats_on_device(r, "", 1, mean, out))
+		return 0;
+	for (int j = 0; j < r->plan->task.n_outputs; j++)
+		if (!out[j].far[0] || !out[j].far[1])
+			return 1; /* one output a constant passes is enough */
+	return 0;
+}
+
 int kg_run_refout_host(struct kg_run *r)
 {
 	const struct kg_plan *p = r->plan;
 	struct kg_arena *a = &r->ra;
 	if (r->refout_host)
 		return 0;
-	uint64_t lo, hi;
-	kg_arena_out_span(a, &lo, &hi);
-	kg_error e = {0};
-	if (hi > lo && kg_keeper_fetch(&r->keeper, r->rs.dev_slot, a->used, lo, hi, &e)) {
-		kg_run_internal(r, "fetching the reference's outputs from the device (%s): %s", kg_run_shape_str(r), e.msg);
+	if (kg_run_fetch_outputs(r, &r->rs, "reference's"))
 		return -1;
-	}
 	for (int j = 0; j < p->task.n_outputs; j++) {
 		int s = p->task.n_inputs + j;
 		kg_parallel_copy(r->refout[j], kg_arena_ptr(a, s), a->slot[s].bytes);
