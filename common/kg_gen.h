@@ -450,6 +450,11 @@ KG_GEN_FN double kg_gen_value(const struct kg_gen_tensor *t, const uint32_t *key
 }
 
 /* ---- stores (verifier/dtype.c's rounding: to f32 first, then to nearest even) ---- */
+KG_GEN_FN int kg_gen_is_int(uint32_t dt)
+{
+	return dt == KG_GEN_I32 || dt == KG_GEN_I64 || dt == KG_GEN_U8;
+}
+
 KG_GEN_FN unsigned kg_gen_dtype_size(uint32_t dt)
 {
 	return dt == KG_GEN_F32 || dt == KG_GEN_I32 ? 4 : dt == KG_GEN_F16 || dt == KG_GEN_BF16 ? 2 : dt == KG_GEN_I64 ? 8 : dt == KG_GEN_U8 ? 1 : 0;
@@ -562,8 +567,7 @@ KG_GEN_FN int kg_gen_valid(const struct kg_gen_tensor *t, uint64_t bytes)
 	if (!es || t->kind < KG_GEN_NORMAL || t->kind >= KG_GEN_KIND_END_ || !t->rowlen || t->tensor > 127 ||
 	    t->n > (UINT64_MAX >> 4) || t->n * es != bytes || (t->mat && t->mat > 0xffffffffu))
 		return 0;
-	int is_int = t->dtype == KG_GEN_I32 || t->dtype == KG_GEN_I64 || t->dtype == KG_GEN_U8;
-	if (is_int != (t->kind == KG_GEN_INT) && t->kind != KG_GEN_ZEROS && t->kind != KG_GEN_ONES)
+	if (kg_gen_is_int(t->dtype) != (t->kind == KG_GEN_INT) && t->kind != KG_GEN_ZEROS && t->kind != KG_GEN_ONES)
 		return 0;
 	if (t->kind == KG_GEN_MIXED) {
 		if (!t->n_mix || t->n_mix > KG_GEN_MAX_MIX)

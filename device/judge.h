@@ -273,7 +273,7 @@ KG_GEN_FN void kg_judge_host(const struct kg_dev_check *c, const void *got, cons
 			kg_judge_stat(out, c, kg_judge_load(got, c->dtype, i), kg_judge_bits(got, es, i), (int64_t)i);
 		return;
 	}
-	int rows = c->row && c->dtype != KG_GEN_I32 && c->dtype != KG_GEN_I64 && c->dtype != KG_GEN_U8;
+	int rows = c->row && !kg_gen_is_int(c->dtype);
 	uint64_t len = rows ? c->row : c->n ? c->n : 1;
 	for (uint64_t a = 0; a < c->n; a += len) {
 		uint64_t b = a + len < c->n ? a + len : c->n;

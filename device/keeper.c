@@ -366,12 +366,20 @@ static struct slot *slot_of(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	return &k.slot[c->slot];
 }
 
+struct stage_ctx {
+	struct slot *s;
+	const struct kg_dev_cmd *c;
+	struct kg_dev_reply *r;
+};
+
 /* One range of START's staging on the device (wire.h): a pattern, a draw of the generator, or
  * another slot's staged copy. */
-static int stage_range(struct slot *s, const struct kg_dev_cmd *c, const struct kg_dev_range *g,
-		       struct kg_dev_reply *r)
+static int stage_range(void *arg, const struct kg_dev_range *g)
 {
-	CUdeviceptr d = s->priv + g->off;
+	const struct stage_ctx *x = arg;
+	const struct kg_dev_cmd *c = x->c;
+	struct kg_dev_reply *r = x->r;
+	CUdeviceptr d = x->s->priv + g->off;
 	if (g->kind == KG_DEV_R_GEN) {
 		if (!(k.caps & KG_DEV_CAP_GEN)) {
 			snprintf(r->msg, sizeof(r->msg), "a GEN range, and this keeper has no kernels");
@@ -406,12 +414,6 @@ static int stage_range(struct slot *s, const struct kg_dev_cmd *c, const struct 
 	return 0;
 }
 
-struct stage_ctx {
-	struct slot *s;
-	const struct kg_dev_cmd *c;
-	struct kg_dev_reply *r;
-};
-
 static int stage_host(void *arg, uint64_t off, uint64_t n)
 {
 	struct stage_ctx *x = arg;
@@ -420,19 +422,14 @@ static int stage_host(void *arg, uint64_t off, uint64_t n)
 	return 0;
 }
 
-static int stage_one(void *arg, const struct kg_dev_range *g)
-{
-	struct stage_ctx *x = arg;
-	return stage_range(x->s, x->c, g, x->r);
-}
-
-/* The call's start. The inputs come over the bus into private memory first, where no context of
- * the candidate's can see them (or, where kgate names the reference's slot, from the reference's
- * private copy of the same inputs, device to device), the outputs' poison is written there by the
- * device, not sent (START's ranges, stage.h); only once the clock has started are they copied onto the mirror
- * (device to device), and the L2 flushed after that copy, so that the call starts cold and a kernel
- * the candidate left running finds its inputs no earlier than the clock does. Both copies are
- * inside the span; kgate subtracts the least they can take at the measured ceiling. */
+/* The call's start. The inputs come into private memory first, where no context of the
+ * candidate's can see them: over the bus, drawn there by the keeper's kernel, or (where kgate names
+ * the reference's slot) copied from the reference's private copy of the same inputs; the outputs'
+ * poison is written there by the device, not sent (START's ranges, stage.h). Only once the clock
+ * has started are they copied onto the mirror (device to device), and the L2 flushed after that
+ * copy, so that the call starts cold and a kernel the candidate left running finds its inputs no
+ * earlier than the clock does. Both copies are inside the span; kgate subtracts the least they can
+ * take at the measured ceiling. */
 static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 {
 	struct slot *s = slot_of(c, r);
@@ -450,7 +447,7 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	s->staged = s->snap_lo = s->snap_hi = 0;
 	s->snap_ok = 0;
 	struct stage_ctx sc = {s, c, r};
-	if (kg_stage_walk(c, stage_host, stage_one, &sc))
+	if (kg_stage_walk(c, stage_host, stage_range, &sc))
 		return r->status;
 	CU_OK(k.cu.stream_synchronize(k.stream), "staging the call's inputs (sync)");
 	s->staged = c->bytes;
@@ -594,9 +591,8 @@ static int judge_one(struct slot *s, struct slot *ref, const struct kg_dev_check
 	}
 	if (!c->n)
 		return 0;
-	int is_int = c->dtype == KG_GEN_I32 || c->dtype == KG_GEN_I64 || c->dtype == KG_GEN_U8;
 	struct kg_judge_args a = {.c = *c, .got = s->priv + c->off, .exp = ref ? ref->priv + c->ref_off : 0, .part = k.parts};
-	a.factor = c->mode == KG_DEV_CHK_COMPARE && c->row && !is_int;
+	a.factor = c->mode == KG_DEV_CHK_COMPARE && c->row && !kg_gen_is_int(c->dtype);
 	a.len = a.factor ? c->row : JUDGE_CHUNK;
 	a.rows = (c->n + a.len - 1) / a.len;
 	a.per = (a.rows + JUDGE_MAX_PARTS - 1) / JUDGE_MAX_PARTS;

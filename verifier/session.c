@@ -336,10 +336,8 @@ int kg_session_look(struct kg_session *s, uint32_t delay_ms, uint64_t *diff_off,
 		return kg_err(e, -ENOTSUP, "no device comparison here");
 	uint32_t st = KG_DEV_IN_UNCHECKED;
 	int krc = kg_keeper_look(s->keeper, s->dev_slot, s->arena->used, delay_ms, &st, diff_off, e);
-	if (krc == -ETIMEDOUT && s->watched) {
-		kg_sb_kill(s->sb, KG_SB_END_TIMEOUT); /* as in a call: the device is held */
-		return kg_sess_ended(s);
-	}
+	if (krc == -ETIMEDOUT && s->watched)
+		return kg_session_kill_held(s); /* as in a call: the device is held */
 	if (krc)
 		return krc;
 	if (st == KG_DEV_IN_SAME)
@@ -370,10 +368,8 @@ int kg_session_call(struct kg_session *s, enum kg_wire_op op, uint32_t arg, stru
 		s->inputs_same = s->inputs_same && !krc && ins == KG_DEV_IN_SAME;
 		if (parent_ns)
 			*parent_ns = kg_now_ns() - t;
-		if (krc == -ETIMEDOUT && s->watched) {
-			kg_sb_kill(s->sb, KG_SB_END_TIMEOUT); /* as in a call: the device is held */
-			return kg_sess_ended(s);
-		}
+		if (krc == -ETIMEDOUT && s->watched)
+			return kg_session_kill_held(s); /* as in a call: the device is held */
 		return krc;
 	}
 	int rc = kg_sess_resume(s);

@@ -146,10 +146,11 @@ uint64_t kg_sess_in_hi(const struct kg_session *s)
 	return hi > lo && end <= lo ? lo : 0;
 }
 
+_Static_assert(KG_ARENA_MAX_SLOTS <= KG_DEV_MAX_RANGES, "every slot of an arena fits one START");
+
 /* What the keeper stages on the device rather than from the host arena: every output poisoned
  * there with the arena's pattern (picked, not written, by kg_arena_poison_pick), and the inputs
  * copied from another slot or drawn there when the call says so; in offset order. */
-_Static_assert(KG_ARENA_MAX_SLOTS <= KG_DEV_MAX_RANGES, "every slot of an arena fits one START");
 
 static void stage_plan(const struct kg_session *s, const struct kg_call *c, struct kg_keeper_stage *st)
 {
@@ -212,8 +213,7 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	int rc = kg_keeper_begin(s->keeper, s->dev_slot, bytes, c->flush, &st, &t0, e);
 	if (rc == -ETIMEDOUT && s->watched) {
 		/* the device would not let the keeper copy: work the candidate left running holds it */
-		kg_sb_kill(s->sb, KG_SB_END_TIMEOUT);
-		return kg_sess_ended(s);
+		return kg_session_kill_held(s);
 	}
 	if (rc)
 		return rc;
@@ -254,8 +254,7 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	uint64_t cpu1 = kg_sess_cpu_ns(s);
 	if (krc == -ETIMEDOUT && s->watched) {
 		/* the device did not let the keeper copy: work the candidate left running holds it */
-		kg_sb_kill(s->sb, KG_SB_END_TIMEOUT);
-		return kg_sess_ended(s);
+		return kg_session_kill_held(s);
 	}
 	if (krc)
 		return krc;
