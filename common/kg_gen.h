@@ -86,6 +86,16 @@ struct kg_gen_zig {
 		c += d, b ^= c, b = KG_GEN_ROTL(b, 7);                   \
 	} while (0)
 
+/* Set k's key of a batched call (wire.h's sets): the call's own for set 0, and for every other set
+ * a key of its own, so that no two sets of a call hold the same draw. */
+KG_GEN_FN void kg_gen_set_key(const uint32_t key[8], uint32_t set, uint32_t out[8])
+{
+	for (int i = 0; i < 8; i++)
+		out[i] = key[i];
+	out[7] ^= set * 0x9e3779b9u;
+	out[6] ^= set;
+}
+
 KG_GEN_FN void kg_gen_block(const uint32_t key[8], uint32_t counter, uint32_t n0, uint32_t n1, uint32_t n2,
 			    uint32_t out[16])
 {

@@ -128,13 +128,14 @@ int kg_keeper_start(struct kg_keeper *k, const char *path, kg_error *e)
 	k->flush_bytes = r.flush_bytes;
 	k->granularity = r.granularity;
 	k->caps = r.caps;
+	k->mem_bytes = r.mem_bytes;
 	return 0;
 }
 
-int kg_keeper_attach(struct kg_keeper *k, int host_fd, size_t bytes, int *slot, int *dev_fd, size_t *dev_bytes,
-		     kg_error *e)
+int kg_keeper_attach(struct kg_keeper *k, int host_fd, size_t bytes, uint32_t sets, uint64_t stride, int *slot,
+		     int *dev_fd, size_t *dev_bytes, kg_error *e)
 {
-	struct kg_dev_cmd c = {.op = KG_DEV_ATTACH, .bytes = bytes};
+	struct kg_dev_cmd c = {.op = KG_DEV_ATTACH, .bytes = bytes, .sets = sets, .stride = stride};
 	struct kg_dev_reply r;
 	*dev_fd = -1;
 	int rc = command(k, &c, host_fd, &r, dev_fd, e);
@@ -159,6 +160,14 @@ int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, cons
 		memcpy(c.key, st->key, sizeof(c.key));
 		memcpy(c.range, st->range, (size_t)st->n * sizeof(st->range[0]));
 	}
+	if (st && st->sets > 1) {
+		c.sets = st->sets;
+		c.stride = st->stride;
+	}
+	if (slot < 0 || slot >= KG_DEV_MAX_SLOTS)
+		return kg_err(e, -EINVAL, "no keeper slot %d", slot);
+	k->sets[slot] = c.sets > 1 ? c.sets : 1;
+	k->stride[slot] = c.stride;
 	struct kg_dev_reply r;
 	int rc = command(k, &c, -1, &r, NULL, e);
 	*t0 = rc ? 0 : r.t_ns;
@@ -166,15 +175,20 @@ int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, cons
 }
 
 int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, uint64_t out_hi, uint64_t in_hi,
-		  int keep, uint64_t *t1, uint64_t *copy_ns, uint32_t *in_state, kg_error *e)
+		  int keep, struct kg_keeper_ended *out, kg_error *e)
 {
 	struct kg_dev_cmd c = {.op = KG_DEV_END, .slot = (uint32_t)slot, .bytes = bytes, .out_lo = out_lo,
 			       .out_hi = out_hi, .in_hi = in_hi, .keep = keep != 0};
+	if (slot >= 0 && slot < KG_DEV_MAX_SLOTS && k->sets[slot] > 1) {
+		c.sets = k->sets[slot];
+		c.stride = k->stride[slot];
+		c.keep = 1;
+		c.in_hi = 0;
+	}
 	struct kg_dev_reply r;
 	int rc = command(k, &c, -1, &r, NULL, e);
-	*t1 = rc ? 0 : r.t_ns;
-	*copy_ns = rc ? 0 : r.copy_ns;
-	*in_state = rc ? KG_DEV_IN_UNCHECKED : r.in_state;
+	*out = rc ? (struct kg_keeper_ended){.in_state = KG_DEV_IN_UNCHECKED}
+		  : (struct kg_keeper_ended){r.t_ns, r.copy_ns, r.dev_ns, r.in_state, r.in_diff};
 	return rc;
 }
 
@@ -215,6 +229,10 @@ int kg_keeper_look(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay_m
 		   kg_error *e)
 {
 	struct kg_dev_cmd c = {.op = KG_DEV_SETTLE, .slot = (uint32_t)slot, .bytes = bytes, .delay_ms = delay_ms, .look = 1};
+	if (slot >= 0 && slot < KG_DEV_MAX_SLOTS && k->sets[slot] > 1) {
+		c.sets = k->sets[slot];
+		c.stride = k->stride[slot];
+	}
 	struct kg_dev_reply r;
 	int rc = command(k, &c, -1, &r, NULL, e);
 	*in_state = rc ? KG_DEV_IN_UNCHECKED : r.in_state;

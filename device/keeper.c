@@ -66,6 +66,7 @@ struct cu_api {
 	CUresult (*module_get_function)(void **, void *, const char *);
 	CUresult (*launch_kernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
 				  void **, void **);
+	CUresult (*total_mem)(size_t *, CUdevice); /* optional */
 };
 
 /* device/kernels.cu as nvcc built it (device/fatbin.S); empty without nvcc */
@@ -78,6 +79,7 @@ struct kg_gen_args {
 	uint32_t key[8];
 	CUdeviceptr z;
 	CUdeviceptr dst;
+	unsigned long long stride;
 };
 
 struct kg_judge_args {
@@ -103,6 +105,14 @@ struct slot {
 	 * written the outputs' snapshot over it (snap_ok: and that copy completed) */
 	uint64_t staged, snap_lo, snap_hi;
 	int snap_ok;
+	/* the call's device clock: recorded on the keeper's stream as START's copy onto the mirror
+	 * begins (go, once went) and as END's snapshot completes (got) */
+	CUevent go, got;
+	int went;
+	/* the last START's sets of `stride` bytes (1: an ordinary call), and how many of them END's
+	 * snapshot holds (0: none yet) */
+	uint32_t sets, snap_sets;
+	uint64_t stride;
 };
 
 static struct {
@@ -119,7 +129,7 @@ static struct {
 	/* the kernels (caps: KG_DEV_CAP_*), the generator's tables on the device, a word for
 	 * kg_first_diff's answer */
 	uint32_t caps;
-	void *module, *gen_fill, *first_diff, *judge;
+	void *module, *gen_fill, *first_diff, *judge, *copy_sets;
 	CUdeviceptr zig, diff_word, parts;
 	struct kg_dev_cmp *parts_host;
 	int sms;
@@ -183,6 +193,7 @@ static int load_api(struct kg_dev_reply *r)
 		{"cuModuleLoadData", offsetof(struct cu_api, module_load_data)},
 		{"cuModuleGetFunction", offsetof(struct cu_api, module_get_function)},
 		{"cuLaunchKernel", offsetof(struct cu_api, launch_kernel)},
+		{"cuDeviceTotalMem_v2", offsetof(struct cu_api, total_mem)},
 	};
 	const size_t n_required = 27;
 	const char *missing = kg_cu_resolve(lib, syms, sizeof(syms) / sizeof(syms[0]), n_required, &k.cu);
@@ -243,7 +254,8 @@ static uint32_t load_kernels(void)
 	kg_gen_zig_init(&z);
 	if (k.cu.module_load_data(&k.module, kg_device_fatbin) ||
 	    k.cu.module_get_function(&k.gen_fill, k.module, "kg_gen_fill") ||
-	    k.cu.module_get_function(&k.first_diff, k.module, "kg_first_diff") || k.cu.mem_alloc(&k.zig, sizeof(z)) ||
+	    k.cu.module_get_function(&k.first_diff, k.module, "kg_first_diff") ||
+	    k.cu.module_get_function(&k.copy_sets, k.module, "kg_copy_sets") || k.cu.mem_alloc(&k.zig, sizeof(z)) ||
 	    k.cu.mem_alloc(&k.diff_word, 8) || k.cu.memcpy_htod_async(k.zig, &z, sizeof(z), k.stream) ||
 	    k.cu.stream_synchronize(k.stream))
 		return 0;
@@ -275,6 +287,10 @@ static int init(struct kg_dev_reply *r)
 	CU_OK(k.cu.stream_create(&k.stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 	CU_OK(k.cu.event_create(&k.ev0, 0), "cuEventCreate");
 	CU_OK(k.cu.event_create(&k.ev1, 0), "cuEventCreate");
+	for (int i = 0; i < KG_DEV_MAX_SLOTS; i++) {
+		CU_OK(k.cu.event_create(&k.slot[i].go, 0), "cuEventCreate");
+		CU_OK(k.cu.event_create(&k.slot[i].got, 0), "cuEventCreate");
+	}
 	struct kg_cu_alloc_prop p = vmm_prop();
 	CU_OK(k.cu.granularity(&k.gran, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
 	if (!k.gran)
@@ -287,6 +303,9 @@ static int init(struct kg_dev_reply *r)
 	r->flush_bytes = k.flush_bytes;
 	r->granularity = k.gran;
 	r->caps = k.caps = load_kernels();
+	size_t mem = 0;
+	if (k.cu.total_mem && !k.cu.total_mem(&mem, k.dev))
+		r->mem_bytes = mem;
 	r->ceiling_mbps = measure_copy_mbps();
 	if (!r->ceiling_mbps) {
 		/* every span is charged less the least the keeper's copies take at this rate */
@@ -345,7 +364,11 @@ static int do_attach(const struct kg_dev_cmd *c, int host_fd, struct kg_dev_repl
 	 * it saves. */
 	if (!(k.caps & KG_DEV_CAP_CHECK))
 		k.cu.host_register(s->host, s->host_bytes, 0);
-	s->dev_bytes = (c->bytes + k.gran - 1) / k.gran * k.gran;
+	/* room for a batched call's sets where kgate asks for it (wire.h) */
+	uint64_t want = c->bytes;
+	if (c->sets > 1 && c->sets <= KG_DEV_MAX_SETS && c->stride >= c->bytes && c->stride <= UINT64_MAX / c->sets)
+		want = (uint64_t)c->sets * c->stride;
+	s->dev_bytes = (want + k.gran - 1) / k.gran * k.gran;
 	if (vmm_alloc(s->dev_bytes, &s->mirror, out_fd, r))
 		return r->status;
 	CU_OK(k.cu.mem_alloc(&s->priv, s->dev_bytes), "cuMemAlloc (the private staging and snapshot buffer)");
@@ -370,6 +393,10 @@ struct stage_ctx {
 	struct slot *s;
 	const struct kg_dev_cmd *c;
 	struct kg_dev_reply *r;
+	/* a batched call's sets (1: one): GEN and SLOT ranges are staged for every set at once,
+	 * after set 0's image is copied to the others */
+	uint32_t sets;
+	int deferred;
 };
 
 /* One range of START's staging on the device (wire.h): a pattern, a draw of the generator, or
@@ -380,23 +407,29 @@ static int stage_range(void *arg, const struct kg_dev_range *g)
 	const struct kg_dev_cmd *c = x->c;
 	struct kg_dev_reply *r = x->r;
 	CUdeviceptr d = x->s->priv + g->off;
+	if (x->deferred && g->kind != KG_DEV_R_FILL)
+		return 0;
 	if (g->kind == KG_DEV_R_GEN) {
 		if (!(k.caps & KG_DEV_CAP_GEN)) {
 			snprintf(r->msg, sizeof(r->msg), "a GEN range, and this keeper has no kernels");
 			return r->status = -ENOTSUP;
 		}
-		struct kg_gen_args a = {.t = g->gen, .z = k.zig, .dst = d};
+		struct kg_gen_args a = {.t = g->gen, .z = k.zig, .dst = d, .stride = c->stride};
 		memcpy(a.key, c->key, sizeof(a.key));
 		uint64_t groups = (g->gen.n + 7) / 8, blocks = (groups + 255) / 256, most = (uint64_t)k.sms * 64;
+		if (x->sets > 1 && most > 8) /* the sets share the device */
+			most = most / x->sets > 8 ? most / x->sets : 8;
 		void *params[] = {&a};
-		CU_OK(k.cu.launch_kernel(k.gen_fill, (unsigned)(blocks < most ? blocks : most), 1, 1, 256, 1, 1, 0, k.stream,
-					 params, NULL),
+		CU_OK(k.cu.launch_kernel(k.gen_fill, (unsigned)(blocks < most ? blocks : most), x->sets, 1, 256, 1, 1, 0,
+					 k.stream, params, NULL),
 		      "drawing an input on the device");
 		return 0;
 	}
 	if (g->kind == KG_DEV_R_SLOT) {
-		CU_OK(k.cu.memcpy_dtod_async(d, k.slot[c->src_slot].priv + g->off, g->bytes, k.stream),
-		      "staging an input from the reference's copy");
+		for (uint32_t set = 0; set < x->sets; set++)
+			CU_OK(k.cu.memcpy_dtod_async(d + set * c->stride, k.slot[c->src_slot].priv + g->off + set * c->stride,
+						     g->bytes, k.stream),
+			      "staging an input from the reference's copy");
 		return 0;
 	}
 	uint64_t n = g->bytes / g->elem;
@@ -436,21 +469,55 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	if (!s)
 		return r->status;
 	struct kg_stage_src src = {0};
-	if (c->src_slot < KG_DEV_MAX_SLOTS && k.slot[c->src_slot].used && &k.slot[c->src_slot] != s)
-		src = (struct kg_stage_src){1, k.slot[c->src_slot].staged, k.slot[c->src_slot].snap_lo,
-					    k.slot[c->src_slot].snap_hi};
+	uint32_t sets = c->sets > 1 ? c->sets : 1;
+	if (c->src_slot < KG_DEV_MAX_SLOTS && k.slot[c->src_slot].used && &k.slot[c->src_slot] != s) {
+		const struct slot *f = &k.slot[c->src_slot];
+		/* a batched call's SLOT ranges read every set of the source: its last START's layout */
+		int same = sets == 1 || (f->sets >= sets && f->stride == c->stride && f->snap_sets >= sets);
+		src = (struct kg_stage_src){same, f->staged, f->snap_lo, f->snap_hi};
+	}
+	uint64_t extent = c->bytes;
+	if (sets > 1) {
+		uint32_t need = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP | KG_DEV_CAP_CHECK;
+		if ((k.caps & need) != need || sets > KG_DEV_MAX_SETS || c->stride < c->bytes || c->stride % 16 ||
+		    c->stride > (s->dev_bytes - c->bytes) / (sets - 1)) {
+			snprintf(r->msg, sizeof(r->msg), "bad START: %u sets of %llu bytes do not fit", sets,
+				 (unsigned long long)c->stride);
+			return r->status = -EINVAL;
+		}
+		extent = (uint64_t)(sets - 1) * c->stride + c->bytes;
+	}
 	if (!kg_stage_valid(c, &src)) {
 		snprintf(r->msg, sizeof(r->msg), "bad START ranges");
 		return r->status = -EINVAL;
 	}
 	/* nothing of the last call's image is valid from here on, whatever fails part way */
 	s->staged = s->snap_lo = s->snap_hi = 0;
-	s->snap_ok = 0;
-	struct stage_ctx sc = {s, c, r};
+	s->snap_ok = s->went = 0;
+	s->sets = sets;
+	s->snap_sets = 0;
+	s->stride = sets > 1 ? c->stride : 0;
+	struct stage_ctx sc = {s, c, r, 1, sets > 1};
 	if (kg_stage_walk(c, stage_host, stage_range, &sc))
 		return r->status;
+	if (sets > 1) {
+		/* set 0's image (host bytes and patterns) copied to the others, doubling, then each
+		 * set's own draws and sources */
+		for (uint32_t have = 1; have < sets;) {
+			uint32_t n = have < sets - have ? have : sets - have;
+			CU_OK(k.cu.memcpy_dtod_async(s->priv + (uint64_t)have * c->stride, s->priv,
+						     (uint64_t)(n - 1) * c->stride + c->bytes, k.stream),
+			      "copying a batched call's sets");
+			have += n;
+		}
+		sc.sets = sets;
+		sc.deferred = 0;
+		for (uint32_t i = 0; i < c->n_ranges; i++)
+			if (c->range[i].kind != KG_DEV_R_FILL && stage_range(&sc, &c->range[i]))
+				return r->status;
+	}
 	CU_OK(k.cu.stream_synchronize(k.stream), "staging the call's inputs (sync)");
-	s->staged = c->bytes;
+	s->staged = extent;
 	/* Whatever the candidate's context set aside or windowed as persisting since the last call:
 	 * demoted, and the set-aside taken back, before the flush evicts the L2. */
 	if (k.cu.reset_persisting_l2)
@@ -460,7 +527,9 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	r->t_ns = kg_now_ns();
 	/* with nothing to copy (the calibration) a page all the same: the device switches to this
 	 * context for it, as it does in every call */
-	size_t n = c->bytes ? c->bytes : s->dev_bytes < 4096 ? s->dev_bytes : 4096;
+	size_t n = c->bytes ? extent : s->dev_bytes < 4096 ? s->dev_bytes : 4096;
+	CU_OK(k.cu.event_record(s->go, k.stream), "cuEventRecord");
+	s->went = 1;
 	CU_OK(k.cu.memcpy_dtod_async(s->mirror, s->priv, n, k.stream), "copying the call's inputs onto the device arena");
 	if (c->flush) {
 		/* a different value every time: no compression or cache shortcut keeps old lines */
@@ -468,6 +537,25 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 		CU_OK(k.cu.memset_d32_async(k.flush, k.flush_value, k.flush_bytes / 4, k.stream), "L2 flush");
 	}
 	CU_OK(k.cu.stream_synchronize(k.stream), "copying the call's inputs (sync)");
+	return 0;
+}
+
+/* The mirror's [0, hi) against the private copy (what START staged, and END's snapshot over it)
+ * by kg_first_diff: r's in_state and in_diff. */
+static int image_compare(struct slot *s, uint64_t hi, struct kg_dev_reply *r)
+{
+	unsigned long long words = (hi + 7) / 8, most = (unsigned long long)k.sms * 32, first = ~0ull;
+	unsigned long long blocks = (words + 255) / 256;
+	CUdeviceptr x = s->mirror, y = s->priv, w = k.diff_word;
+	void *params[] = {&x, &y, &words, &w};
+	CU_OK(k.cu.memset_d32_async(k.diff_word, 0xffffffffu, 2, k.stream), "comparing the inputs");
+	CU_OK(k.cu.launch_kernel(k.first_diff, (unsigned)(blocks < most ? blocks : most), 1, 1, 256, 1, 1, 0, k.stream,
+				 params, NULL),
+	      "comparing the inputs");
+	CU_OK(k.cu.memcpy_dtoh_async(&first, k.diff_word, 8, k.stream), "comparing the inputs");
+	CU_OK(k.cu.stream_synchronize(k.stream), "comparing the inputs (sync)");
+	r->in_state = first == ~0ull ? KG_DEV_IN_SAME : KG_DEV_IN_DIFFERS;
+	r->in_diff = first == ~0ull ? 0 : first * 8;
 	return 0;
 }
 
@@ -486,23 +574,10 @@ static int inputs_compare(struct slot *s, const struct kg_dev_cmd *c, uint64_t h
 		snprintf(r->msg, sizeof(r->msg), "in_hi past the outputs");
 		return r->status = -EINVAL;
 	}
-	unsigned long long words = (hi + 7) / 8, most = (unsigned long long)k.sms * 32, first = ~0ull;
-	unsigned long long blocks = (words + 255) / 256;
-	CUdeviceptr x = s->mirror, y = s->priv, w = k.diff_word;
-	void *params[] = {&x, &y, &words, &w};
-	CU_OK(k.cu.memset_d32_async(k.diff_word, 0xffffffffu, 2, k.stream), "comparing the inputs");
-	CU_OK(k.cu.launch_kernel(k.first_diff, (unsigned)(blocks < most ? blocks : most), 1, 1, 256, 1, 1, 0, k.stream,
-				 params, NULL),
-	      "comparing the inputs");
-	CU_OK(k.cu.memcpy_dtoh_async(&first, k.diff_word, 8, k.stream), "comparing the inputs");
-	CU_OK(k.cu.stream_synchronize(k.stream), "comparing the inputs (sync)");
-	if (first == ~0ull) {
-		r->in_state = KG_DEV_IN_SAME;
+	if (image_compare(s, hi, r))
+		return r->status;
+	if (r->in_state == KG_DEV_IN_SAME)
 		*from = hi;
-	} else {
-		r->in_state = KG_DEV_IN_DIFFERS;
-		r->in_diff = first * 8;
-	}
 	return 0;
 }
 
@@ -531,6 +606,11 @@ static int do_end(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	if (!s)
 		return r->status;
 	uint64_t lo = c->out_lo, hi = c->out_hi;
+	uint32_t sets = c->sets > 1 ? c->sets : 1;
+	if (sets != (s->sets > 1 ? s->sets : 1) || (sets > 1 && (c->stride != s->stride || !c->keep || hi <= lo || hi > c->bytes))) {
+		snprintf(r->msg, sizeof(r->msg), "bad END: %u sets, and START staged %u", sets, s->sets);
+		return r->status = -EINVAL;
+	}
 	CU_OK(k.cu.event_record(k.ev0, k.stream), "cuEventRecord");
 	/* With no outputs (the calibration), a page all the same: the device switches to this context
 	 * for any copy, and that switch is part of every call's span, so it must be of the calibrated
@@ -541,14 +621,37 @@ static int do_end(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	s->snap_lo = lo;
 	s->snap_hi = lo + n; /* what of the staged image the snapshot overwrites */
 	s->snap_ok = 0; /* judged (CHECK, FETCH) only once complete */
-	CU_OK(k.cu.memcpy_dtod_async(s->priv + lo, s->mirror + lo, n, k.stream), "the outputs' snapshot");
+	s->snap_sets = sets;
+	if (sets > 16 && k.copy_sets && !(lo % 16) && !(n % 16)) {
+		/* many small sets: one kernel, not a copy each (a copy's own cost would be charged) */
+		CUdeviceptr dst = s->priv + lo, src = s->mirror + lo;
+		unsigned long long w = n, st = s->stride, ns = sets, words = n / 16 * sets;
+		unsigned long long blocks = (words + 255) / 256, most = (unsigned long long)k.sms * 32;
+		void *params[] = {&dst, &src, &w, &st, &ns};
+		CU_OK(k.cu.launch_kernel(k.copy_sets, (unsigned)(blocks < most ? blocks : most), 1, 1, 256, 1, 1, 0, k.stream,
+					 params, NULL),
+		      "the outputs' snapshot");
+	} else {
+		for (uint32_t set = 0; set < sets; set++)
+			CU_OK(k.cu.memcpy_dtod_async(s->priv + lo + set * s->stride, s->mirror + lo + set * s->stride, n,
+						     k.stream),
+			      "the outputs' snapshot");
+	}
 	CU_OK(k.cu.event_record(k.ev1, k.stream), "cuEventRecord");
+	CU_OK(k.cu.event_record(s->got, k.stream), "cuEventRecord");
 	CU_OK(k.cu.stream_synchronize(k.stream), "the outputs' snapshot (sync)");
 	s->snap_ok = 1;
 	r->t_ns = kg_now_ns();
 	float ms = 0;
 	if (!k.cu.event_elapsed(&ms, k.ev0, k.ev1))
 		r->copy_ns = (uint64_t)((double)ms * 1e6);
+	/* The span on the device's own clock: none of the keeper's host-side waits before the copy
+	 * began or after the snapshot was complete is in it. */
+	if (s->went && !k.cu.event_elapsed(&ms, s->go, s->got) && ms > 0)
+		r->dev_ns = (uint64_t)((double)ms * 1e6);
+	s->went = 0;
+	if (sets > 1) /* every set's inputs and bands, against START's; nothing sent */
+		return image_compare(s, s->staged, r);
 	uint64_t from;
 	if (inputs_compare(s, c, c->in_hi, 0, &from, r))
 		return r->status;
@@ -564,6 +667,8 @@ static int do_settle(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
 	uint64_t from;
+	if (c->look && s->snap_sets > 1) /* every set of a batched call */
+		return image_compare(s, s->staged, r);
 	if (c->look) /* the whole image, against the staged inputs and END's snapshot; nothing sent */
 		return inputs_compare(s, c, c->bytes, 1, &from, r);
 	if (inputs_compare(s, c, c->in_hi, 0, &from, r))
@@ -574,7 +679,15 @@ static int do_settle(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 /* [off, off + bytes) inside what the slot's last END snapshotted */
 static int in_snapshot(const struct slot *s, uint64_t off, uint64_t bytes)
 {
-	return s->snap_ok && off >= s->snap_lo && bytes <= s->snap_hi - s->snap_lo && off - s->snap_lo <= s->snap_hi - s->snap_lo - bytes;
+	if (!s->snap_ok || off < s->snap_lo)
+		return 0;
+	if (s->snap_sets > 1) { /* which set's outputs, then as in set 0 */
+		uint64_t set = (off - s->snap_lo) / s->stride;
+		if (set >= s->snap_sets)
+			return 0;
+		off -= set * s->stride;
+	}
+	return bytes <= s->snap_hi - s->snap_lo && off - s->snap_lo <= s->snap_hi - s->snap_lo - bytes;
 }
 
 /* One check (wire.h) on the device: the kernel's partial results merged in order. */

@@ -23,6 +23,11 @@ struct kg_keeper {
 	uint64_t l2_bytes, granularity;
 	uint64_t flush_bytes; /* what each flushed START writes inside the span */
 	uint32_t caps; /* KG_DEV_CAP_*: its own kernels (inputs drawn and compared on the device) */
+	uint64_t mem_bytes; /* the device's memory (0: not known) */
+	/* per slot, its last START's sets and stride (wire.h): END and SETTLE's look of the same call
+	 * say the same */
+	uint32_t sets[KG_DEV_MAX_SLOTS];
+	uint64_t stride[KG_DEV_MAX_SLOTS];
 	int dead; /* it failed to answer once: every later call fails at once */
 	int up; /* kg_keeper_start ran: there is a socket, a lock, perhaps a process */
 };
@@ -30,9 +35,11 @@ struct kg_keeper {
 /* Starts kgate-device at path (kg_path_device) and waits for its HELLO. */
 int kg_keeper_start(struct kg_keeper *k, const char *path, kg_error *e);
 /* Hands the keeper a host arena (a memfd of `bytes`); *dev_fd gets the exported device mirror's
- * fd (the caller's to pass on and close), *dev_bytes its size, *slot the keeper's index for it. */
-int kg_keeper_attach(struct kg_keeper *k, int host_fd, size_t bytes, int *slot, int *dev_fd, size_t *dev_bytes,
-		     kg_error *e);
+ * fd (the caller's to pass on and close), *dev_bytes its size, *slot the keeper's index for it.
+ * The mirror holds at least `sets` sets of `stride` bytes (a batched call's, wire.h; sets 0 or 1:
+ * the host arena's size). */
+int kg_keeper_attach(struct kg_keeper *k, int host_fd, size_t bytes, uint32_t sets, uint64_t stride, int *slot,
+		     int *dev_fd, size_t *dev_bytes, kg_error *e);
 /* What START stages on the device rather than from the host arena (wire.h's ranges): outputs
  * poisoned there, inputs drawn there (under key) or copied from another slot's staged copy
  * (src_slot's). */
@@ -41,6 +48,10 @@ struct kg_keeper_stage {
 	int src_slot;
 	uint32_t key[8];
 	struct kg_dev_range range[KG_DEV_MAX_RANGES];
+	/* a batched call (wire.h): sets > 1 copies of the plan, stride bytes apart, each set's draws
+	 * under its own key; END and the look that follow cover every set, and END keeps the outputs */
+	uint32_t sets;
+	uint64_t stride;
 };
 
 /* START: the inputs staged (st, or NULL: the host arena's first `bytes` alone), then *t0
@@ -48,13 +59,20 @@ struct kg_keeper_stage {
  * are on it. */
 int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, const struct kg_keeper_stage *st,
 		    uint64_t *t0, kg_error *e);
-/* END (sent as soon as the runner's RUN reply is in): *t1 the moment the outputs [out_lo, out_hi)
- * were snapshotted, *copy_ns the snapshot's own duration; the host arena's first `bytes` then hold
- * the mirror, outputs from the snapshot. in_hi (<= out_lo; 0: none): [0, in_hi) is compared on the
- * device with what START staged there, and left as it was in the host arena where it is the same;
- * *in_state says which (enum kg_dev_in_state). */
+/* What END measured and found: t_ns the moment the outputs were snapshotted (CLOCK_MONOTONIC),
+ * copy_ns the snapshot's own duration, dev_ns the device's clock from START's copy onto the mirror
+ * to the snapshot's completion (0: not measured), in_state the inputs' (enum kg_dev_in_state). */
+struct kg_keeper_ended {
+	uint64_t t_ns, copy_ns, dev_ns;
+	uint32_t in_state;
+	uint64_t in_diff; /* KG_DEV_IN_DIFFERS: the first differing byte's offset (to 8) */
+};
+/* END (sent as soon as the runner's RUN reply is in): the outputs [out_lo, out_hi) snapshotted
+ * (*out); the host arena's first `bytes` then hold the mirror, outputs from the snapshot. in_hi
+ * (<= out_lo; 0: none): [0, in_hi) is compared on the device with what START staged there, and
+ * left as it was in the host arena where it is the same (out->in_state says which). */
 int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, uint64_t out_hi, uint64_t in_hi,
-		  int keep, uint64_t *t1, uint64_t *copy_ns, uint32_t *in_state, kg_error *e);
+		  int keep, struct kg_keeper_ended *out, kg_error *e);
 /* keep (END): the outputs stay in the snapshot, not copied to the host arena (CHECK judges them
  * there, kg_keeper_fetch brings them). */
 /* CHECK (KG_DEV_CAP_CHECK): n outputs of slot's last snapshot judged on the device, against

@@ -13,14 +13,16 @@ struct kg_gen_args {
 	uint32_t key[8];
 	const struct kg_gen_zig *z;
 	void *dst;
+	unsigned long long stride; /* bytes from one set's draw to the next's (blockIdx.y: the set) */
 };
 
-/* one thread a group of eight elements (one ChaCha block), grid-strided */
+/* one thread a group of eight elements (one ChaCha block), grid-strided; one row of blocks a set,
+ * each under its own key (kg_gen_set_key) */
 extern "C" __global__ void kg_gen_fill(struct kg_gen_args a)
 {
 	uint32_t key[8];
-	for (int i = 0; i < 8; i++)
-		key[i] = a.key[i];
+	kg_gen_set_key(a.key, blockIdx.y, key);
+	a.dst = (char *)a.dst + a.stride * blockIdx.y;
 	uint64_t groups = (a.t.n + 7) / 8;
 	uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
 	for (uint64_t g = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += stride) {
@@ -39,6 +41,19 @@ extern "C" __global__ void kg_first_diff(const unsigned long long *x, const unsi
 			atomicMin(first, i);
 			return;
 		}
+}
+
+/* [0, width) of each of `sets` sets stride bytes apart, from src to dst (16-byte words: the
+ * keeper calls it only where every offset and width is a multiple of 16) */
+extern "C" __global__ void kg_copy_sets(uint4 *dst, const uint4 *src, unsigned long long width,
+					unsigned long long stride, unsigned long long sets)
+{
+	unsigned long long w = width / 16, per = stride / 16, n = w * sets;
+	unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
+	for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+		unsigned long long set = i / w, at = set * per + i % w;
+		dst[at] = src[at];
+	}
 }
 
 /* ---- outputs judged (device/judge.h): one block a run of rows, a partial result per block,

@@ -12,7 +12,8 @@
 #define KG_DEV_CTL_FD 3 /* the keeper's end, where it finds it at start */
 #define KG_DEV_MAX_SLOTS 4 /* device arenas one keeper holds: a reference's and a candidate's */
 #define KG_DEV_MAX_RANGES 16 /* START's tensors staged from elsewhere than the host arena */
-#define KG_DEV_MAX_CHECKS 8 /* CHECK's outputs judged at once */
+#define KG_DEV_MAX_CHECKS 32 /* CHECK's outputs judged at once */
+#define KG_DEV_MAX_SETS 1024 /* a batched call's input sets (START's sets) */
 
 /* How START stages one range of the arena instead of copying it over the bus from the host arena:
  * a poisoned output is a pattern the device writes itself (a gigabyte the host need not write nor
@@ -125,6 +126,16 @@ struct kg_dev_cmd {
 	 * (CHECK judges them there; FETCH brings them when needed) */
 	uint32_t keep;
 	struct kg_dev_range range[KG_DEV_MAX_RANGES];
+	/* START, END: a batched call's sets (0 or 1: one). START stages set 0 as above in [0, bytes)
+	 * and each set k < sets the same at k * stride (stride >= bytes), but for its GEN ranges,
+	 * drawn under kg_gen_set_key(key, k), and its SLOT ranges, from the source's set k; END
+	 * snapshots [out_lo, out_hi) of every set, compares the whole image, [0, (sets - 1) * stride +
+	 * bytes), with what START staged and the snapshot (in_state, in_diff; in_hi unused) and keeps
+	 * the outputs on the device (keep). ATTACH: the device arena holds at least this many sets of
+	 * `stride` bytes. */
+	uint32_t sets;
+	uint32_t pad1;
+	uint64_t stride;
 	uint32_t n_checks; /* CHECK */
 	uint32_t pad2;
 	struct kg_dev_check check[KG_DEV_MAX_CHECKS];
@@ -138,9 +149,13 @@ struct kg_dev_reply {
 	uint64_t dev_bytes; /* ATTACH: the mirror's size (granularity-rounded) */
 	uint64_t t_ns; /* START, END: CLOCK_MONOTONIC, see the ops */
 	uint64_t copy_ns; /* END: the outputs' snapshot by the keeper's events */
+	/* END: the device's clock from START's copy onto the mirror to the snapshot's completion, by
+	 * the keeper's events (0: not measured): the call's span without host-side waits at its ends */
+	uint64_t dev_ns;
 	uint64_t ceiling_mbps; /* HELLO: device-to-device copy, bytes read plus written, MB/s */
 	uint64_t l2_bytes, granularity; /* HELLO */
 	uint64_t flush_bytes; /* HELLO: what a START's L2 flush writes */
+	uint64_t mem_bytes; /* HELLO: the device's memory */
 	uint32_t caps; /* HELLO: KG_DEV_CAP_* */
 	uint32_t in_state; /* END, SETTLE: enum kg_dev_in_state */
 	uint64_t in_diff; /* END, SETTLE: the first differing byte's offset (to 8 bytes) */

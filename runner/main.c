@@ -29,6 +29,10 @@
 typedef int (*kg_forward_fn)(const kg_tensor *, int, kg_tensor *, int, void *);
 
 struct call {
+	struct kg_rbackend *b;
+	const struct kg_wire_tensor *t; /* RUN's descriptors: a batch's calls build theirs from them */
+	uint32_t sets;
+	uint64_t stride;
 	kg_forward_fn fwd;
 	kg_forward_fn terms; /* kg_error_terms, where the library exports one (a task's reference) */
 	kg_forward_fn entry; /* the one this RUN calls */
@@ -133,6 +137,27 @@ static void call_forward(void *arg)
 	c->rc = c->entry(c->in, c->n_in, c->out, c->n_out, c->stream);
 }
 
+static void fill_tensor(struct kg_rbackend *b, kg_tensor *t, const struct kg_wire_tensor *w);
+
+/* A batch: each set's call on its own tensors, back to back on the stream; the first failure is
+ * the batch's. */
+static void call_batch(void *arg)
+{
+	struct call *c = arg;
+	int rc = 0;
+	for (uint32_t k = 0; k < c->sets; k++) {
+		for (int i = 0; i < c->n_in + c->n_out; i++) {
+			struct kg_wire_tensor w = c->t[i];
+			w.offset += k * c->stride;
+			fill_tensor(c->b, i < c->n_in ? &c->in[i] : &c->out[i - c->n_in], &w);
+		}
+		int one = c->entry(c->in, c->n_in, c->out, c->n_out, c->stream);
+		if (one && !rc)
+			rc = one;
+	}
+	c->rc = rc;
+}
+
 static int send_reply(int fd, struct kg_wire_reply *r)
 {
 	r->magic = KG_WIRE_MAGIC;
@@ -169,6 +194,18 @@ static int setup_ok(const struct kg_wire_cmd *c, size_t arena_size)
 }
 
 static struct kg_rarena rarena; /* the parent's arena as mapped here (runner/arena.h) */
+
+/* every set's tensors inside the arena */
+static int batch_ok(const struct kg_wire_cmd *c, int n, size_t arena_size)
+{
+	if (c->sets > 1024 || !c->stride || c->stride > arena_size / (c->sets - 1))
+		return 0;
+	uint64_t last = (uint64_t)(c->sets - 1) * c->stride;
+	for (int i = 0; i < n; i++)
+		if (c->t[i].offset >= arena_size - last)
+			return 0;
+	return 1;
+}
 
 static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
 {
@@ -261,7 +298,17 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
 				fill_tensor(b, &call.out[i], &cmd.t[call.n_in + i]);
 			call.stream = b->stream(b);
 			call.rc = -1;
-			if (b->run(b, call_forward, &call, &r, r.msg, sizeof(r.msg)))
+			call.b = b;
+			call.t = cmd.t;
+			call.sets = cmd.sets > 1 ? cmd.sets : 1;
+			call.stride = cmd.stride;
+			if (call.sets > 1 && !batch_ok(&cmd, call.n_in + call.n_out, arena_size)) {
+				r.status = KG_WS_ERROR;
+				snprintf(r.msg, sizeof(r.msg), "RUN: %u sets of %llu bytes outside the arena", cmd.sets,
+					 (unsigned long long)cmd.stride);
+				break;
+			}
+			if (b->run(b, call.sets > 1 ? call_batch : call_forward, &call, &r, r.msg, sizeof(r.msg)))
 				r.status = KG_WS_CUDA;
 			r.rc = call.rc;
 			break;

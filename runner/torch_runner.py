@@ -13,7 +13,7 @@ import warnings
 
 # kg_wire_cmd / kg_wire_reply, little-endian x86-64 layout (checked against sizeof in the tests)
 TENSOR = "Qii8q"
-CMD = struct.Struct("<IIQQII" + TENSOR * 16 + "II512s")
+CMD = struct.Struct("<IIQQII" + TENSOR * 16 + "II512sIIQ")
 REPLY = struct.Struct("<IIQiiQQQII400s")
 MAGIC = 0x6B67775A
 HELLO, LOAD, SETUP, UPLOAD, _RETIRED_FLUSH, RUN, DOWNLOAD, SETTLE, NOP, QUIT = range(1, 11)
@@ -325,6 +325,7 @@ class Runner:
             if len(data) != CMD.size:
                 return 2
             f = CMD.unpack(data)
+            sets, f = f[-3], f[:-3]  # RUN's batch (sets, pad, stride): one call only, here
             if f[0] != MAGIC:
                 return 2
             op, seq = f[1], f[2]
@@ -340,6 +341,8 @@ class Runner:
                 elif op == RUN:
                     if f[-2] != 0:  # KG_ENTRY_TERMS: a module's forward has no error-terms entry
                         self.reply(op, seq, WS_NOSYM, msg="a PyTorch module exports no kg_error_terms")
+                    elif sets > 1:
+                        self.reply(op, seq, WS_ERROR, msg="a batched RUN (%d sets): not served by this runner" % sets)
                     elif self.src is None:  # calibration before LOAD: a call that does nothing
                         t0 = time.perf_counter_ns()
                         self.reply(op, seq, elapsed=time.perf_counter_ns() - t0)

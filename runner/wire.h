@@ -73,6 +73,10 @@ struct kg_wire_cmd {
 	uint32_t delay_ms; /* SETTLE */
 	uint32_t entry; /* RUN: which exported function, KG_ENTRY_* below */
 	char path[512]; /* LOAD: path inside the sandbox */
+	/* RUN: a batch of `sets` calls back to back (0 or 1: one call), call k on every tensor at its
+	 * offset + k * stride: kgate-device staged that many input sets (a batched timed call) */
+	uint32_t sets, pad;
+	uint64_t stride;
 };
 
 enum kg_wire_status {

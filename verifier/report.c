@@ -60,9 +60,9 @@ static json_t *num_or_null(double x)
 
 static json_t *timing_obj(const struct kg_timing *t)
 {
-	return json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:o}", "n", t->n, "median_ms", json_real(t->median_ms), "p10_ms",
+	return json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:i}", "n", t->n, "median_ms", json_real(t->median_ms), "p10_ms",
 			 json_real(t->p10_ms), "p90_ms", json_real(t->p90_ms), "min_ms", json_real(t->min_ms), "max_ms",
-			 json_real(t->max_ms), "spread", json_real(t->spread));
+			 json_real(t->max_ms), "spread", json_real(t->spread), "batch", t->batch > 1 ? t->batch : 1);
 }
 
 json_t *kg_report_reason_obj(struct kg_rctx *rc, const struct kg_reason *r)

@@ -11,6 +11,7 @@
 #include "verifier/resolve.h"
 #include "verifier/prof.h"
 #include "verifier/run.h"
+#include "verifier/timing.h"
 
 int kg_run_alloc(struct kg_run *r, kg_error *e)
 {
@@ -129,6 +130,18 @@ void kg_run_start_sessions(struct kg_run *r)
 			return;
 		}
 		so.keeper = &r->keeper;
+		/* room for batched timed calls where both sides run on the device and the keeper draws
+		 * and judges there (KGATE_NO_BATCH=1: one call a measurement, to compare) */
+		const uint32_t all = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP | KG_DEV_CAP_CHECK;
+		const char *nb = getenv("KGATE_NO_BATCH");
+		if (p->ref_be->needs_gpu && p->be->needs_gpu && p->iterations > 0 && (r->keeper.caps & all) == all &&
+		    !(nb && *nb == '1')) {
+			size_t cap = r->ra.capacity > r->ca.capacity ? r->ra.capacity : r->ca.capacity;
+			r->batch_stride = ((uint64_t)cap + 4095) / 4096 * 4096;
+			r->batch_room = kg_timing_batch_room(r->keeper.mem_bytes, r->batch_stride);
+			so.dev_sets = r->batch_room;
+			so.dev_stride = r->batch_stride;
+		}
 	}
 	/* Reference: trusted code, the same sandbox; threads allowed (a reference may use them). */
 	so.be = p->ref_be;

@@ -96,6 +96,10 @@ struct kg_run {
 		uint64_t distance;
 	} probe_found;
 	struct kg_shortcut_state shortcuts;
+	/* Batched timed calls (timing_batch.c): the sets each device arena has room for (0: none),
+	 * their stride, and the sets of the candidate's next call (0: one call) */
+	uint32_t batch_room, batch_sets;
+	uint64_t batch_stride;
 	unsigned degenerate_mask;
 	int n_trials, n_class_checks, n_degenerate;
 	int trial_no, trial_total;
@@ -172,6 +176,10 @@ void kg_run_view_inputs(struct kg_run *r, struct kg_view *v);
 /* One reference call (poison, call, outputs copied to dst); what names it in an internal error. */
 int kg_run_ref_call(struct kg_run *r, int flush, uint32_t entry, const char *what, void *const *dst,
 		    struct kg_call_result *res);
+/* The reference on `sets` sets of the current draw at once (kgate-device's batched call, stride
+ * bytes apart, each set's inputs under its own key), timed as one span (*ns, the batch's); its
+ * outputs stay on the device, the trial's tolerances from all of them. 0, or -1 (recorded). */
+int kg_run_ref_batch(struct kg_run *r, uint32_t sets, uint64_t stride, uint64_t *ns);
 /* The look-ahead: the next trial's inputs drawn and its reference call started on a thread; taken
  * by that trial (0 taken, 1 not there, -1 failed and recorded), or dropped. */
 void kg_run_ahead_start(struct kg_run *r, enum kg_input_class cls, uint64_t seed);
@@ -203,6 +211,14 @@ int kg_phase_build(struct kg_run *r);
 
 /* ---- timing.c ---- */
 void kg_phase_timing(struct kg_run *r);
+
+/* ---- timing_batch.c ---- */
+/* One timed measurement of `sets` calls back to back on the device, each on a set of inputs of
+ * its own (the draw of (cls, seed) under each set's key): the reference's batch (*ref_ns its
+ * span), then the candidate's (c), every set's inputs, bands and outputs judged on the device.
+ * 0 when it passed; -1 after recording why not. */
+int kg_run_batched(struct kg_run *r, uint32_t sets, enum kg_input_class cls, uint64_t seed, uint64_t *ref_ns,
+		   struct kg_cand_call *c);
 
 /* ---- sanitized.c ---- */
 void kg_phase_sanitizers(struct kg_run *r);

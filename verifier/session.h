@@ -44,6 +44,10 @@ struct kg_session_opts {
 	 * start), writes each call's inputs, keeps its clock and snapshots its outputs. Required for
 	 * every device session but one under a tool (exact buffers, copied by the runner). */
 	struct kg_keeper *keeper;
+	/* With the keeper: room on the device for a batched call's dev_sets sets of dev_stride bytes
+	 * (0: the arena's size) */
+	uint32_t dev_sets;
+	uint64_t dev_stride;
 };
 
 struct kg_session {
@@ -88,6 +92,7 @@ struct kg_session {
 	 * (which, for inputs drawn on the device, holds nothing of them); 0: the host arena has
 	 * the device's bytes, to be checked there. */
 	int inputs_same;
+	uint64_t in_diff; /* where not inputs_same after a keeper's END: the first byte that differs */
 };
 
 enum {
@@ -139,6 +144,12 @@ struct kg_call {
 	/* With kgate-device: the outputs stay on the device at END (KG_DEV_CAP_CHECK judges them
 	 * there); the host arena does not get them */
 	int keep;
+	/* With kgate-device (every capability): a batched call, sets > 1 input sets stride bytes
+	 * apart staged on the device (the arena's layout in each, the draw's under each set's key),
+	 * called back to back in one RUN; judged on the device only (the outputs kept, END's look
+	 * over every set's image in inputs_same). 0 or 1: one call. */
+	uint32_t sets;
+	uint64_t stride;
 	/* Host backends: probe_ns after RUN is sent, if no reply came yet, the process is stopped,
 	 * probe runs on its memory as it is mid-call, and it resumes (0: no probe). What it finds is
 	 * the caller's; the stop costs the process no CPU time. */
@@ -154,7 +165,8 @@ struct kg_call_result {
 	uint64_t download_ns; /* the parent's round trip of DOWNLOAD */
 	uint64_t span_ns; /* host: from before the inputs were written to the process stopped after RUN;
 			   * devices: the keeper's, from the start of the inputs' copy onto the device arena
-			   * to its snapshot of the outputs */
+			   * to its snapshot of the outputs, on the device's clock where it measured one */
+	uint64_t host_span_ns; /* devices: the same span on the host's clock (the keeper's replies) */
 	uint64_t tail_ns; /* how long the device stayed busy after the call's stream (runner's claim) */
 	uint64_t snap_ns; /* devices: the least the keeper's own copies and flush inside span_ns can take
 			   * (their bytes at the measured copy ceiling): not the candidate's */

@@ -203,13 +203,22 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	if (c->expose)
 		c->expose(c->expose_arg);
 	size_t bytes = s->loaded ? s->arena->used : 0;
-	uint64_t lo = 0, hi = 0, t0 = 0, t1 = 0;
+	uint64_t lo = 0, hi = 0, t0 = 0;
+	struct kg_keeper_ended ed = {0};
 	if (s->loaded)
 		kg_arena_out_span(s->arena, &lo, &hi);
 	r->step = "upload";
 	struct kg_keeper_stage st = {0};
+	uint32_t sets = s->loaded && c->sets > 1 ? c->sets : 1;
 	if (s->loaded)
 		stage_plan(s, c, &st);
+	if (sets > 1) {
+		st.sets = sets;
+		st.stride = c->stride;
+	}
+	/* read while the process is stopped, before the clock starts: the same figure as after
+	 * START, without the reads' time inside the span */
+	uint64_t cpu0 = kg_sess_cpu_ns(s);
 	int rc = kg_keeper_begin(s->keeper, s->dev_slot, bytes, c->flush, &st, &t0, e);
 	if (rc == -ETIMEDOUT && s->watched) {
 		/* the device would not let the keeper copy: work the candidate left running holds it */
@@ -223,13 +232,16 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	r->step = "run";
 	if (c->run_timeout_s > 0)
 		s->call_timeout_s = c->run_timeout_s;
-	uint64_t cpu0 = kg_sess_cpu_ns(s);
 	if ((rc = kg_sess_resume(s))) {
 		s->call_timeout_s = keep;
 		return rc;
 	}
 	struct kg_wire_cmd cmd;
 	kg_sess_fill_cmd(s, &cmd, KG_OP_RUN, c->entry);
+	if (sets > 1) {
+		cmd.sets = sets;
+		cmd.stride = c->stride;
+	}
 	uint64_t sent;
 	rc = kg_sess_exchange(s, &cmd, c->entry, &rep, &sent, e);
 	r->parent_ns = kg_now_ns() - sent;
@@ -242,9 +254,9 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 		tp = kg_prof_add(KG_PROF_CAND_RUN, tp);
 	if (rc == KG_SESSION_OK) {
 		r->step = "download";
-		uint32_t ins = KG_DEV_IN_UNCHECKED;
-		krc = kg_keeper_end(s->keeper, s->dev_slot, bytes, lo, hi, kg_sess_in_hi(s), c->keep, &t1, &r->copy_ns, &ins, e);
-		s->inputs_same = !krc && ins == KG_DEV_IN_SAME;
+		krc = kg_keeper_end(s->keeper, s->dev_slot, bytes, lo, hi, kg_sess_in_hi(s), c->keep, &ed, e);
+		s->inputs_same = !krc && ed.in_state == KG_DEV_IN_SAME;
+		s->in_diff = ed.in_diff;
 	}
 	rc = held_after_run(s, rc);
 	if (s->watched)
@@ -258,14 +270,19 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	}
 	if (krc)
 		return krc;
-	r->span_ns = t1 > t0 ? t1 - t0 : 0;
-	r->download_ns = r->span_ns > r->parent_ns ? r->span_ns - r->parent_ns : 0;
+	r->copy_ns = ed.copy_ns;
+	r->host_span_ns = ed.t_ns > t0 ? ed.t_ns - t0 : 0;
+	/* the device's clock where the keeper measured it: the host's waits for the keeper's stream at
+	 * either end are no part of the call (the calibration is measured the same way) */
+	r->span_ns = ed.dev_ns && ed.dev_ns <= r->host_span_ns ? ed.dev_ns : r->host_span_ns;
+	r->download_ns = r->host_span_ns > r->parent_ns ? r->host_span_ns - r->parent_ns : 0;
 	/* The keeper's own work inside the span: the inputs' copy onto the device arena (read and
 	 * written once), the flush (written once) and the outputs' snapshot (read and written once).
 	 * At the device's measured copy rate that is the least it can take, whoever else is on the
 	 * device: subtracted, and no more. */
 	uint64_t mbps = s->keeper->ceiling_mbps;
-	double moved = 2.0 * (double)bytes + (c->flush ? (double)s->keeper->flush_bytes : 0) + 2.0 * (double)(hi - lo);
+	double extent = (double)(sets - 1) * (double)c->stride * (sets > 1) + (double)bytes;
+	double moved = 2.0 * extent + (c->flush ? (double)s->keeper->flush_bytes : 0) + 2.0 * (double)(hi - lo) * sets;
 	r->snap_ns = mbps ? (uint64_t)(moved * 1000.0 / (double)mbps) : 0;
 	r->ret = rep.rc;
 	r->child_ns = rep.elapsed_ns;
@@ -275,9 +292,9 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	r->cpu_known = cpu0 && cpu1 >= cpu0;
 	r->cpu_ns = r->cpu_known ? cpu1 - cpu0 : 0;
 	if (getenv("KGATE_DEBUG_TIMING"))
-		fprintf(stderr, "[kgate] %s device call: span %.1f us (RUN round trip %.1f, claim %.1f), snapshot %.1f us "
+		fprintf(stderr, "[kgate] %s device call: span %.1f us (host %.1f, RUN round trip %.1f, claim %.1f), snapshot %.1f us "
 				"(least %.1f), %zu bytes\n",
-			s->watched ? "cand" : "ref", (double)r->span_ns / 1e3, (double)r->parent_ns / 1e3,
+			s->watched ? "cand" : "ref", (double)r->span_ns / 1e3, (double)r->host_span_ns / 1e3, (double)r->parent_ns / 1e3,
 			(double)r->child_ns / 1e3, (double)r->copy_ns / 1e3, (double)r->snap_ns / 1e3, bytes);
 	r->step = NULL;
 	return KG_SESSION_OK;

@@ -136,7 +136,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 			close(sv[1]);
 			return kg_err(e, -EINVAL, "a device runner needs kgate-device (the keeper of its arena)");
 		}
-		if ((rc = kg_keeper_attach(o->keeper, a->fd, a->capacity, &s->dev_slot, &dev_fd, &dev_bytes, e))) {
+		if ((rc = kg_keeper_attach(o->keeper, a->fd, a->capacity, o->dev_sets, o->dev_stride, &s->dev_slot, &dev_fd, &dev_bytes, e))) {
 			close(sv[0]);
 			close(sv[1]);
 			return rc;

@@ -84,6 +84,10 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
  * short kernel; a forger hides its whole kernel in every call. */
 #define KG_TAMPER_MIN_GAP_NS 150000u
 #define KG_TAMPER_DEVICE_GAP_NS 1000000u
+/* A batched measurement's length at the slower side's time for one call (timing_batch.c): the
+ * host's latencies at a span's ends, ~0.2 ms on an H200 host with a jitter of ~0.1 ms, are then
+ * shared out below 1 % */
+#define KG_BATCH_TARGET_MS 25.0
 
 /* A measured ceiling the reported time cannot beat: bytes moved at the memory ceiling (GB/s,
  * bytes read plus written) or flops at the compute ceiling (GFLOP/s), each times par (threads the
@@ -93,5 +97,11 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
 #define KG_CEILING_MARGIN 2.0
 int kg_timing_beyond_ceiling(double bytes, double flops, double ms, double gbps_ceiling, double gflops_ceiling,
 			     int par, char *why, size_t whysz);
+
+/* Batched timed calls on a device (timing_batch.c): the sets of `stride` bytes each device arena
+ * is given room for on a device of mem_bytes (0: too few to batch), and how many of them one
+ * measurement takes for calls of call_ms each, to fill target_ms (1: no batch). */
+uint32_t kg_timing_batch_room(uint64_t mem_bytes, uint64_t stride);
+uint32_t kg_timing_batch_sets(double call_ms, uint32_t room, double target_ms);
 
 #endif

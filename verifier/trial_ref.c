@@ -249,6 +249,78 @@ static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, ui
 	return 0;
 }
 
+int kg_run_ref_batch(struct kg_run *r, uint32_t sets, uint64_t stride, uint64_t *ns)
+{
+	const struct kg_plan *p = r->plan;
+	const struct kg_arena *a = &r->ra;
+	struct kg_call_result res;
+	kg_error e = {0};
+	kg_run_ahead_drop(r);
+	r->ref_src = r->shadow;
+	const struct kg_call_draw *d = r->rs.keeper ? kg_run_device_draw(r, r->shadow) : NULL;
+	if (!d || p->task.n_outputs > KG_DEV_MAX_CHECKS) {
+		kg_run_internal(r, "a batched call needs its inputs drawn and its outputs judged on the device");
+		return -1;
+	}
+	ref_prepare(r);
+	double ref_s = p->pol.wall_s > 60 ? p->pol.wall_s : 60;
+	struct kg_call call = {.flush = 1, .run_timeout_s = ref_s, .entry = KG_ENTRY_FORWARD, .expose = ref_expose,
+			       .expose_arg = r, .draw = d, .keep = 1, .sets = sets, .stride = stride};
+	uint64_t t = kg_now_ns();
+	int rc = kg_session_run_call(&r->rs, &call, &res, &e);
+	t = kg_prof_add(KG_PROF_REF_CALL, t);
+	r->refout_host = 0; /* what the arena holds is no set's outputs */
+	if (rc || res.ret) {
+		char why[700];
+		if (rc)
+			kg_run_ref_failure(r, rc, &e, why, sizeof(why));
+		else
+			snprintf(why, sizeof(why), "it returned %d", res.ret);
+		kg_run_internal(r, "running the reference on %u sets back to back (%s): %s", sets, kg_run_shape_str(r), why);
+		return -1;
+	}
+	/* the tolerances from every set's outputs at once: one magnitude for the batch */
+	struct kg_dev_cmp sum[KG_DEV_MAX_CHECKS];
+	memset(sum, 0, sizeof(sum));
+	int n_out = p->task.n_outputs, total = (int)sets * n_out;
+	for (int at = 0; at < total; at += KG_DEV_MAX_CHECKS) {
+		struct kg_dev_check chk[KG_DEV_MAX_CHECKS];
+		struct kg_dev_cmp out[KG_DEV_MAX_CHECKS];
+		int n = total - at < KG_DEV_MAX_CHECKS ? total - at : KG_DEV_MAX_CHECKS;
+		for (int i = 0; i < n; i++) {
+			const struct kg_arena_slot *sl = &a->slot[p->task.n_inputs + (at + i) % n_out];
+			chk[i] = (struct kg_dev_check){.off = sl->off + (uint64_t)((at + i) / n_out) * stride,
+						       .n = (uint64_t)sl->numel,
+						       .poison = sl->poison,
+						       .dtype = (uint32_t)sl->dtype,
+						       .mode = KG_DEV_CHK_STATS};
+		}
+		if (kg_keeper_check(&r->keeper, r->rs.dev_slot, -1, chk, n, out, &e)) {
+			kg_run_internal(r, "judging the reference's batched outputs on the device (%s): %s", kg_run_shape_str(r),
+					e.msg);
+			return -1;
+		}
+		for (int i = 0; i < n; i++) {
+			int j = (at + i) % n_out;
+			if (out[i].first_poison >= 0) {
+				kg_run_internal(r, "the reference left output '%s' of set %d of a batch partly unwritten (%s)",
+						r->names[p->task.n_inputs + j], (at + i) / n_out, kg_run_shape_str(r));
+				return -1;
+			}
+			sum[j].n += out[i].n;
+			sum[j].n_finite += out[i].n_finite;
+			sum[j].sum += out[i].sum;
+			sum[j].sum_sq += out[i].sum_sq;
+		}
+	}
+	for (int j = 0; j < n_out; j++) {
+		sum[j].first_poison = -1;
+		r->ref_stats[j] = sum[j];
+	}
+	kg_prof_add(KG_PROF_JUDGE, t);
+	return ref_tolerances(r, &res, ns);
+}
+
 static void *ahead_main(void *arg)
 {
 	struct kg_run *r = arg;

@@ -43,6 +43,7 @@ struct kg_timing {
 	int n;
 	double median_ms, p10_ms, p90_ms, min_ms, max_ms, spread; /* spread = (p90-p10)/median */
 	double parent_median_ms; /* what the parent's own clock saw per call */
+	int batch; /* calls back to back in each measurement (each a span over that many; 1: none) */
 };
 
 /* How close the candidate came over the correctness trials that compared its outputs: the worst

@@ -47,11 +47,11 @@ static int one(struct kg_keeper *k, int slot, unsigned char *host, unsigned char
 	kg_inputs_params(&st.range[0].gen, dt, n, shape, ndim, KG_ROLE_ACTIVATION, c, KG_CLASS_ALL, key, 3);
 	memcpy(st.key, key->w, sizeof(st.key));
 	kg_error e = {0};
-	uint64_t t0, t1, copy;
-	uint32_t ins;
+	uint64_t t0;
+	struct kg_keeper_ended ed;
 	memset(host, 0xab, bytes);
 	if (kg_keeper_begin(k, slot, bytes, 0, &st, &t0, &e) ||
-	    kg_keeper_end(k, slot, bytes, 0, bytes, 0, 0, &t1, &copy, &ins, &e)) {
+	    kg_keeper_end(k, slot, bytes, 0, bytes, 0, 0, &ed, &e)) {
 		fail("%s %s: the keeper failed (%lld)", kg_class_name(c), e.msg, 0);
 		return -1;
 	}
@@ -94,12 +94,12 @@ static void fill_pair(float *x, float *g, size_t n, uint64_t st)
 static void judge(struct kg_keeper *k, int ref, void *rh, int cand, void *ch, size_t n, int64_t row, double atol)
 {
 	kg_error e = {0};
-	uint64_t t0, t1, copy;
-	uint32_t ins;
+	uint64_t t0;
+	struct kg_keeper_ended ed;
 	size_t bytes = n * 4;
 	fill_pair(rh, ch, n, 0x5eedull + n + (uint64_t)row);
-	if (kg_keeper_begin(k, ref, bytes, 0, NULL, &t0, &e) || kg_keeper_end(k, ref, bytes, 0, bytes, 0, 1, &t1, &copy, &ins, &e) ||
-	    kg_keeper_begin(k, cand, bytes, 0, NULL, &t0, &e) || kg_keeper_end(k, cand, bytes, 0, bytes, 0, 1, &t1, &copy, &ins, &e)) {
+	if (kg_keeper_begin(k, ref, bytes, 0, NULL, &t0, &e) || kg_keeper_end(k, ref, bytes, 0, bytes, 0, 1, &ed, &e) ||
+	    kg_keeper_begin(k, cand, bytes, 0, NULL, &t0, &e) || kg_keeper_end(k, cand, bytes, 0, bytes, 0, 1, &ed, &e)) {
 		fail("judge: staging failed: %s%s%lld", e.msg, "", 0);
 		return;
 	}
@@ -162,6 +162,89 @@ static void judge(struct kg_keeper *k, int ref, void *rh, int cand, void *ch, si
 		fail("judge: STATS's distances from constants differ %s%s(%lld)", "", "", (long long)got.far[0]);
 }
 
+/* A batched call's sets (wire.h): the reference's slot draws `sets` sets of one input under each
+ * set's key, the candidate's copies them from it set by set (SLOT), END snapshots every set (here
+ * the input itself is declared the output, so that the snapshot holds the draws): STATS of each
+ * set equals the host's draw under kg_gen_set_key, the whole image is as staged, and COMPARE finds
+ * set k of one side equal to set k of the other and unequal to any other set. */
+static void batch(struct kg_keeper *k, uint32_t sets, size_t n)
+{
+	const uint64_t stride = ((n * 4 + 4096) + 4095) / 4096 * 4096;
+	size_t bytes = n * 4 + 64; /* the draw, then a band the host arena gives */
+	int fd[2], slot[2], dfd;
+	size_t dbytes;
+	unsigned char *host[2];
+	kg_error e = {0};
+	for (int i = 0; i < 2; i++) {
+		fd[i] = memfd_create("gpu-kernels-batch", MFD_CLOEXEC);
+		if (fd[i] < 0 || ftruncate(fd[i], (off_t)stride) ||
+		    (host[i] = mmap(NULL, stride, PROT_READ | PROT_WRITE, MAP_SHARED, fd[i], 0)) == MAP_FAILED ||
+		    kg_keeper_attach(k, fd[i], stride, sets, stride, &slot[i], &dfd, &dbytes, &e)) {
+			fail("batch: attach: %s%s (%lld)", e.msg, "", (long long)sets);
+			return;
+		}
+		close(dfd);
+		if (dbytes < sets * stride)
+			fail("batch: a mirror of %s%s%lld bytes, too small", "", "", (long long)dbytes);
+		memset(host[i], 0x5a, stride);
+	}
+	kg_key key = {{0x0badf00d, 3, 5, 7, 11, 13, 17, 19}};
+	int64_t shape[2] = {(int64_t)(n / 64), 64};
+	struct kg_keeper_stage st = {.n = 1, .sets = sets, .stride = stride,
+				     .range = {{.off = 0, .bytes = n * 4, .kind = KG_DEV_R_GEN}}};
+	kg_inputs_params(&st.range[0].gen, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, 0, &key, 0);
+	memcpy(st.key, key.w, sizeof(st.key));
+	struct kg_keeper_stage from = {.n = 1, .sets = sets, .stride = stride, .src_slot = slot[0],
+				       .range = {{.off = 0, .bytes = n * 4, .kind = KG_DEV_R_SLOT}}};
+	uint64_t t0;
+	struct kg_keeper_ended ed[2];
+	if (kg_keeper_begin(k, slot[0], bytes, 1, &st, &t0, &e) || kg_keeper_end(k, slot[0], bytes, 0, n * 4, 0, 1, &ed[0], &e) ||
+	    kg_keeper_begin(k, slot[1], bytes, 1, &from, &t0, &e) || kg_keeper_end(k, slot[1], bytes, 0, n * 4, 0, 1, &ed[1], &e)) {
+		fail("batch: the calls failed: %s%s (%lld sets)", e.msg, "", (long long)sets);
+		return;
+	}
+	if (ed[0].in_state != KG_DEV_IN_SAME || ed[1].in_state != KG_DEV_IN_SAME || !ed[0].dev_ns)
+		fail("batch: END found the image %s%s (state %lld), not as staged, or no device clock", "changed", "",
+		     (long long)ed[1].in_state);
+	float *mine = malloc(n * 4);
+	double prev = 0;
+	for (uint32_t set = 0; mine && set < sets; set += set + 1 < sets / 2 ? 1 : sets / 4 + 1) {
+		kg_key sk;
+		kg_gen_set_key(key.w, set, sk.w);
+		kg_inputs_fill_tensor(mine, &st.range[0].gen, &sk);
+		double sum = 0;
+		for (size_t i = 0; i < n; i++)
+			sum += mine[i];
+		struct kg_dev_check chk[3] = {
+			{.off = set * stride, .n = n, .poison = 0x7fc00001u, .dtype = KG_GEN_F32, .mode = KG_DEV_CHK_STATS},
+			{.off = set * stride, .ref_off = set * stride, .n = n, .poison = 0x7fc00001u, .atol = 0, .rtol = 0,
+			 .dtype = KG_GEN_F32, .mode = KG_DEV_CHK_COMPARE},
+			{.off = set * stride, .ref_off = ((set + 1) % sets) * stride, .n = n, .poison = 0x7fc00001u,
+			 .atol = 0, .rtol = 0, .dtype = KG_GEN_F32, .mode = KG_DEV_CHK_COMPARE}};
+		struct kg_dev_cmp out[3], stat;
+		if (kg_keeper_check(k, slot[0], -1, chk, 1, &stat, &e) || kg_keeper_check(k, slot[1], slot[0], chk + 1, 2, out, &e)) {
+			fail("batch: CHECK failed: %s%s (set %lld)", e.msg, "", (long long)set);
+			break;
+		}
+		if (stat.n_finite != (int64_t)n || fabs(stat.sum - sum) > 1e-9 * (fabs(sum) + n))
+			fail("batch: set %s%s%lld's draw is not the host's under its key", "", "", (long long)set);
+		if (set && stat.sum == prev)
+			fail("batch: set %s%s%lld holds the draw of the set before it", "", "", (long long)set);
+		prev = stat.sum;
+		if (out[0].n_bad || out[0].first_unwritten >= 0)
+			fail("batch: the copy of set %s%s%lld differs from its source", "", "", (long long)set);
+		if (!out[1].n_bad)
+			fail("batch: set %s%s%lld equals another set", "", "", (long long)set);
+	}
+	free(mine);
+	/* an ordinary call on the same slot after a batch: one set again */
+	struct kg_keeper_stage one = st;
+	one.sets = 0;
+	if (kg_keeper_begin(k, slot[0], bytes, 1, &one, &t0, &e) || kg_keeper_end(k, slot[0], bytes, n * 4, n * 4 + 64, 0, 0, &ed[0], &e))
+		fail("batch: an ordinary call after it failed: %s%s (%lld)", e.msg, "", 0);
+	printf("batch of %u sets of %zu floats: checked\n", sets, n);
+}
+
 int main(int argc, char **argv)
 {
 	int require = argc > 1 && !strcmp(argv[1], "--require");
@@ -190,7 +273,7 @@ int main(int argc, char **argv)
 	}
 	int slot, dfd;
 	size_t dbytes;
-	if (kg_keeper_attach(&k, fd, ARENA, &slot, &dfd, &dbytes, &e)) {
+	if (kg_keeper_attach(&k, fd, ARENA, 0, 0, &slot, &dfd, &dbytes, &e)) {
 		fprintf(stderr, "FAIL attach: %s\n", e.msg);
 		return 1;
 	}
@@ -219,13 +302,13 @@ int main(int argc, char **argv)
 	kg_inputs_params(&st.range[0].gen, KG_F32, in_bytes / 4, ishape, 1, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, 0, &key, 0);
 	memcpy(st.key, key.w, sizeof(st.key));
 	memset(host, 0xab, in_bytes + out_bytes);
-	uint64_t t0, t1, copy;
-	uint32_t ins = 0;
+	uint64_t t0;
+	struct kg_keeper_ended ed;
 	if (kg_keeper_begin(&k, slot, in_bytes + out_bytes, 1, &st, &t0, &e) ||
-	    kg_keeper_end(&k, slot, in_bytes + out_bytes, in_bytes, in_bytes + out_bytes, in_bytes, 0, &t1, &copy, &ins, &e))
+	    kg_keeper_end(&k, slot, in_bytes + out_bytes, in_bytes, in_bytes + out_bytes, in_bytes, 0, &ed, &e))
 		fail("%s%s the compare call failed: %lld", e.msg, "", 0);
-	else if (ins != KG_DEV_IN_SAME)
-		fail("END found the inputs %s%s (state %lld), not as staged", "changed", "", (long long)ins);
+	else if (ed.in_state != KG_DEV_IN_SAME)
+		fail("END found the inputs %s%s (state %lld), not as staged", "changed", "", (long long)ed.in_state);
 	else if (host[0] != 0xab || host[in_bytes - 1] != 0xab)
 		fail("END sent the inputs back %s%s (%lld)", "though", " they were as staged", 0);
 	else {
@@ -239,7 +322,7 @@ int main(int argc, char **argv)
 	unsigned char *host2;
 	if (fd2 < 0 || ftruncate(fd2, (off_t)ARENA) ||
 	    (host2 = mmap(NULL, ARENA, PROT_READ | PROT_WRITE, MAP_SHARED, fd2, 0)) == MAP_FAILED ||
-	    kg_keeper_attach(&k, fd2, ARENA, &slot2, &dfd2, &dbytes, &e)) {
+	    kg_keeper_attach(&k, fd2, ARENA, 0, 0, &slot2, &dfd2, &dbytes, &e)) {
 		fprintf(stderr, "FAIL attach (second arena): %s\n", e.msg);
 		return 1;
 	}
@@ -249,6 +332,8 @@ int main(int argc, char **argv)
 	judge(&k, slot2, host2, slot, host, 64u << 20, 65536, 1e-5);
 	judge(&k, slot2, host2, slot, host, 4u << 20, 8, 10.0);
 	judge(&k, slot2, host2, slot, host, (64u << 20) + 3, 0, 10.0);
+	batch(&k, 3, 1u << 20); /* a copy a set */
+	batch(&k, 200, 4096); /* the keeper's copy kernel */
 	kg_keeper_stop(&k);
 	printf("%d draws compared, %d failures\n", draws, failures);
 	return failures ? 1 : 0;

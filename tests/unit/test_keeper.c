@@ -4,7 +4,8 @@
  * without a driver, must fail its HELLO with a reason. What the fake does is chosen by the
  * command's fields: an ATTACH of 1 byte is answered with a stale reply first, a START of 7 bytes
  * ends the keeper, an END of 8000 bytes finds "the candidate" wrote byte 8 (an input), a SETTLE
- * look after 7 ms finds it wrote byte 4101 (an output) after END. Its GEN
+ * look after 7 ms finds it wrote byte 4101 (an output) after END, a batched END of 3 sets finds
+ * it wrote byte 9 of set 2 (an input of the batch's last call). Its GEN
  * ranges run the generator's core on the host, as kgate-device's kernel runs it on the GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -72,6 +73,7 @@ static int fake_keeper(void)
 	if (send_rep(ctl, &hello, -1))
 		return 1;
 	unsigned char *host = NULL, *dev = NULL, *staged = NULL;
+	uint32_t batch_sets = 1;
 	for (uint64_t t = 1000;; t += 1000) {
 		struct kg_dev_cmd c = {0};
 		int fd = -1;
@@ -87,13 +89,14 @@ static int fake_keeper(void)
 			}
 			host = mmap(NULL, c.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 			pass = memfd_create("fake-device", MFD_CLOEXEC);
-			if (host == MAP_FAILED || pass < 0 || ftruncate(pass, (off_t)c.bytes))
+			uint64_t size = c.sets > 1 ? c.sets * c.stride : c.bytes;
+			if (host == MAP_FAILED || pass < 0 || ftruncate(pass, (off_t)size))
 				return 1;
-			dev = mmap(NULL, c.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, pass, 0);
+			dev = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, pass, 0);
 			free(staged);
-			if (!(staged = malloc(c.bytes)))
+			if (!(staged = malloc(size)))
 				return 1;
-			r.dev_bytes = c.bytes;
+			r.dev_bytes = size;
 			r.slot = 2;
 			break;
 		}
@@ -105,10 +108,36 @@ static int fake_keeper(void)
 				r.status = -EINVAL;
 				snprintf(r.msg, sizeof(r.msg), "bad START ranges");
 			}
-			memcpy(staged, dev, c.bytes);
+			for (uint32_t set = 1; set < c.sets; set++) { /* set 0's image, each set's own draws */
+				memcpy(dev + set * c.stride, dev, c.bytes);
+				uint32_t key[8];
+				kg_gen_set_key(c.key, set, key);
+				struct fake_stage fs = {dev + set * c.stride, host, key};
+				for (uint32_t i = 0; i < c.n_ranges; i++)
+					if (c.range[i].kind == KG_DEV_R_GEN)
+						fake_range(&fs, &c.range[i]);
+			}
+			memcpy(staged, dev, c.sets > 1 ? (c.sets - 1) * c.stride + c.bytes : c.bytes);
+			batch_sets = c.sets > 1 ? c.sets : 1;
 			r.t_ns = t;
 			break;
 		case KG_DEV_END: {
+			if (c.sets > 1) { /* every set's outputs "written", set 2's input too; the image compared */
+				if (c.sets != batch_sets || !c.keep || c.in_hi)
+					return 1;
+				uint64_t extent = (c.sets - 1) * c.stride + c.bytes, k = 0;
+				for (uint32_t set = 0; set < c.sets; set++)
+					memset(dev + set * c.stride + c.out_lo, (int)set, c.out_hi - c.out_lo);
+				dev[2 * c.stride + 9] ^= 1;
+				for (uint32_t set = 0; set < c.sets; set++)
+					memcpy(staged + set * c.stride + c.out_lo, dev + set * c.stride + c.out_lo, c.out_hi - c.out_lo);
+				while (k < extent && dev[k] == staged[k])
+					k++;
+				r.in_state = k == extent ? KG_DEV_IN_SAME : KG_DEV_IN_DIFFERS;
+				r.in_diff = k / 8 * 8;
+				r.dev_ns = 1000;
+				break;
+			}
 			dev[c.out_lo] ^= 0xff; /* "the candidate's" write, to be seen in the host arena */
 			if (c.bytes == 8000)
 				dev[8] ^= 0x01; /* and one to its inputs */
@@ -130,6 +159,7 @@ static int fake_keeper(void)
 			}
 			r.t_ns = t + 500;
 			r.copy_ns = 20;
+			r.dev_ns = 450;
 			break;
 		}
 		case KG_DEV_SETTLE: { /* a look only; a delay of 7 ms lets "left-over work" write byte 4101 */
@@ -193,7 +223,7 @@ static void test_call_cycle(void **state)
 	int hfd = host_arena(8192, &h);
 	int slot = -1, dfd = -1;
 	size_t dbytes = 0;
-	assert_int_equal(kg_keeper_attach(&k, hfd, 8192, &slot, &dfd, &dbytes, &e), 0);
+	assert_int_equal(kg_keeper_attach(&k, hfd, 8192, 0, 0, &slot, &dfd, &dbytes, &e), 0);
 	assert_int_equal(slot, 2);
 	assert_int_equal(dbytes, 8192);
 	assert_true(dfd >= 0); /* the mirror's fd came back, for the runner */
@@ -201,7 +231,8 @@ static void test_call_cycle(void **state)
 	assert_true(d != MAP_FAILED);
 	h[100] = 42;
 	h[4096] = 7;
-	uint64_t t0 = 0, t1 = 0, copy = 0;
+	uint64_t t0 = 0;
+	struct kg_keeper_ended ed;
 	/* an output of 1024 fp32 at 4096 poisoned on the device: the host arena's byte there is not
 	 * sent, the bytes around it are */
 	struct kg_keeper_stage st = {.n = 1, .range = {{.off = 4096, .bytes = 4096, .pattern = 0x7fc0beefu,
@@ -212,11 +243,11 @@ static void test_call_cycle(void **state)
 	memcpy(&w, d + 4096 + 4 * 1023, 4);
 	assert_int_equal(w, 0x7fc0beefu);
 	assert_int_equal(d[4096], 0xef);
-	uint32_t ins = 99;
-	assert_int_equal(kg_keeper_end(&k, slot, 8192, 100, 200, 0, 0, &t1, &copy, &ins, &e), 0);
-	assert_int_equal(ins, KG_DEV_IN_UNCHECKED);
-	assert_true(t1 > t0);
-	assert_int_equal(copy, 20);
+	assert_int_equal(kg_keeper_end(&k, slot, 8192, 100, 200, 0, 0, &ed, &e), 0);
+	assert_int_equal(ed.in_state, KG_DEV_IN_UNCHECKED);
+	assert_true(ed.t_ns > t0);
+	assert_int_equal(ed.copy_ns, 20);
+	assert_int_equal(ed.dev_ns, 450);
 	assert_int_equal(h[100], 42 ^ 0xff); /* the host arena holds what the device held */
 	munmap(d, 8192);
 	munmap(h, 8192);
@@ -224,6 +255,57 @@ static void test_call_cycle(void **state)
 	close(hfd);
 	kg_keeper_stop(&k);
 	assert_int_equal(k.pid, 0);
+}
+
+/* A batched call (wire.h's sets): ATTACH asks room for the sets, START and END carry the sets and
+ * their stride, END keeps the outputs and looks at the whole image, whose first change it names
+ * (an input of the batch's set 2), and each set's inputs are the draw under that set's key. */
+static void test_batch(void **state)
+{
+	(void)state;
+	struct kg_keeper k;
+	kg_error e = {0};
+	assert_int_equal(kg_keeper_start(&k, "/proc/self/exe", &e), 0);
+	unsigned char *h;
+	int hfd = host_arena(8192, &h);
+	int slot = -1, dfd = -1;
+	size_t dbytes = 0;
+	assert_int_equal(kg_keeper_attach(&k, hfd, 8192, 3, 8192, &slot, &dfd, &dbytes, &e), 0);
+	assert_int_equal(dbytes, 3 * 8192);
+	unsigned char *d = mmap(NULL, dbytes, PROT_READ, MAP_SHARED, dfd, 0);
+	assert_true(d != MAP_FAILED);
+	kg_key key = {{9, 8, 7, 6, 5, 4, 3, 2}};
+	int64_t shape[1] = {1000};
+	struct kg_keeper_stage st = {.n = 1, .sets = 3, .stride = 8192, .range = {{.off = 0, .bytes = 4000, .kind = KG_DEV_R_GEN}}};
+	kg_inputs_params(&st.range[0].gen, KG_F32, 1000, shape, 1, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, 0, &key, 0);
+	memcpy(st.key, key.w, sizeof(st.key));
+	uint64_t t0;
+	assert_int_equal(kg_keeper_begin(&k, slot, 6000, 1, &st, &t0, &e), 0);
+	float want[1000];
+	for (uint32_t set = 0; set < 3; set++) {
+		kg_key sk;
+		kg_gen_set_key(key.w, set, sk.w);
+		kg_inputs_fill_tensor(want, &st.range[0].gen, &sk);
+		assert_memory_equal(d + set * 8192, want, sizeof(want));
+		if (set) /* a set of its own, not the one before it */
+			assert_memory_not_equal(d + set * 8192, d + (set - 1) * 8192, sizeof(want));
+	}
+	struct kg_keeper_ended ed;
+	/* keep 0 asked: a batch keeps its outputs all the same, and looks at every set */
+	assert_int_equal(kg_keeper_end(&k, slot, 6000, 4096, 6000, 4096, 0, &ed, &e), 0);
+	assert_int_equal(ed.in_state, KG_DEV_IN_DIFFERS);
+	assert_int_equal(ed.in_diff, 2 * 8192 + 8);
+	assert_int_equal(ed.dev_ns, 1000);
+	/* the next call is one call again */
+	st.sets = 0;
+	assert_int_equal(kg_keeper_begin(&k, slot, 8192, 1, &st, &t0, &e), 0);
+	assert_int_equal(kg_keeper_end(&k, slot, 8192, 4096, 6000, 0, 0, &ed, &e), 0);
+	assert_int_equal(ed.in_state, KG_DEV_IN_UNCHECKED);
+	munmap(d, dbytes);
+	munmap(h, 8192);
+	close(dfd);
+	close(hfd);
+	kg_keeper_stop(&k);
 }
 
 /* A reply to an earlier command (one given up on) is not this command's answer. */
@@ -241,7 +323,7 @@ static void test_gen_and_compare(void **state)
 	int hfd = host_arena(8192, &h);
 	int slot = -1, dfd = -1;
 	size_t dbytes = 0;
-	assert_int_equal(kg_keeper_attach(&k, hfd, 8192, &slot, &dfd, &dbytes, &e), 0);
+	assert_int_equal(kg_keeper_attach(&k, hfd, 8192, 0, 0, &slot, &dfd, &dbytes, &e), 0);
 	unsigned char *d = mmap(NULL, 8192, PROT_READ, MAP_SHARED, dfd, 0);
 	assert_true(d != MAP_FAILED);
 	kg_key key = {{1, 2, 3, 4, 5, 6, 7, 8}};
@@ -251,19 +333,20 @@ static void test_gen_and_compare(void **state)
 	memcpy(st.key, key.w, sizeof(st.key));
 	float want[1000];
 	kg_inputs_fill_tensor(want, &st.range[0].gen, &key);
-	uint64_t t0, t1, copy;
+	uint64_t t0;
+	struct kg_keeper_ended ed;
 	uint32_t ins = 0;
 	for (int pass = 0; pass < 2; pass++) {
 		assert_int_equal(kg_keeper_begin(&k, slot, pass ? 8000 : 8192, 1, &st, &t0, &e), 0);
 		assert_memory_equal(d, want, sizeof(want));
-		assert_int_equal(kg_keeper_end(&k, slot, pass ? 8000 : 8192, 4096, 6000, 4096, 0, &t1, &copy, &ins, &e), 0);
+		assert_int_equal(kg_keeper_end(&k, slot, pass ? 8000 : 8192, 4096, 6000, 4096, 0, &ed, &e), 0);
 		if (!pass) {
-			assert_int_equal(ins, KG_DEV_IN_SAME);
+			assert_int_equal(ed.in_state, KG_DEV_IN_SAME);
 			for (int i = 0; i < 4096; i++) /* not sent back: the host never held the inputs */
 				assert_int_equal(h[i], 0);
 			assert_int_equal(h[4096], d[4096]); /* the outputs are */
 		} else {
-			assert_int_equal(ins, KG_DEV_IN_DIFFERS);
+			assert_int_equal(ed.in_state, KG_DEV_IN_DIFFERS);
 			assert_memory_equal(h, d, 8000);
 		}
 	}
@@ -273,7 +356,7 @@ static void test_gen_and_compare(void **state)
 	assert_int_equal(ins, KG_DEV_IN_DIFFERS); /* the input END saw changed is changed still */
 	assert_int_equal(diff, 8);
 	assert_int_equal(kg_keeper_begin(&k, slot, 8192, 1, &st, &t0, &e), 0);
-	assert_int_equal(kg_keeper_end(&k, slot, 8192, 4096, 6000, 4096, 0, &t1, &copy, &ins, &e), 0);
+	assert_int_equal(kg_keeper_end(&k, slot, 8192, 4096, 6000, 4096, 0, &ed, &e), 0);
 	assert_int_equal(kg_keeper_look(&k, slot, 8192, 1, &ins, &diff, &e), 0);
 	assert_int_equal(ins, KG_DEV_IN_SAME);
 	assert_int_equal(kg_keeper_look(&k, slot, 8192, 7, &ins, &diff, &e), 0);
@@ -284,7 +367,7 @@ static void test_gen_and_compare(void **state)
 	st.range[1] = (struct kg_dev_range){.off = 4096, .bytes = 1904, .pattern = 0x7fc0beefu, .kind = KG_DEV_R_FILL, .elem = 4};
 	memset(h, 0, 8192);
 	assert_int_equal(kg_keeper_begin(&k, slot, 8192, 1, &st, &t0, &e), 0);
-	assert_int_equal(kg_keeper_end(&k, slot, 8192, 4096, 6000, 4096, 1, &t1, &copy, &ins, &e), 0);
+	assert_int_equal(kg_keeper_end(&k, slot, 8192, 4096, 6000, 4096, 1, &ed, &e), 0);
 	assert_int_equal(h[4097], 0); /* not sent */
 	struct kg_dev_check chk = {.off = 4096, .n = 476, .poison = 0x7fc0beefu, .dtype = KG_GEN_F32, .mode = KG_DEV_CHK_STATS};
 	struct kg_dev_cmp res;
@@ -313,7 +396,7 @@ static void test_stale_reply_dropped(void **state)
 	int hfd = host_arena(4096, &h);
 	int slot = -1, dfd = -1;
 	size_t dbytes = 0;
-	assert_int_equal(kg_keeper_attach(&k, hfd, 1, &slot, &dfd, &dbytes, &e), 0);
+	assert_int_equal(kg_keeper_attach(&k, hfd, 1, 0, 0, &slot, &dfd, &dbytes, &e), 0);
 	assert_true(dfd >= 0);
 	close(dfd);
 	close(hfd);
@@ -454,6 +537,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_call_cycle),
 		cmocka_unit_test(test_gen_and_compare),
+		cmocka_unit_test(test_batch),
 		cmocka_unit_test(test_stale_reply_dropped),
 		cmocka_unit_test(test_keeper_gone),
 		cmocka_unit_test(test_stage_valid),

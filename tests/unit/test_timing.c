@@ -41,6 +41,24 @@ static struct kg_timed_call cpu_call(uint64_t claim, uint64_t parent, uint64_t c
 				      .cpu_known = 1};
 }
 
+/* Batched timed calls: four images of the sets under 40 % of the device, at most
+ * KG_DEV_MAX_SETS; a measurement fills its target at one call's time, within that room. */
+static void test_batch_sizes(void **state)
+{
+	(void)state;
+	const uint64_t gib = 1ull << 30, h200 = 143ull * 1000 * 1000 * 1000;
+	assert_int_equal(kg_timing_batch_room(h200, 2 * gib + 4096), 6); /* softmax 4096x65536: 2 GiB a set */
+	assert_int_equal(kg_timing_batch_room(h200, 64 << 10), 1024);   /* a small block: capped */
+	assert_int_equal(kg_timing_batch_room(h200, 8 * gib), 0);       /* no two sets fit */
+	assert_int_equal(kg_timing_batch_room(0, 4096), 0);             /* the device's size unknown */
+	assert_int_equal(kg_timing_batch_sets(1.27, 6, 25.0), 6);      /* room-bound */
+	assert_int_equal(kg_timing_batch_sets(0.0625, 1024, 25.0), 400);
+	assert_int_equal(kg_timing_batch_sets(0.03, 1024, 25.0), 834); /* rounded up */
+	assert_int_equal(kg_timing_batch_sets(30.0, 1024, 25.0), 1);   /* long enough alone */
+	assert_int_equal(kg_timing_batch_sets(1.0, 0, 25.0), 1);       /* no room */
+	assert_int_equal(kg_timing_batch_sets(0.0, 16, 25.0), 16);     /* nothing measured: all of it */
+}
+
 static void test_bound_cpu(void **state)
 {
 	(void)state;
@@ -267,6 +285,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ceiling),
 		cmocka_unit_test(test_stats),
+		cmocka_unit_test(test_batch_sizes),
 		cmocka_unit_test(test_bound_cpu),
 		cmocka_unit_test(test_bound_device),
 		cmocka_unit_test(test_tamper_cpu),

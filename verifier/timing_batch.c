@@ -1,0 +1,163 @@
+/* Batched timed calls on a device: one RUN calls the kernel back to back on many input sets that
+ * kgate-device staged side by side (each set the arena's layout, its inputs drawn under a key of
+ * its own), so that the trusted span, from the inputs' copy onto the device to the snapshot of
+ * every set's outputs, holds many calls and the host's latencies at its two ends are shared out
+ * among them. Every set's inputs and guard bands are compared on the device with what was staged,
+ * and every set's outputs judged there against the reference's batch on the same sets: a call
+ * of the batch that skipped its work, or served another set's result, is as wrong as a lone one. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "verifier/dtype.h"
+#include "verifier/prof.h"
+#include "verifier/run.h"
+#include "verifier/timing.h"
+
+uint32_t kg_timing_batch_room(uint64_t mem_bytes, uint64_t stride)
+{
+	/* four images of the sets (each side's device arena and its private copy), together under
+	 * 40 % of the device: the rest stays the kernels' and their libraries' */
+	if (!mem_bytes || !stride)
+		return 0;
+	uint64_t n = mem_bytes / 10 / stride;
+	if (n > KG_DEV_MAX_SETS)
+		n = KG_DEV_MAX_SETS;
+	return n >= 2 ? (uint32_t)n : 0;
+}
+
+uint32_t kg_timing_batch_sets(double call_ms, uint32_t room, double target_ms)
+{
+	if (room < 2 || !(target_ms > 0))
+		return 1;
+	if (!(call_ms > 0))
+		return room;
+	double k = target_ms / call_ms;
+	if (k <= 1)
+		return 1;
+	return k >= (double)room ? room : (uint32_t)k + (k > (double)(uint32_t)k);
+}
+
+static void finding(struct kg_findings *f, enum kg_reason_code code, int slot, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void finding(struct kg_findings *f, enum kg_reason_code code, int slot, const char *fmt, ...)
+{
+	struct kg_finding *x = &f->f[f->n < KG_MAX_FINDINGS ? f->n++ : KG_MAX_FINDINGS - 1];
+	memset(x, 0, sizeof(*x));
+	x->code = code;
+	x->slot = slot;
+	x->index = -1;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(x->msg, sizeof(x->msg), fmt, ap);
+	va_end(ap);
+}
+
+/* END's look found a byte of some set changed: which set, and whose byte (an input, a band). */
+static void locate_change(const struct kg_run *r, uint32_t sets, uint64_t stride, struct kg_findings *f)
+{
+	const struct kg_arena *a = &r->ca;
+	uint64_t off = r->cs.in_diff, set = off / stride, at = off % stride;
+	for (int i = 0; i < a->n_in + a->n_out; i++) {
+		const struct kg_arena_slot *sl = &a->slot[i];
+		if (at >= sl->off && at < sl->off + sl->bytes) {
+			if (i < a->n_in)
+				finding(f, KG_R_CHECK_INPUT_MODIFIED, i,
+					"input '%s' of call %llu of %u back to back changed (byte %llu)", r->names[i],
+					(unsigned long long)set, sets, (unsigned long long)(at - sl->off));
+			else /* equal to the snapshot at END, then different: written after it */
+				finding(f, KG_R_CHECK_ASYNC_ESCAPE, i,
+					"output '%s' of call %llu of %u back to back changed after the call returned "
+					"(byte %llu)",
+					r->names[i], (unsigned long long)set, sets, (unsigned long long)(at - sl->off));
+			return;
+		}
+	}
+	finding(f, KG_R_CHECK_CANARY, -1, "a guard band of call %llu of %u back to back overwritten (arena byte %llu)",
+		(unsigned long long)set, sets, (unsigned long long)at);
+}
+
+/* Every set's outputs against the reference's batch, on the device, under the batch's tolerance. */
+static int judge_outputs(struct kg_run *r, uint32_t sets, uint64_t stride, struct kg_findings *f)
+{
+	const struct kg_arena *a = &r->ca;
+	int n_out = a->n_out, total = (int)sets * n_out, failed = 0;
+	kg_error e = {0};
+	for (int at = 0; at < total && !failed; at += KG_DEV_MAX_CHECKS) {
+		struct kg_dev_check chk[KG_DEV_MAX_CHECKS];
+		struct kg_dev_cmp out[KG_DEV_MAX_CHECKS];
+		int n = total - at < KG_DEV_MAX_CHECKS ? total - at : KG_DEV_MAX_CHECKS;
+		for (int i = 0; i < n; i++) {
+			int j = (at + i) % n_out;
+			uint64_t shift = (uint64_t)((at + i) / n_out) * stride;
+			const struct kg_arena_slot *sl = &a->slot[a->n_in + j], *rl = &r->ra.slot[a->n_in + j];
+			const struct kg_tol *t = &r->tol[j];
+			int rows = t->factor_row > 0 && kg_dtype_is_float(sl->dtype) && sl->numel % t->factor_row == 0;
+			chk[i] = (struct kg_dev_check){.off = sl->off + shift,
+						       .ref_off = rl->off + shift,
+						       .n = (uint64_t)sl->numel,
+						       .poison = sl->poison,
+						       .row = rows ? (uint64_t)t->factor_row : 0,
+						       .atol = t->atol,
+						       .rtol = t->rtol,
+						       .cap = t->factor_cap,
+						       .dtype = (uint32_t)sl->dtype,
+						       .mode = KG_DEV_CHK_COMPARE};
+		}
+		int krc = kg_keeper_check(&r->keeper, r->cs.dev_slot, r->rs.dev_slot, chk, n, out, &e);
+		if (krc == -ETIMEDOUT) {
+			kg_session_kill_held(&r->cs);
+			return -2;
+		}
+		if (krc) {
+			kg_run_internal(r, "judging a batch's outputs on the device (%s): %s", kg_run_shape_str(r), e.msg);
+			return -1;
+		}
+		for (int i = 0; i < n && !failed; i++) {
+			int j = (at + i) % n_out, set = (at + i) / n_out, s = a->n_in + j;
+			const struct kg_dev_cmp *d = &out[i];
+			if (d->first_unwritten >= 0) {
+				finding(f, KG_R_CHECK_UNWRITTEN_OUTPUT, s,
+					"output '%s' of call %d of %u back to back left element %lld unwritten", r->names[s],
+					set, sets, (long long)d->first_unwritten);
+				failed = 1;
+			} else if (d->n_bad) {
+				finding(f, KG_R_CHECK_STALE_RESULT, s,
+					"output '%s' of call %d of %u back to back is wrong: %lld of %lld elements, the first "
+					"at %lld (got %.9g, expected %.9g)",
+					r->names[s], set, sets, (long long)d->n_bad, (long long)d->n, (long long)d->first_bad,
+					d->first_bad_got, d->first_bad_exp);
+				failed = 1;
+			}
+		}
+	}
+	return 0;
+}
+
+int kg_run_batched(struct kg_run *r, uint32_t sets, enum kg_input_class cls, uint64_t seed, uint64_t *ref_ns,
+		   struct kg_cand_call *c)
+{
+	uint64_t stride = r->batch_stride;
+	kg_run_gen_inputs(r, cls, seed);
+	if (kg_run_ref_batch(r, sets, stride, ref_ns))
+		return -1;
+	r->batch_sets = sets;
+	kg_run_candidate(r, 1, cls, seed, c);
+	r->batch_sets = 0;
+	if (r->cand_dead || !c->ok)
+		return -1;
+	uint64_t t0 = kg_now_ns();
+	struct kg_findings f = {0};
+	if (!r->cs.inputs_same)
+		locate_change(r, sets, stride, &f);
+	int rc = f.n ? 0 : judge_outputs(r, sets, stride, &f);
+	if (rc == -2)
+		kg_run_cand_failed(r, KG_SESSION_ENDED, NULL, "after kg_forward returned", "CHECK", cls, seed, 1);
+	if (rc)
+		return -1;
+	kg_check_tail(c->r.tail_ns, c->r.child_ns, &f);
+	kg_prof_add(KG_PROF_CHECKS, t0);
+	kg_run_record(r, &f, cls, seed, "during timing");
+	return f.n ? -1 : 0;
+}
