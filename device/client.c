@@ -220,7 +220,14 @@ int kg_keeper_check(struct kg_keeper *k, int slot, int src_slot, const struct kg
 
 int kg_keeper_fetch(struct kg_keeper *k, int slot, size_t bytes, uint64_t lo, uint64_t hi, kg_error *e)
 {
-	struct kg_dev_cmd c = {.op = KG_DEV_FETCH, .slot = (uint32_t)slot, .bytes = bytes, .out_lo = lo, .out_hi = hi};
+	return kg_keeper_fetch_set(k, slot, bytes, lo, hi, 0, e);
+}
+
+int kg_keeper_fetch_set(struct kg_keeper *k, int slot, size_t bytes, uint64_t lo, uint64_t hi, uint32_t set,
+			kg_error *e)
+{
+	struct kg_dev_cmd c = {
+		.op = KG_DEV_FETCH, .slot = (uint32_t)slot, .bytes = bytes, .out_lo = lo, .out_hi = hi, .sets = set};
 	struct kg_dev_reply r;
 	return command(k, &c, -1, &r, NULL, e);
 }

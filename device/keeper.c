@@ -747,11 +747,13 @@ static int do_fetch(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	struct slot *s = slot_of(c, r);
 	if (!s)
 		return r->status;
-	if (c->out_hi <= c->out_lo || !in_snapshot(s, c->out_lo, c->out_hi - c->out_lo)) {
+	/* a batch's set `sets` (0: the first), into the host arena's one layout */
+	uint64_t at = c->sets && c->sets < s->snap_sets ? (uint64_t)c->sets * s->stride : c->sets ? UINT64_MAX : 0;
+	if (c->out_hi <= c->out_lo || at == UINT64_MAX || !in_snapshot(s, c->out_lo + at, c->out_hi - c->out_lo)) {
 		snprintf(r->msg, sizeof(r->msg), "bad FETCH: not within the last snapshot");
 		return r->status = -EINVAL;
 	}
-	CU_OK(k.cu.memcpy_dtoh_async(s->host + c->out_lo, s->priv + c->out_lo, c->out_hi - c->out_lo, k.stream), "fetch");
+	CU_OK(k.cu.memcpy_dtoh_async(s->host + c->out_lo, s->priv + c->out_lo + at, c->out_hi - c->out_lo, k.stream), "fetch");
 	CU_OK(k.cu.stream_synchronize(k.stream), "fetch (sync)");
 	return 0;
 }

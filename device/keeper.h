@@ -81,6 +81,9 @@ int kg_keeper_check(struct kg_keeper *k, int slot, int src_slot, const struct kg
 		    struct kg_dev_cmp *out, kg_error *e);
 /* FETCH: [lo, hi) of slot's last snapshot into its host arena. */
 int kg_keeper_fetch(struct kg_keeper *k, int slot, size_t bytes, uint64_t lo, uint64_t hi, kg_error *e);
+/* FETCH of a batch's set (wire.h): [lo, hi) of that set's snapshot into the host arena's [lo, hi). */
+int kg_keeper_fetch_set(struct kg_keeper *k, int slot, size_t bytes, uint64_t lo, uint64_t hi, uint32_t set,
+			kg_error *e);
 /* SETTLE: after delay_ms, the mirror's first `bytes` into the host arena as they are now (but for
  * [0, in_hi) where it is the same as staged, as END). */
 int kg_keeper_settle(struct kg_keeper *k, int slot, size_t bytes, uint32_t delay_ms, uint64_t in_hi,

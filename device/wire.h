@@ -99,7 +99,8 @@ enum kg_dev_op {
 	KG_DEV_QUIT,
 	/* after END: checks[] judged on the device (KG_DEV_CAP_CHECK), one kg_dev_cmp each */
 	KG_DEV_CHECK,
-	/* [out_lo, out_hi) of the slot's snapshot into its host arena (what END's keep left there) */
+	/* [out_lo, out_hi) of the slot's snapshot into its host arena (what END's keep left there);
+	 * of a batch's set `sets` (0: the first), at the same offsets of the host arena */
 	KG_DEV_FETCH,
 };
 

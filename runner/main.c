@@ -198,7 +198,7 @@ static struct kg_rarena rarena; /* the parent's arena as mapped here (runner/are
 /* every set's tensors inside the arena */
 static int batch_ok(const struct kg_wire_cmd *c, int n, size_t arena_size)
 {
-	if (c->sets > 1024 || !c->stride || c->stride > arena_size / (c->sets - 1))
+	if (c->sets > 1024 || !c->stride || !arena_size || c->stride > arena_size / (c->sets - 1))
 		return 0;
 	uint64_t last = (uint64_t)(c->sets - 1) * c->stride;
 	for (int i = 0; i < n; i++)
@@ -207,7 +207,8 @@ static int batch_ok(const struct kg_wire_cmd *c, int n, size_t arena_size)
 	return 1;
 }
 
-static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
+/* dev_size: the device arena kgate-device exported, where a batch's sets lie (0: none) */
+static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, size_t dev_size, int sealed)
 {
 	struct call call = {0};
 	void *handle = NULL;
@@ -302,7 +303,7 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, int sealed)
 			call.t = cmd.t;
 			call.sets = cmd.sets > 1 ? cmd.sets : 1;
 			call.stride = cmd.stride;
-			if (call.sets > 1 && !batch_ok(&cmd, call.n_in + call.n_out, arena_size)) {
+			if (call.sets > 1 && !batch_ok(&cmd, call.n_in + call.n_out, dev_size)) {
 				r.status = KG_WS_ERROR;
 				snprintf(r.msg, sizeof(r.msg), "RUN: %u sets of %llu bytes outside the arena", cmd.sets,
 					 (unsigned long long)cmd.stride);
@@ -466,7 +467,7 @@ int main(int argc, char **argv)
 	hello.tid = seal ? (uint32_t)loader.os_tid : 0;
 	if (send_reply(ctl, &hello))
 		return 3;
-	return serve(ctl, b, rarena.size, seal);
+	return serve(ctl, b, rarena.size, b->device && !exact ? device_bytes : 0, seal);
 fail:
 	send_reply(ctl, &hello);
 	return 1;

@@ -55,6 +55,9 @@ expect 1 timing.tampered softmax $H/l2_persist.cu $S
 expect 1 check.canary softmax $H/output_overrun.cu $S
 expect 1 timing.tampered softmax $H/rerecord_start.cu $S
 expect 1 sandbox.crash softmax $H/elapsed_pointer.cu $S
+# batched timed calls (one RUN, many input sets back to back): a call within 300 us of the last
+# serves that call's result (correct in every lone call; every set is judged on the device)
+expect 1 check.stale_result softmax $H/batch_reuse.cu $S
 # honest but unusual: events join the side streams back, 16-byte loads, a warp per row, host __thread
 U=$C/unusual
 expect 0 - softmax $U/fork_join.cu $S
