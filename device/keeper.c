@@ -455,6 +455,26 @@ static int stage_host(void *arg, uint64_t off, uint64_t n)
 	return 0;
 }
 
+/* [0, n) of each of a batch's sets (its slot's stride apart), from src to dst, on the keeper's
+ * stream: a copy a set where they are few, one kernel where they are many (each copy's own cost
+ * would be charged inside the span). */
+static int copy_sets_of(uint64_t stride, CUdeviceptr dst, CUdeviceptr src, uint64_t n, uint32_t sets,
+			struct kg_dev_reply *r)
+{
+	if (sets > 16 && k.copy_sets && !(dst % 16) && !(src % 16) && !(n % 16) && !(stride % 16)) {
+		unsigned long long w = n, st = stride, ns = sets, words = n / 16 * sets;
+		unsigned long long blocks = (words + 255) / 256, most = (unsigned long long)k.sms * 32;
+		void *params[] = {&dst, &src, &w, &st, &ns};
+		CU_OK(k.cu.launch_kernel(k.copy_sets, (unsigned)(blocks < most ? blocks : most), 1, 1, 256, 1, 1, 0, k.stream,
+					 params, NULL),
+		      "copying a batch's sets");
+		return 0;
+	}
+	for (uint32_t set = 0; set < sets; set++)
+		CU_OK(k.cu.memcpy_dtod_async(dst + set * stride, src + set * stride, n, k.stream), "copying a batch's sets");
+	return 0;
+}
+
 /* The call's start. The inputs come into private memory first, where no context of the
  * candidate's can see them: over the bus, drawn there by the keeper's kernel, or (where kgate names
  * the reference's slot) copied from the reference's private copy of the same inputs; the outputs'
@@ -510,6 +530,10 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 			      "copying a batched call's sets");
 			have += n;
 		}
+		/* Every set's image onto the mirror before the clock, but for the inputs, which are
+		 * drawn only now: their regions there hold what the last call staged (seen by the
+		 * candidate then). Only the inputs' copy is inside the span. */
+		CU_OK(k.cu.memcpy_dtod_async(s->mirror, s->priv, extent, k.stream), "copying a batched call's sets");
 		sc.sets = sets;
 		sc.deferred = 0;
 		for (uint32_t i = 0; i < c->n_ranges; i++)
@@ -530,7 +554,14 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	size_t n = c->bytes ? extent : s->dev_bytes < 4096 ? s->dev_bytes : 4096;
 	CU_OK(k.cu.event_record(s->go, k.stream), "cuEventRecord");
 	s->went = 1;
-	CU_OK(k.cu.memcpy_dtod_async(s->mirror, s->priv, n, k.stream), "copying the call's inputs onto the device arena");
+	if (sets > 1) {
+		for (uint32_t i = 0; i < c->n_ranges; i++)
+			if (c->range[i].kind != KG_DEV_R_FILL &&
+			    copy_sets_of(s->stride, s->mirror + c->range[i].off, s->priv + c->range[i].off, c->range[i].bytes, sets, r))
+				return r->status;
+	} else {
+		CU_OK(k.cu.memcpy_dtod_async(s->mirror, s->priv, n, k.stream), "copying the call's inputs onto the device arena");
+	}
 	if (c->flush) {
 		/* a different value every time: no compression or cache shortcut keeps old lines */
 		k.flush_value = k.flush_value * 1664525u + 1013904223u;
@@ -622,21 +653,8 @@ static int do_end(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	s->snap_hi = lo + n; /* what of the staged image the snapshot overwrites */
 	s->snap_ok = 0; /* judged (CHECK, FETCH) only once complete */
 	s->snap_sets = sets;
-	if (sets > 16 && k.copy_sets && !(lo % 16) && !(n % 16)) {
-		/* many small sets: one kernel, not a copy each (a copy's own cost would be charged) */
-		CUdeviceptr dst = s->priv + lo, src = s->mirror + lo;
-		unsigned long long w = n, st = s->stride, ns = sets, words = n / 16 * sets;
-		unsigned long long blocks = (words + 255) / 256, most = (unsigned long long)k.sms * 32;
-		void *params[] = {&dst, &src, &w, &st, &ns};
-		CU_OK(k.cu.launch_kernel(k.copy_sets, (unsigned)(blocks < most ? blocks : most), 1, 1, 256, 1, 1, 0, k.stream,
-					 params, NULL),
-		      "the outputs' snapshot");
-	} else {
-		for (uint32_t set = 0; set < sets; set++)
-			CU_OK(k.cu.memcpy_dtod_async(s->priv + lo + set * s->stride, s->mirror + lo + set * s->stride, n,
-						     k.stream),
-			      "the outputs' snapshot");
-	}
+	if (copy_sets_of(s->stride, s->priv + lo, s->mirror + lo, n, sets, r))
+		return r->status;
 	CU_OK(k.cu.event_record(k.ev1, k.stream), "cuEventRecord");
 	CU_OK(k.cu.event_record(s->got, k.stream), "cuEventRecord");
 	CU_OK(k.cu.stream_synchronize(k.stream), "the outputs' snapshot (sync)");

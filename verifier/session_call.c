@@ -281,8 +281,14 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	 * At the device's measured copy rate that is the least it can take, whoever else is on the
 	 * device: subtracted, and no more. */
 	uint64_t mbps = s->keeper->ceiling_mbps;
-	double extent = (double)(sets - 1) * (double)c->stride * (sets > 1) + (double)bytes;
-	double moved = 2.0 * extent + (c->flush ? (double)s->keeper->flush_bytes : 0) + 2.0 * (double)(hi - lo) * sets;
+	/* (a batch's: every set's inputs alone, the rest of its image went over before the clock) */
+	double copied = (double)bytes;
+	if (sets > 1) {
+		copied = 0;
+		for (int i = 0; i < s->arena->n_in; i++)
+			copied += (double)s->arena->slot[i].bytes * sets;
+	}
+	double moved = 2.0 * copied + (c->flush ? (double)s->keeper->flush_bytes : 0) + 2.0 * (double)(hi - lo) * sets;
 	r->snap_ns = mbps ? (uint64_t)(moved * 1000.0 / (double)mbps) : 0;
 	r->ret = rep.rc;
 	r->child_ns = rep.elapsed_ns;

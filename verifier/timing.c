@@ -445,9 +445,17 @@ void kg_phase_timing(struct kg_run *r)
 		if (i == -1 && sets == 1) {
 			struct kg_timed_call one = {.child_ns = c.r.child_ns, .span_ns = c.r.span_ns, .snap_ns = c.r.snap_ns};
 			sets = batch_for(r, ref_ns, &one, &cal);
-			/* the first batch warms what a batch touches (every set's pages), untimed */
+			/* the first batch warms what a batch touches (every set's pages), untimed, and sizes
+			 * the batch again at its own time a call: one call's span is mostly latency */
 			if (sets > 1 && kg_run_batched(r, sets, batch_class(p), kg_seed_derive(seed, 2), &ref_ns, &c))
 				break;
+			if (sets > 1) {
+				struct kg_timed_call all = {.child_ns = c.r.child_ns, .span_ns = c.r.span_ns, .snap_ns = c.r.snap_ns};
+				double per_ms = (double)(ref_ns > kg_timing_reported(&all, &cal) ? ref_ns : kg_timing_reported(&all, &cal)) /
+						1e6 / sets;
+				uint32_t again = kg_timing_batch_sets(per_ms, r->batch_room, KG_BATCH_TARGET_MS);
+				sets = again > sets ? again : sets;
+			}
 		}
 		if (i < 0)
 			continue;

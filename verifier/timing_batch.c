@@ -19,10 +19,10 @@
 uint32_t kg_timing_batch_room(uint64_t mem_bytes, uint64_t stride)
 {
 	/* four images of the sets (each side's device arena and its private copy), together under
-	 * 40 % of the device: the rest stays the kernels' and their libraries' */
+	 * two thirds of the device: the rest stays the kernels' and their libraries' */
 	if (!mem_bytes || !stride)
 		return 0;
-	uint64_t n = mem_bytes / 10 / stride;
+	uint64_t n = mem_bytes / 6 / stride;
 	if (n > KG_DEV_MAX_SETS)
 		n = KG_DEV_MAX_SETS;
 	return n >= 2 ? (uint32_t)n : 0;

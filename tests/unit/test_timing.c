@@ -41,15 +41,15 @@ static struct kg_timed_call cpu_call(uint64_t claim, uint64_t parent, uint64_t c
 				      .cpu_known = 1};
 }
 
-/* Batched timed calls: four images of the sets under 40 % of the device, at most
+/* Batched timed calls: four images of the sets under two thirds of the device, at most
  * KG_DEV_MAX_SETS; a measurement fills its target at one call's time, within that room. */
 static void test_batch_sizes(void **state)
 {
 	(void)state;
 	const uint64_t gib = 1ull << 30, h200 = 143ull * 1000 * 1000 * 1000;
-	assert_int_equal(kg_timing_batch_room(h200, 2 * gib + 4096), 6); /* softmax 4096x65536: 2 GiB a set */
+	assert_int_equal(kg_timing_batch_room(h200, 2 * gib + 4096), 11); /* softmax 4096x65536: 2 GiB a set */
 	assert_int_equal(kg_timing_batch_room(h200, 64 << 10), 1024);   /* a small block: capped */
-	assert_int_equal(kg_timing_batch_room(h200, 8 * gib), 0);       /* no two sets fit */
+	assert_int_equal(kg_timing_batch_room(h200, 12 * gib), 0);      /* no two sets fit */
 	assert_int_equal(kg_timing_batch_room(0, 4096), 0);             /* the device's size unknown */
 	assert_int_equal(kg_timing_batch_sets(1.27, 6, 25.0), 6);      /* room-bound */
 	assert_int_equal(kg_timing_batch_sets(0.0625, 1024, 25.0), 400);

@@ -1,12 +1,12 @@
 /* Result reuse across a batch: a softmax that computes every call it is given alone, but a call
- * that comes within 300 us of the last one's return (kgate's batched timed calls, back to back on
- * input sets of their own) copies the last call's output instead of computing its own, a copy
- * that costs a fraction of the work on a compute-heavy task. Correct in every lone call; in a
- * batch, every set but the first holds another set's result: check.stale_result. (Task: softmax.) */
+ * whose output lies past the last call's, of the same size (kgate's batched timed calls, back to
+ * back on input sets laid out one after the other), copies the last call's output instead of
+ * computing its own, a copy that costs a fraction of the work on a compute-heavy task. Correct in
+ * every lone call; in a batch, every set but the first holds another set's result:
+ * check.stale_result. (Task: softmax.) */
 #include <kgate/kernel.h>
 #include <cuda_runtime.h>
 #include <math.h>
-#include <time.h>
 
 KG_CANDIDATE;
 
@@ -42,29 +42,20 @@ __global__ static void softmax(const float *x, float *y, long long cols)
 		yr[c] = isnan(m) ? NAN : expf(xr[c] - m) * inv;
 }
 
-static void *last_out;
+static char *last_out;
 static size_t last_bytes;
-static long long last_return_ns;
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *stream)
 {
 	if (n_in != 1 || n_out != 1)
 		return -22;
 	size_t bytes = (size_t)in[0].shape[0] * (size_t)in[0].shape[1] * sizeof(float);
-	if (last_out && last_out != out[0].data && last_bytes == bytes && now_ns() - last_return_ns < 300000)
+	if (last_out && (char *)out[0].data > last_out && last_bytes == bytes)
 		cudaMemcpyAsync(out[0].data, last_out, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream);
 	else
 		softmax<<<(unsigned)in[0].shape[0], 1024, 0, (cudaStream_t)stream>>>((const float *)in[0].data,
 										      (float *)out[0].data, in[0].shape[1]);
-	last_out = out[0].data;
+	last_out = (char *)out[0].data;
 	last_bytes = bytes;
-	last_return_ns = now_ns();
 	return cudaGetLastError() == cudaSuccess ? 0 : -5;
 }
