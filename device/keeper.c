@@ -129,7 +129,7 @@ static struct {
 	/* the kernels (caps: KG_DEV_CAP_*), the generator's tables on the device, a word for
 	 * kg_first_diff's answer */
 	uint32_t caps;
-	void *module, *gen_fill, *first_diff, *judge, *copy_sets;
+	void *module, *gen_fill, *first_diff, *judge, *copy_sets, *copy_sets_b;
 	CUdeviceptr zig, diff_word, parts;
 	struct kg_dev_cmp *parts_host;
 	int sms;
@@ -260,6 +260,8 @@ static uint32_t load_kernels(void)
 	    k.cu.stream_synchronize(k.stream))
 		return 0;
 	k.cu.device_attr(&k.sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, k.dev);
+	if (k.cu.module_get_function(&k.copy_sets_b, k.module, "kg_copy_sets_b"))
+		k.copy_sets_b = NULL;
 	if (k.sms <= 0)
 		k.sms = 16;
 	uint32_t caps = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP;
@@ -461,12 +463,14 @@ static int stage_host(void *arg, uint64_t off, uint64_t n)
 static int copy_sets_of(uint64_t stride, CUdeviceptr dst, CUdeviceptr src, uint64_t n, uint32_t sets,
 			struct kg_dev_reply *r)
 {
-	if (sets > 16 && k.copy_sets && !(dst % 16) && !(src % 16) && !(n % 16) && !(stride % 16)) {
-		unsigned long long w = n, st = stride, ns = sets, words = n / 16 * sets;
-		unsigned long long blocks = (words + 255) / 256, most = (unsigned long long)k.sms * 32;
+	int wide = !(dst % 16) && !(src % 16) && !(n % 16) && !(stride % 16);
+	void *fn = wide ? k.copy_sets : k.copy_sets_b;
+	if (sets > 4 && n < (1u << 20) && fn) { /* many small sets; large ones go at the copy engine's rate */
+		unsigned long long w = n, st = stride, ns = sets, items = (wide ? n / 16 : n) * sets;
+		unsigned long long blocks = (items + 255) / 256, most = (unsigned long long)k.sms * 32;
 		void *params[] = {&dst, &src, &w, &st, &ns};
-		CU_OK(k.cu.launch_kernel(k.copy_sets, (unsigned)(blocks < most ? blocks : most), 1, 1, 256, 1, 1, 0, k.stream,
-					 params, NULL),
+		CU_OK(k.cu.launch_kernel(fn, (unsigned)(blocks < most ? blocks : most), 1, 1, 256, 1, 1, 0, k.stream, params,
+					 NULL),
 		      "copying a batch's sets");
 		return 0;
 	}
@@ -555,10 +559,18 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	CU_OK(k.cu.event_record(s->go, k.stream), "cuEventRecord");
 	s->went = 1;
 	if (sets > 1) {
+		/* one copy over every set's inputs, from the first input's 16 bytes to the last's: the
+		 * bands between them go again, as they already are on the mirror */
+		uint64_t lo = UINT64_MAX, hi = 0;
 		for (uint32_t i = 0; i < c->n_ranges; i++)
-			if (c->range[i].kind != KG_DEV_R_FILL &&
-			    copy_sets_of(s->stride, s->mirror + c->range[i].off, s->priv + c->range[i].off, c->range[i].bytes, sets, r))
-				return r->status;
+			if (c->range[i].kind != KG_DEV_R_FILL) {
+				lo = c->range[i].off < lo ? c->range[i].off : lo;
+				hi = c->range[i].off + c->range[i].bytes > hi ? c->range[i].off + c->range[i].bytes : hi;
+			}
+		lo = lo / 16 * 16;
+		hi = (hi + 15) / 16 * 16 < c->stride ? (hi + 15) / 16 * 16 : c->stride;
+		if (hi > lo && copy_sets_of(s->stride, s->mirror + lo, s->priv + lo, hi - lo, sets, r))
+			return r->status;
 	} else {
 		CU_OK(k.cu.memcpy_dtod_async(s->mirror, s->priv, n, k.stream), "copying the call's inputs onto the device arena");
 	}

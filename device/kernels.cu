@@ -56,6 +56,17 @@ extern "C" __global__ void kg_copy_sets(uint4 *dst, const uint4 *src, unsigned l
 	}
 }
 
+/* the same a byte at a time, where offsets or widths are not multiples of 16 */
+extern "C" __global__ void kg_copy_sets_b(unsigned char *dst, const unsigned char *src, unsigned long long width,
+					  unsigned long long stride, unsigned long long sets)
+{
+	unsigned long long n = width * sets, step = (unsigned long long)gridDim.x * blockDim.x;
+	for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+		unsigned long long at = i / width * stride + i % width;
+		dst[at] = src[at];
+	}
+}
+
 /* ---- outputs judged (device/judge.h): one block a run of rows, a partial result per block,
  * merged in order by kgate-device ---- */
 #include "device/judge.h"

@@ -246,7 +246,8 @@ static int figures(struct kg_run *r)
 }
 
 /* The tamper verdict; 1 when the claims were forged. */
-static int judge(struct kg_run *r, const struct kg_timed_call *calls, int n, const struct kg_clock_cal *cal)
+static int judge(struct kg_run *r, const struct kg_timed_call *calls, int n, const struct kg_clock_cal *cal,
+		 uint32_t sets)
 {
 	struct kg_tamper t;
 	kg_timing_tamper(calls, n, cal, &t);
@@ -267,10 +268,10 @@ static int judge(struct kg_run *r, const struct kg_timed_call *calls, int n, con
 		kg_verdict_add_reason(r->v, KG_R_TIMING_TAMPERED,
 				      "the candidate's runner claimed %.4f ms for a call whose trusted bound is %.4f ms (%s; "
 				      "%d of %d timed calls fall short of it): work is hidden from the runner's clock",
-				      (double)c->child_ns / 1e6, (double)kg_timing_bound(c, cal) / 1e6,
+				      (double)c->child_ns / 1e6 / sets, (double)kg_timing_bound(c, cal) / 1e6 / sets,
 				      cal->cpu_clock ? "the CPU time the kernel charged its process, less a call that does nothing"
 						     : "the parent's round trip, less a call that does nothing",
-				      t.lies, n);
+				      t.lies * (int)sets, n * (int)sets);
 	} else {
 		return 0;
 	}
@@ -431,6 +432,12 @@ void kg_phase_timing(struct kg_run *r)
 	if (w == 0 && r->batch_room >= 2)
 		w = 1; /* one call to size the batch by */
 	for (int i = -w; i < n && !r->cand_dead && !r->v->internal_error[0]; i++) {
+		if (i == 0 && sets > 1) {
+			/* a measurement of a batch holds `sets` calls: the policy's count of calls, in at
+			 * least KG_BATCH_MIN_MEASURES spans */
+			int nb = (int)(((uint64_t)n + sets - 1) / sets);
+			n = nb < KG_BATCH_MIN_MEASURES ? (n < KG_BATCH_MIN_MEASURES ? n : KG_BATCH_MIN_MEASURES) : nb;
+		}
 		/* Every iteration, warm-up included, sees inputs nobody has seen before: a result cached by
 		 * pointer or by content cannot be served, and the re-check catches a stale one. */
 		uint64_t seed = kg_seed_derive(p->master_seed, SEED_TIMING + (uint64_t)(i + w));
@@ -496,7 +503,7 @@ void kg_phase_timing(struct kg_run *r)
 	struct kg_timing et;
 	kg_timing_stats(ex, n, &et);
 	cal.host_noise_ns = (uint64_t)(et.median_ms * 1e6);
-	if (judge(r, calls, n, &cal)) {
+	if (judge(r, calls, n, &cal, sets)) {
 		/* a forged claim makes every derived figure meaningless: report the parent's view only */
 		kg_verdict_add_check(r->v, "timing", KG_CHECK_FAIL, kg_secs_since(t0),
 				     "the runner's time claims contradict the parent's clocks (parent median %.4f ms)",

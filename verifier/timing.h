@@ -88,6 +88,8 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
  * host's latencies at a span's ends, ~0.2 ms on an H200 host with a jitter of ~0.1 ms, are then
  * shared out below 1 % */
 #define KG_BATCH_TARGET_MS 25.0
+/* the fewest batched measurements the timing's figures (median, p10, p90) are taken over */
+#define KG_BATCH_MIN_MEASURES 7
 
 /* A measured ceiling the reported time cannot beat: bytes moved at the memory ceiling (GB/s,
  * bytes read plus written) or flops at the compute ceiling (GFLOP/s), each times par (threads the

@@ -163,52 +163,45 @@ static void judge(struct kg_keeper *k, int ref, void *rh, int cand, void *ch, si
 }
 
 /* A batched call's sets (wire.h): the reference's slot draws `sets` sets of one input under each
- * set's key, the candidate's copies them from it set by set (SLOT), END snapshots every set (here
- * the input itself is declared the output, so that the snapshot holds the draws): STATS of each
- * set equals the host's draw under kg_gen_set_key, the whole image is as staged, and COMPARE finds
- * set k of one side equal to set k of the other and unequal to any other set. */
-static void batch(struct kg_keeper *k, uint32_t sets, size_t n)
+ * set's key (its output a band after it), the candidate's copies them from it set by set (SLOT);
+ * END snapshots every set (the candidate's, and the reference's second END, of the input region
+ * itself, so that the snapshots hold the draws): STATS of each set equals the host's draw under
+ * kg_gen_set_key, the whole image is as staged, and COMPARE finds set k of one side equal to set
+ * k of the other and unequal to the next set. */
+static void batch(struct kg_keeper *k, const int slot[2], uint32_t sets, size_t n, uint64_t stride)
 {
-	const uint64_t stride = ((n * 4 + 4096) + 4095) / 4096 * 4096;
-	size_t bytes = n * 4 + 64; /* the draw, then a band the host arena gives */
-	int fd[2], slot[2], dfd;
-	size_t dbytes;
-	unsigned char *host[2];
+	size_t bytes = n * 4 + 64;
 	kg_error e = {0};
-	for (int i = 0; i < 2; i++) {
-		fd[i] = memfd_create("gpu-kernels-batch", MFD_CLOEXEC);
-		if (fd[i] < 0 || ftruncate(fd[i], (off_t)stride) ||
-		    (host[i] = mmap(NULL, stride, PROT_READ | PROT_WRITE, MAP_SHARED, fd[i], 0)) == MAP_FAILED ||
-		    kg_keeper_attach(k, fd[i], stride, sets, stride, &slot[i], &dfd, &dbytes, &e)) {
-			fail("batch: attach: %s%s (%lld)", e.msg, "", (long long)sets);
-			return;
-		}
-		close(dfd);
-		if (dbytes < sets * stride)
-			fail("batch: a mirror of %s%s%lld bytes, too small", "", "", (long long)dbytes);
-		memset(host[i], 0x5a, stride);
-	}
 	kg_key key = {{0x0badf00d, 3, 5, 7, 11, 13, 17, 19}};
 	int64_t shape[2] = {(int64_t)(n / 64), 64};
-	struct kg_keeper_stage st = {.n = 1, .sets = sets, .stride = stride,
-				     .range = {{.off = 0, .bytes = n * 4, .kind = KG_DEV_R_GEN}}};
+	struct kg_keeper_stage st = {
+		.n = 2,
+		.sets = sets,
+		.stride = stride,
+		.range = {{.off = 0, .bytes = n * 4, .kind = KG_DEV_R_GEN},
+			  {.off = n * 4, .bytes = 64, .pattern = 0x7fc00001u, .kind = KG_DEV_R_FILL, .elem = 4}}};
 	kg_inputs_params(&st.range[0].gen, KG_F32, n, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, 0, &key, 0);
 	memcpy(st.key, key.w, sizeof(st.key));
 	struct kg_keeper_stage from = {.n = 1, .sets = sets, .stride = stride, .src_slot = slot[0],
 				       .range = {{.off = 0, .bytes = n * 4, .kind = KG_DEV_R_SLOT}}};
 	uint64_t t0;
-	struct kg_keeper_ended ed[2];
-	if (kg_keeper_begin(k, slot[0], bytes, 1, &st, &t0, &e) || kg_keeper_end(k, slot[0], bytes, 0, n * 4, 0, 1, &ed[0], &e) ||
-	    kg_keeper_begin(k, slot[1], bytes, 1, &from, &t0, &e) || kg_keeper_end(k, slot[1], bytes, 0, n * 4, 0, 1, &ed[1], &e)) {
+	struct kg_keeper_ended ed[3];
+	if (kg_keeper_begin(k, slot[0], bytes, 1, &st, &t0, &e) ||
+	    kg_keeper_end(k, slot[0], bytes, n * 4, bytes, 0, 1, &ed[0], &e) ||
+	    kg_keeper_begin(k, slot[1], bytes, 1, &from, &t0, &e) ||
+	    kg_keeper_end(k, slot[1], bytes, 0, n * 4, 0, 1, &ed[1], &e) ||
+	    kg_keeper_end(k, slot[0], bytes, 0, n * 4, 0, 1, &ed[2], &e)) {
 		fail("batch: the calls failed: %s%s (%lld sets)", e.msg, "", (long long)sets);
 		return;
 	}
-	if (ed[0].in_state != KG_DEV_IN_SAME || ed[1].in_state != KG_DEV_IN_SAME || !ed[0].dev_ns)
-		fail("batch: END found the image %s%s (state %lld), not as staged, or no device clock", "changed", "",
-		     (long long)ed[1].in_state);
+	for (int i = 0; i < 3; i++)
+		if (ed[i].in_state != KG_DEV_IN_SAME || !ed[i].dev_ns)
+			fail("batch: END found the image %s%s (state %lld), not as staged, or no device clock", "changed", "",
+			     (long long)ed[i].in_state);
 	float *mine = malloc(n * 4);
 	double prev = 0;
-	for (uint32_t set = 0; mine && set < sets; set += set + 1 < sets / 2 ? 1 : sets / 4 + 1) {
+	int checked = 0;
+	for (uint32_t set = 0; mine && set < sets; set += set + 1 < 4 ? 1 : sets / 5 + 1, checked++) {
 		kg_key sk;
 		kg_gen_set_key(key.w, set, sk.w);
 		kg_inputs_fill_tensor(mine, &st.range[0].gen, &sk);
@@ -222,11 +215,11 @@ static void batch(struct kg_keeper *k, uint32_t sets, size_t n)
 			{.off = set * stride, .ref_off = ((set + 1) % sets) * stride, .n = n, .poison = 0x7fc00001u,
 			 .atol = 0, .rtol = 0, .dtype = KG_GEN_F32, .mode = KG_DEV_CHK_COMPARE}};
 		struct kg_dev_cmp out[3], stat;
-		if (kg_keeper_check(k, slot[0], -1, chk, 1, &stat, &e) || kg_keeper_check(k, slot[1], slot[0], chk + 1, 2, out, &e)) {
+		if (kg_keeper_check(k, slot[1], -1, chk, 1, &stat, &e) || kg_keeper_check(k, slot[1], slot[0], chk + 1, 2, out, &e)) {
 			fail("batch: CHECK failed: %s%s (set %lld)", e.msg, "", (long long)set);
 			break;
 		}
-		if (stat.n_finite != (int64_t)n || fabs(stat.sum - sum) > 1e-9 * (fabs(sum) + n))
+		if (stat.n_finite != (int64_t)n || fabs(stat.sum - sum) > 1e-9 * (fabs(sum) + (double)n))
 			fail("batch: set %s%s%lld's draw is not the host's under its key", "", "", (long long)set);
 		if (set && stat.sum == prev)
 			fail("batch: set %s%s%lld holds the draw of the set before it", "", "", (long long)set);
@@ -240,9 +233,9 @@ static void batch(struct kg_keeper *k, uint32_t sets, size_t n)
 	/* an ordinary call on the same slot after a batch: one set again */
 	struct kg_keeper_stage one = st;
 	one.sets = 0;
-	if (kg_keeper_begin(k, slot[0], bytes, 1, &one, &t0, &e) || kg_keeper_end(k, slot[0], bytes, n * 4, n * 4 + 64, 0, 0, &ed[0], &e))
+	if (kg_keeper_begin(k, slot[0], bytes, 1, &one, &t0, &e) || kg_keeper_end(k, slot[0], bytes, n * 4, bytes, 0, 0, &ed[0], &e))
 		fail("batch: an ordinary call after it failed: %s%s (%lld)", e.msg, "", 0);
-	printf("batch of %u sets of %zu floats: checked\n", sets, n);
+	printf("batch of %u sets of %zu floats: %d sets checked\n", sets, n, checked);
 }
 
 int main(int argc, char **argv)
@@ -332,8 +325,22 @@ int main(int argc, char **argv)
 	judge(&k, slot2, host2, slot, host, 64u << 20, 65536, 1e-5);
 	judge(&k, slot2, host2, slot, host, 4u << 20, 8, 10.0);
 	judge(&k, slot2, host2, slot, host, (64u << 20) + 3, 0, 10.0);
-	batch(&k, 3, 1u << 20); /* a copy a set */
-	batch(&k, 200, 4096); /* the keeper's copy kernel */
+	/* two arenas of the four a keeper holds: the batch's sides */
+	const uint64_t wide = ((1u << 22) + 64 + 4095) / 4096 * 4096, narrow = (4096 * 4 + 64 + 4095) / 4096 * 4096;
+	int bslot[2], bfd[2], bdfd;
+	unsigned char *bhost;
+	for (int i = 0; i < 2; i++)
+		if ((bfd[i] = memfd_create("gpu-kernels-batch", MFD_CLOEXEC)) < 0 || ftruncate(bfd[i], (off_t)wide) ||
+		    (bhost = mmap(NULL, wide, PROT_READ | PROT_WRITE, MAP_SHARED, bfd[i], 0)) == MAP_FAILED ||
+		    kg_keeper_attach(&k, bfd[i], wide, 3, wide, &bslot[i], &bdfd, &dbytes, &e) || dbytes < 3 * wide) {
+			fprintf(stderr, "FAIL attach (batch arena): %s\n", e.msg);
+			return 1;
+		} else {
+			memset(bhost, 0x5a, wide);
+			close(bdfd);
+		}
+	batch(&k, bslot, 3, 1u << 20, wide);     /* a copy a set */
+	batch(&k, bslot, 200, 4096, narrow);     /* the keeper's copy kernel */
 	kg_keeper_stop(&k);
 	printf("%d draws compared, %d failures\n", draws, failures);
 	return failures ? 1 : 0;

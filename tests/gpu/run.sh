@@ -46,11 +46,13 @@ expect 0 - softmax $C/softmax/online.cu $S
 # are charged, not named (measured on the H200: accepted at 0.69x-1.33x at the ci shapes, where
 # every call is noise). Not asserted: a charged escape is an honest program's timing.
 # kg_forward serves the protocol itself and answers RUN at once (kgate 0.2: computed at FLUSH,
-# accepted at a forged speedup); the keeper's span holds the work
-expect 1 timing.tampered softmax $H/own_protocol.cu $S
+# accepted at a forged speedup); the keeper's span holds the work, and a batched timed call's
+# other sets, which its forged RUN never computes, are found unwritten
+expect 1 check.unwritten_output softmax $H/own_protocol.cu $S
 # a watcher kernel kept resident between calls computes the moment the inputs land (kgate 0.2: at
-# UPLOAD, before the clock, accepted at a forged speedup); they now land once the clock runs
-expect 1 timing.tampered softmax $H/kept_kernel.cu $S
+# UPLOAD, before the clock, accepted at a forged speedup); they now land once the clock runs, and a
+# batch's sets beside the one it watches stay unwritten
+expect 1 check.unwritten_output softmax $H/kept_kernel.cu $S
 expect 1 timing.tampered softmax $H/l2_persist.cu $S
 expect 1 check.canary softmax $H/output_overrun.cu $S
 expect 1 timing.tampered softmax $H/rerecord_start.cu $S
