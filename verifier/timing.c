@@ -373,6 +373,18 @@ static uint64_t snap_cap(const struct kg_run *r)
 	return (uint64_t)(2.0 * 2.0 * bytes * 1000.0 / (double)mbps) + 50000u;
 }
 
+/* The sets a batch may take: the arenas' room, and no more than KG_BATCH_TERMS_SETS where an
+ * output's tolerance is the reference's own per element (terms: reference): the device judges
+ * without it, and every set it finds outside the plain bound is judged again on the host, with a
+ * call of the reference's kg_error_terms on that set's inputs. */
+static uint32_t batch_room(const struct kg_run *r)
+{
+	for (int j = 0; j < r->plan->task.n_outputs; j++)
+		if (r->plan->task.outputs[j].terms == KG_TERMS_REFERENCE && r->batch_room > KG_BATCH_TERMS_SETS)
+			return KG_BATCH_TERMS_SETS;
+	return r->batch_room;
+}
+
 /* The calls back to back one measurement takes on a device (1: none): enough to fill
  * KG_BATCH_TARGET_MS at the slower side's trusted time for one call, within the arenas' room. */
 static uint32_t batch_for(const struct kg_run *r, uint64_t ref_ns, const struct kg_timed_call *c,
@@ -382,7 +394,7 @@ static uint32_t batch_for(const struct kg_run *r, uint64_t ref_ns, const struct 
 		return 1;
 	uint64_t cand_ns = kg_timing_reported(c, cal);
 	double call_ms = (double)(ref_ns > cand_ns ? ref_ns : cand_ns) / 1e6;
-	return kg_timing_batch_sets(call_ms, r->batch_room, KG_BATCH_TARGET_MS);
+	return kg_timing_batch_sets(call_ms, batch_room(r), KG_BATCH_TARGET_MS);
 }
 
 /* A batch's measurements are of one class (the task's normal inputs where its base shape is
@@ -460,7 +472,7 @@ void kg_phase_timing(struct kg_run *r)
 				struct kg_timed_call all = {.child_ns = c.r.child_ns, .span_ns = c.r.span_ns, .snap_ns = c.r.snap_ns};
 				double per_ms = (double)(ref_ns > kg_timing_reported(&all, &cal) ? ref_ns : kg_timing_reported(&all, &cal)) /
 						1e6 / sets;
-				uint32_t again = kg_timing_batch_sets(per_ms, r->batch_room, KG_BATCH_TARGET_MS);
+				uint32_t again = kg_timing_batch_sets(per_ms, batch_room(r), KG_BATCH_TARGET_MS);
 				sets = again > sets ? again : sets;
 			}
 		}

@@ -90,6 +90,9 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
 #define KG_BATCH_TARGET_MS 25.0
 /* the fewest batched measurements the timing's figures (median, p10, p90) are taken over */
 #define KG_BATCH_MIN_MEASURES 7
+/* the most sets a batch takes where an output's tolerance is the reference's per element
+ * (timing.c): each may cost a reference call on the host */
+#define KG_BATCH_TERMS_SETS 8
 
 /* A measured ceiling the reported time cannot beat: bytes moved at the memory ceiling (GB/s,
  * bytes read plus written) or flops at the compute ceiling (GFLOP/s), each times par (threads the
