@@ -187,8 +187,15 @@ int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, 
 	}
 	struct kg_dev_reply r;
 	int rc = command(k, &c, -1, &r, NULL, e);
-	*out = rc ? (struct kg_keeper_ended){.in_state = KG_DEV_IN_UNCHECKED}
-		  : (struct kg_keeper_ended){r.t_ns, r.copy_ns, r.dev_ns, r.in_state, r.in_diff};
+	memset(out, 0, sizeof(*out));
+	out->in_state = KG_DEV_IN_UNCHECKED;
+	if (!rc) {
+		out->t_ns = r.t_ns;
+		out->copy_ns = r.copy_ns;
+		out->dev_ns = r.dev_ns;
+		out->in_state = r.in_state;
+		out->in_diff = r.in_diff;
+	}
 	return rc;
 }
 

@@ -112,7 +112,7 @@ int kg_run_degenerate(struct kg_run *r, const struct kg_view *v)
 		return kg_check_degenerate(v);
 	double mean[KG_DEV_MAX_CHECKS];
 	struct kg_dev_cmp out[KG_DEV_MAX_CHECKS];
-	for (int j = 0; j < r->plan->task.n_outputs && j < KG_DEV_MAX_CHECKS; j++)
+	for (int j = 0; j < r->plan->task.n_outputs && j < KG_RUN_MAX_T; j++)
 		mean[j] = r->ref_stats[j].n_finite ? r->ref_stats[j].sum / (double)r->ref_stats[j].n_finite : 0.0;
 	if (ref_stats_on_device(r, "", 1, mean, out))
 		return 0;

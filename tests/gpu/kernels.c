@@ -202,7 +202,7 @@ static void batch(struct kg_keeper *k, const int slot[2], uint32_t sets, size_t 
 	double prev = 0;
 	int checked = 0;
 	for (uint32_t set = 0; mine && set < sets; set += set + 1 < 4 ? 1 : sets / 5 + 1, checked++) {
-		kg_key sk;
+		kg_key sk = {{0}};
 		kg_gen_set_key(key.w, set, sk.w);
 		kg_inputs_fill_tensor(mine, &st.range[0].gen, &sk);
 		double sum = 0;

@@ -287,7 +287,7 @@ static void test_batch(void **state)
 	assert_int_equal(kg_keeper_begin(&k, slot, 6000, 1, &st, &t0, &e), 0);
 	float want[1000];
 	for (uint32_t set = 0; set < 3; set++) {
-		kg_key sk;
+		kg_key sk = {{0}};
 		kg_gen_set_key(key.w, set, sk.w);
 		kg_inputs_fill_tensor(want, &st.range[0].gen, &sk);
 		assert_memory_equal(d + set * 8192, want, sizeof(want));
