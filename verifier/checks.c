@@ -11,9 +11,7 @@
 #include "verifier/dtype.h"
 #include "verifier/parallel.h"
 
-static struct kg_finding *add(struct kg_findings *out, enum kg_reason_code code, int slot, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static struct kg_finding *add(struct kg_findings *out, enum kg_reason_code code, int slot, const char *fmt, ...)
+struct kg_finding *kg_findings_add(struct kg_findings *out, enum kg_reason_code code, int slot, const char *fmt, ...)
 {
 	/* A full list keeps its last slot for the newest finding: a rejection is never lost. */
 	struct kg_finding *f = &out->f[out->n < KG_MAX_FINDINGS ? out->n++ : KG_MAX_FINDINGS - 1];
@@ -47,7 +45,7 @@ int kg_check_canaries(const struct kg_view *v, struct kg_findings *out)
 	uint64_t dist;
 	if (!kg_arena_canary_check(v->arena, &slot, &side, &dist))
 		return 0;
-	struct kg_finding *f = add(out, KG_R_CHECK_CANARY, slot, "guard band %s '%s' overwritten, %llu bytes %s its %s",
+	struct kg_finding *f = kg_findings_add(out, KG_R_CHECK_CANARY, slot, "guard band %s '%s' overwritten, %llu bytes %s its %s",
 				   side < 0 ? "before" : "after", name_of(v, slot), (unsigned long long)dist,
 				   side < 0 ? "before" : "past", side < 0 ? "start" : "end");
 	f->index = (int64_t)dist;
@@ -87,7 +85,7 @@ int kg_check_inputs(const struct kg_view *v, struct kg_findings *out)
 		size_t es = kg_dtype_size(s->dtype), k = 0;
 		while (k < s->bytes && got[k] == want[k])
 			k++;
-		struct kg_finding *f = add(out, KG_R_CHECK_INPUT_MODIFIED, i, "input '%s' was modified", name_of(v, i));
+		struct kg_finding *f = kg_findings_add(out, KG_R_CHECK_INPUT_MODIFIED, i, "input '%s' was modified", name_of(v, i));
 		set_values(f, (int64_t)(k / es), kg_load(want, s->dtype, k / es), kg_load(got, s->dtype, k / es));
 		n++;
 	}
@@ -103,7 +101,7 @@ int kg_check_unwritten(const struct kg_view *v, struct kg_findings *out)
 		int64_t idx = kg_arena_unwritten(a, s, v->ref ? v->ref[j] : NULL);
 		if (idx < 0)
 			continue;
-		struct kg_finding *f = add(out, KG_R_CHECK_UNWRITTEN_OUTPUT, s,
+		struct kg_finding *f = kg_findings_add(out, KG_R_CHECK_UNWRITTEN_OUTPUT, s,
 					   "output '%s' was not written (first unwritten element shown)", name_of(v, s));
 		f->index = idx;
 		n++;
@@ -132,7 +130,7 @@ int kg_check_outputs(const struct kg_view *v, enum kg_reason_code code, struct k
 			snprintf(terms, sizeof(terms), " + %.3g*T (each element's own error scale)", t->terms_g);
 		if (t->factor_row)
 			snprintf(factor, sizeof(factor), " after each row's common factor (within %.3g of 1)", t->factor_cap);
-		struct kg_finding *f = add(out, c, s,
+		struct kg_finding *f = kg_findings_add(out, c, s,
 					   "output '%s': %lld of %lld elements outside atol=%g rtol=%g%s%s (%lld NaN, %lld Inf "
 					   "mismatches); max abs error %g, max rel error %g, norm-wise error %g (%.1f effective "
 					   "bits)",
@@ -158,7 +156,7 @@ int kg_check_unchanged(const struct kg_view *v, const void *const *before, uint3
 		size_t k = 0, es = kg_dtype_size(sl->dtype);
 		while (now[k] == was[k])
 			k++;
-		struct kg_finding *f = add(out, KG_R_CHECK_ASYNC_ESCAPE, s,
+		struct kg_finding *f = kg_findings_add(out, KG_R_CHECK_ASYNC_ESCAPE, s,
 					   "output '%s' changed %u ms after kg_forward returned: work escaped the call",
 					   name_of(v, s), delay_ms);
 		set_values(f, (int64_t)(k / es), kg_load(was, sl->dtype, k / es), kg_load(now, sl->dtype, k / es));
@@ -172,7 +170,7 @@ int kg_check_tail(uint64_t tail_ns, uint64_t call_ns, struct kg_findings *out)
 	/* the bound leaves room for the device-wide synchronisation's own latency */
 	if (tail_ns <= 200000 + call_ns / 10)
 		return 0;
-	add(out, KG_R_CHECK_ASYNC_ESCAPE, -1,
+	kg_findings_add(out, KG_R_CHECK_ASYNC_ESCAPE, -1,
 	    "the device stayed busy %.3f ms after the candidate's stream finished (%.3f ms): work was launched outside "
 	    "the given stream",
 	    (double)tail_ns / 1e6, (double)call_ns / 1e6);
@@ -323,14 +321,14 @@ int kg_check_shortcuts(const struct kg_view *v, int mismatch, struct kg_shortcut
 		for (int i = 0; i < a->n_in && mismatch && !copied; i++) {
 			if (a->slot[i].bytes != sl->bytes || memcmp(got, v->shadow[i], sl->bytes))
 				continue;
-			add(out, KG_R_CHECK_INPUT_PASSTHROUGH, s, "output '%s' is a copy of input '%s'", name_of(v, s),
+			kg_findings_add(out, KG_R_CHECK_INPUT_PASSTHROUGH, s, "output '%s' is a copy of input '%s'", name_of(v, s),
 			    name_of(v, i));
 			copied = 1;
 			n++;
 		}
 		uint64_t h = v->output_hashes ? v->output_hashes[j] : content_hash(got, sl->bytes);
 		if (st->have && st->in_hash != in_hash && st->out_hash[j] == h && (mismatch || st->mismatch)) {
-			add(out, KG_R_CHECK_CONSTANT_OUTPUT, s, "output '%s' is bit-identical for different inputs, and wrong",
+			kg_findings_add(out, KG_R_CHECK_CONSTANT_OUTPUT, s, "output '%s' is bit-identical for different inputs, and wrong",
 			    name_of(v, s));
 			n++;
 		}

@@ -49,6 +49,11 @@ struct kg_findings {
 	struct kg_finding f[KG_MAX_FINDINGS];
 };
 
+/* One finding appended (a full list's last one replaced: the newest is never lost), its message
+ * from fmt; slot -1 where it is about none. */
+struct kg_finding *kg_findings_add(struct kg_findings *out, enum kg_reason_code code, int slot, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* Each appends its findings (at most one per tensor) and returns how many it added. */
 
 /* A guard band rewritten: the first hit, attributed to the nearer tensor edge. */

@@ -170,6 +170,9 @@ int kg_run_degenerate(struct kg_run *r, const struct kg_view *v);
  * the candidate left running held the device past the check's deadline (its process killed for
  * it: the caller records the candidate's end). */
 int kg_run_device_judge(struct kg_run *r);
+/* Output j's CHECK (COMPARE) under this trial's tolerance, both sides' offsets moved by shift (a
+ * batch's set); -1 where the device cannot judge it (per-element terms, unlike layouts). */
+int kg_run_compare_check(const struct kg_run *r, int j, uint64_t shift, struct kg_dev_check *chk);
 /* Before the checks of a candidate's call: v told whether the device found its inputs as staged,
  * and the host's copy of them drawn if the checks will read them. */
 void kg_run_view_inputs(struct kg_run *r, struct kg_view *v);

@@ -6,7 +6,6 @@
  * and every set's outputs judged there against the reference's batch on the same sets: a call
  * of the batch that skipped its work, or served another set's result, is as wrong as a lone one. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,21 +39,6 @@ uint32_t kg_timing_batch_sets(double call_ms, uint32_t room, double target_ms)
 	return k >= (double)room ? room : (uint32_t)k + (k > (double)(uint32_t)k);
 }
 
-static void finding(struct kg_findings *f, enum kg_reason_code code, int slot, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void finding(struct kg_findings *f, enum kg_reason_code code, int slot, const char *fmt, ...)
-{
-	struct kg_finding *x = &f->f[f->n < KG_MAX_FINDINGS ? f->n++ : KG_MAX_FINDINGS - 1];
-	memset(x, 0, sizeof(*x));
-	x->code = code;
-	x->slot = slot;
-	x->index = -1;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(x->msg, sizeof(x->msg), fmt, ap);
-	va_end(ap);
-}
-
 /* END's look found a byte of some set changed: which set, and whose byte (an input, a band). */
 static void locate_change(const struct kg_run *r, uint32_t sets, uint64_t stride, struct kg_findings *f)
 {
@@ -64,18 +48,18 @@ static void locate_change(const struct kg_run *r, uint32_t sets, uint64_t stride
 		const struct kg_arena_slot *sl = &a->slot[i];
 		if (at >= sl->off && at < sl->off + sl->bytes) {
 			if (i < a->n_in)
-				finding(f, KG_R_CHECK_INPUT_MODIFIED, i,
+				kg_findings_add(f, KG_R_CHECK_INPUT_MODIFIED, i,
 					"input '%s' of call %llu of %u back to back changed (byte %llu)", r->names[i],
 					(unsigned long long)set, sets, (unsigned long long)(at - sl->off));
 			else /* equal to the snapshot at END, then different: written after it */
-				finding(f, KG_R_CHECK_ASYNC_ESCAPE, i,
+				kg_findings_add(f, KG_R_CHECK_ASYNC_ESCAPE, i,
 					"output '%s' of call %llu of %u back to back changed after the call returned "
 					"(byte %llu)",
 					r->names[i], (unsigned long long)set, sets, (unsigned long long)(at - sl->off));
 			return;
 		}
 	}
-	finding(f, KG_R_CHECK_CANARY, -1, "a guard band of call %llu of %u back to back overwritten (arena byte %llu)",
+	kg_findings_add(f, KG_R_CHECK_CANARY, -1, "a guard band of call %llu of %u back to back overwritten (arena byte %llu)",
 		(unsigned long long)set, sets, (unsigned long long)at);
 }
 
@@ -141,7 +125,7 @@ static int rejudge_on_host(struct kg_run *r, const unsigned char *again, uint32_
 		struct kg_findings mine = {0};
 		if (kg_run_check_outputs(r, &v, KG_R_CHECK_STALE_RESULT, &mine))
 			for (int x = 0; x < mine.n; x++)
-				finding(f, mine.f[x].code, mine.f[x].slot, "call %u of %u back to back: %s", k, sets, mine.f[x].msg);
+				kg_findings_add(f, mine.f[x].code, mine.f[x].slot, "call %u of %u back to back: %s", k, sets, mine.f[x].msg);
 		if (!kg_run_ok(r))
 			rc = -1;
 	}
@@ -165,19 +149,10 @@ static int judge_outputs(struct kg_run *r, uint32_t sets, uint64_t stride, struc
 		for (int i = 0; i < n; i++) {
 			int j = (at + i) % n_out;
 			uint64_t shift = (uint64_t)((at + i) / n_out) * stride;
-			const struct kg_arena_slot *sl = &a->slot[a->n_in + j], *rl = &r->ra.slot[a->n_in + j];
-			const struct kg_tol *t = &r->tol[j];
-			int rows = t->factor_row > 0 && kg_dtype_is_float(sl->dtype) && sl->numel % t->factor_row == 0;
-			chk[i] = (struct kg_dev_check){.off = sl->off + shift,
-						       .ref_off = rl->off + shift,
-						       .n = (uint64_t)sl->numel,
-						       .poison = sl->poison,
-						       .row = rows ? (uint64_t)t->factor_row : 0,
-						       .atol = t->atol,
-						       .rtol = t->rtol,
-						       .cap = t->factor_cap,
-						       .dtype = (uint32_t)sl->dtype,
-						       .mode = KG_DEV_CHK_COMPARE};
+			if (kg_run_compare_check(r, j, shift, &chk[i])) {
+				kg_run_internal(r, "output '%s' of a batch cannot be judged on the device", r->names[a->n_in + j]);
+				return -1;
+			}
 		}
 		int krc = kg_keeper_check(&r->keeper, r->cs.dev_slot, r->rs.dev_slot, chk, n, out, &e);
 		if (krc == -ETIMEDOUT) {
@@ -192,7 +167,7 @@ static int judge_outputs(struct kg_run *r, uint32_t sets, uint64_t stride, struc
 			int j = (at + i) % n_out, set = (at + i) / n_out, s = a->n_in + j;
 			const struct kg_dev_cmp *d = &out[i];
 			if (d->first_unwritten >= 0) {
-				finding(f, KG_R_CHECK_UNWRITTEN_OUTPUT, s,
+				kg_findings_add(f, KG_R_CHECK_UNWRITTEN_OUTPUT, s,
 					"output '%s' of call %d of %u back to back left element %lld unwritten", r->names[s],
 					set, sets, (long long)d->first_unwritten);
 				failed = 1;
@@ -200,7 +175,7 @@ static int judge_outputs(struct kg_run *r, uint32_t sets, uint64_t stride, struc
 				again[set] = 1; /* each element's own terms may allow it: the host's to say */
 				rechecks = 1;
 			} else if (d->n_bad) {
-				finding(f, KG_R_CHECK_STALE_RESULT, s,
+				kg_findings_add(f, KG_R_CHECK_STALE_RESULT, s,
 					"output '%s' of call %d of %u back to back is wrong: %lld of %lld elements, the first "
 					"at %lld (got %.9g, expected %.9g)",
 					r->names[s], set, sets, (long long)d->n_bad, (long long)d->n, (long long)d->first_bad,

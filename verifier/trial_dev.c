@@ -153,6 +153,28 @@ int kg_run_host_judges(struct kg_run *r)
 	return kg_run_refout_host(r) || kg_run_candout_host(r) ? -1 : 0;
 }
 
+int kg_run_compare_check(const struct kg_run *r, int j, uint64_t shift, struct kg_dev_check *chk)
+{
+	const struct kg_arena *a = &r->ca;
+	const struct kg_arena_slot *sl = &a->slot[a->n_in + j], *rl = &r->ra.slot[a->n_in + j];
+	const struct kg_tol *t = &r->tol[j];
+	if (t->terms || rl->numel != sl->numel || rl->dtype != sl->dtype)
+		return -1;
+	/* compare.c fits row factors only where whole rows of a float tensor */
+	int rows = t->factor_row > 0 && kg_dtype_is_float(sl->dtype) && sl->numel % t->factor_row == 0;
+	*chk = (struct kg_dev_check){.off = sl->off + shift,
+				     .ref_off = rl->off + shift,
+				     .n = (uint64_t)sl->numel,
+				     .poison = sl->poison,
+				     .row = rows ? (uint64_t)t->factor_row : 0,
+				     .atol = t->atol,
+				     .rtol = t->rtol,
+				     .cap = t->factor_cap,
+				     .dtype = (uint32_t)sl->dtype,
+				     .mode = KG_DEV_CHK_COMPARE};
+	return 0;
+}
+
 int kg_run_device_judge(struct kg_run *r)
 {
 	const struct kg_arena *a = &r->ca;
@@ -161,24 +183,9 @@ int kg_run_device_judge(struct kg_run *r)
 	r->judged = 0;
 	if (r->refout_host || !r->dev_check || a->n_out > KG_DEV_MAX_CHECKS)
 		return kg_run_host_judges(r);
-	for (int j = 0; j < a->n_out; j++) {
-		const struct kg_arena_slot *sl = &a->slot[a->n_in + j], *rl = &r->ra.slot[a->n_in + j];
-		const struct kg_tol *t = &r->tol[j];
-		if (t->terms || rl->numel != sl->numel || rl->dtype != sl->dtype) /* per-element terms: the host's */
+	for (int j = 0; j < a->n_out; j++)
+		if (kg_run_compare_check(r, j, 0, &chk[j])) /* per-element terms: the host's */
 			return kg_run_host_judges(r);
-		/* compare.c fits row factors only where whole rows of a float tensor */
-		int rows = t->factor_row > 0 && kg_dtype_is_float(sl->dtype) && sl->numel % t->factor_row == 0;
-		chk[j] = (struct kg_dev_check){.off = sl->off,
-					       .ref_off = rl->off,
-					       .n = (uint64_t)sl->numel,
-					       .poison = sl->poison,
-					       .row = rows ? (uint64_t)t->factor_row : 0,
-					       .atol = t->atol,
-					       .rtol = t->rtol,
-					       .cap = t->factor_cap,
-					       .dtype = (uint32_t)sl->dtype,
-					       .mode = KG_DEV_CHK_COMPARE};
-	}
 	uint64_t t0 = kg_now_ns();
 	kg_error e = {0};
 	int krc = kg_keeper_check(&r->keeper, r->cs.dev_slot, r->rs.dev_slot, chk, a->n_out, out, &e);
