@@ -20,14 +20,17 @@
 static int wait_reply(struct kg_keeper *k, uint32_t op, uint64_t seq, struct kg_dev_reply *r, int *fd, double timeout_s,
 		      kg_error *e)
 {
-	uint64_t deadline = kg_now_ns() + (uint64_t)(timeout_s * 1e9);
+	uint64_t t0 = kg_now_ns(), deadline = t0 + (uint64_t)(timeout_s * 1e9);
+	/* A timed call's START and END are answered within its span: waited for by polling, for a
+	 * while, so that no wake-up of this thread's lands in the span and its jitter with it */
+	uint64_t spin = op == KG_DEV_START || op == KG_DEV_END ? t0 + KG_SPIN_NS : 0;
 	for (;;) {
 		uint64_t now = kg_now_ns();
 		if (now >= deadline)
 			return kg_err(e, -ETIMEDOUT, "kgate-device gave no answer to %s within %.0f s", kg_dev_op_name(op),
 				      timeout_s);
 		struct pollfd p = {.fd = k->ctl, .events = POLLIN};
-		int pr = poll(&p, 1, (int)((deadline - now) / 1000000u) + 1);
+		int pr = poll(&p, 1, now < spin ? 0 : (int)((deadline - now) / 1000000u) + 1);
 		if (pr < 0 && errno == EINTR)
 			continue;
 		if (pr < 0) {

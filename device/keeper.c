@@ -12,6 +12,7 @@
  * no runner maps. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -812,9 +813,16 @@ int main(int argc, char **argv)
 	int rc = init(&hello);
 	if (send_reply(ctl, &hello, -1) || rc)
 		return 1;
+	uint32_t last = 0;
 	for (;;) {
 		struct kg_dev_cmd c;
 		int fd = -1;
+		if (last == KG_DEV_START) { /* END comes within the call's span: polled for (wire.h) */
+			struct pollfd p = {.fd = ctl, .events = POLLIN};
+			uint64_t until = kg_now_ns() + KG_SPIN_NS;
+			while (poll(&p, 1, 0) == 0 && kg_now_ns() < until)
+				;
+		}
 		ssize_t n = recv_cmd(ctl, &c, &fd);
 		if (n <= 0)
 			return 0; /* kgate went away */
@@ -849,5 +857,6 @@ int main(int argc, char **argv)
 			close(out_fd);
 		if (sent)
 			return 1;
+		last = r.status ? 0 : c.op;
 	}
 }

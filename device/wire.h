@@ -14,6 +14,10 @@
 #define KG_DEV_MAX_RANGES 16 /* START's tensors staged from elsewhere than the host arena */
 #define KG_DEV_MAX_CHECKS 32 /* CHECK's outputs judged at once */
 #define KG_DEV_MAX_SETS 1024 /* a batched call's input sets (START's sets) */
+/* how long the ends of a timed call wait for each other by polling rather than sleeping (kgate for
+ * START's and END's replies and the runner's RUN reply, kgate-device for the END after a START):
+ * a sleeping thread's wake-up inside the span is ~10-50 us of jitter on a busy host */
+#define KG_SPIN_NS 100000000ull
 
 /* How START stages one range of the arena instead of copying it over the bus from the host arena:
  * a poisoned output is a pattern the device writes itself (a gigabyte the host need not write nor
