@@ -32,10 +32,10 @@ static void verify_usage(FILE *f)
 		   "  TASK        a task name (kgate tasks lists them), a task.yaml path, or a KernelBench-format\n"
 		   "              PyTorch module (PROBLEM.py: its Model is the trusted reference)\n"
 		   "  CANDIDATE   one source file; its extension names the backend (");
-	for (int i = 0, n = 0; i < KG_BACKEND_COUNT_; i++)
-		if (!kg_backend_get((enum kg_backend_id)i)->reference_only)
-			fprintf(f, "%s%s %s", n++ ? ", " : "", kg_backend_ext((enum kg_backend_id)i),
-				kg_backend_name((enum kg_backend_id)i));
+	for (int i = 0; i < KG_BACKEND_COUNT_; i++)
+		fprintf(f, "%s%s %s%s", i ? ", " : "", kg_backend_ext((enum kg_backend_id)i),
+			kg_backend_name((enum kg_backend_id)i),
+			kg_backend_get((enum kg_backend_id)i)->module_tasks_only ? ": a ModelNew module" : "");
 	fprintf(f, ")\n");
 	fprintf(f,
 		"options:\n"

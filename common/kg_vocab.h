@@ -200,8 +200,9 @@ const char *kg_sanitizer_tool_name(enum kg_sanitizer_tool t);
 int kg_sanitizer_tool_parse(const char *name, enum kg_sanitizer_tool *out);
 enum kg_reason_code kg_sanitizer_tool_reason(enum kg_sanitizer_tool t);
 
-/* XX(ENUM, "name", source file extension, the task manifest's reference key); torch runs only
- * trusted references (a KernelBench-format module's Model), never a candidate. What each
+/* XX(ENUM, "name", source file extension, the task manifest's reference key); torch runs a
+ * KernelBench-format module's Model as a trusted reference, and a ModelNew module as a candidate
+ * for such a task (its load_inline extensions built by kgate before it runs). What each
  * backend needs on the trusted side (compiler, sandbox data, allowlists, GPU probe) is the
  * verifier's backend table (verifier/backend.c). */
 #define KG_BACKEND_MAP(XX)          \

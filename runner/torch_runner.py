@@ -21,6 +21,7 @@ WS_OK, WS_ERROR, WS_NOSYM = 0, 1, 3
 CTL_FD, ARENA_FD, INPUT_FD = 3, 4, 5
 MAX_TENSORS = 8  # KG_MAX_TENSORS: inputs, and outputs, each
 BEGIN, END, FAIL = "--- kgate task ---", "--- end ---", "kgate-derive: "  # verifier/torchtask.c reads these
+PROBLEM = "/kgate/lib/problem.py"  # where the sandbox shows the problem module (session_start.c)
 
 
 class Unmappable(Exception):
@@ -245,11 +246,52 @@ def derive(path, dims_arg, name):
 
 # ---- the runner ----
 
+def problem_namespace(src, dims):
+    """The problem module's top level run at dims (get_init_inputs for a candidate's constructor)."""
+    ns = {"__name__": "kgate_problem"}
+    exec(rewrite(src, dims), ns)
+    if "get_init_inputs" not in ns:
+        raise Unmappable("the problem module defines no get_init_inputs")
+    return ns
+
+
+def prebuilt_loader(ext_path):
+    """load_inline for a candidate in the run sandbox: the extension its builder (torch_build.py)
+    compiled in the compile sandbox, loaded by name from ext_path; nothing is compiled here."""
+    import importlib.machinery
+    import importlib.util
+
+    loaded = {}
+
+    def load_inline(name, *a, **k):
+        if name in loaded:
+            return loaded[name]
+        with open(ext_path, "rb") as fh:
+            elf = fh.read(4) == b"\x7fELF"
+        if not isinstance(name, str) or not elf:
+            raise ImportError("extension %r was not built before the run" % (name,))
+        loader = importlib.machinery.ExtensionFileLoader(name, ext_path)
+        spec = importlib.util.spec_from_file_location(name, ext_path, loader=loader)
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+        loaded[name] = mod
+        return mod
+
+    def load(*a, **k):
+        raise ImportError("torch.utils.cpp_extension.load: a candidate's extensions are load_inline's")
+
+    return load_inline, load
+
+
 class Runner:
-    def __init__(self):
+    def __init__(self, candidate=False):
         import torch
 
         self.torch = torch
+        # hosting a ModelNew candidate (--candidate): the problem module gives the constructor's
+        # arguments; the candidate's module gives the class
+        self.candidate = candidate
+        self.model_cls = None
         self.kg, self.tdt, _ = dtype_tables()
         self.out_size = os.fstat(ARENA_FD).st_size
         try:
@@ -286,12 +328,28 @@ class Runner:
         note = f[-1].split(b"\0", 1)[0].decode()
         dims = dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in note.split() if "=" in kv)
         if self.model is None or dims != self.dims:
-            _, self.model = instantiate(self.src, dims)
+            if self.candidate:
+                init = problem_namespace(self.problem_src, dims)["get_init_inputs"]()
+                self.torch.manual_seed(0)
+                self.model = self.model_cls(*init)
+                self.model.eval()
+            else:
+                _, self.model = instantiate(self.src, dims)
             self.dims = dims
-        state = list(self.model.state_dict().keys())
+        sd = self.model.state_dict()
+        state = list(sd.keys())
         self.n_x = self.n_in - len(state)
         if self.n_x < 0:
-            raise Unmappable("the task has %d inputs; the Model has %d parameters and buffers" % (self.n_in, len(state)))
+            raise Unmappable("the task has %d inputs; the %s has %d parameters and buffers" %
+                             (self.n_in, "ModelNew" if self.candidate else "Model", len(state)))
+        if self.candidate:
+            # a candidate's parameters and buffers take the reference's values in state_dict order:
+            # the same count, each the same shape and dtype
+            for i, (name, v) in enumerate(zip(state, self.views[self.n_x:self.n_in])):
+                if tuple(sd[name].shape) != tuple(v.shape) or sd[name].dtype != v.dtype:
+                    raise Unmappable("ModelNew's state_dict entry %d, %s, is %s %s; the Model's is %s %s "
+                                     "(parameters and buffers are bound in state_dict order)" %
+                                     (i, name, sd[name].dtype, tuple(sd[name].shape), v.dtype, tuple(v.shape)))
         # the Model's parameters and buffers become the arena's tensors, in state_dict order
         for name, v in zip(state, self.views[self.n_x:self.n_in]):
             mod_name, _, attr = name.rpartition(".")
@@ -316,6 +374,29 @@ class Runner:
                 o.copy_(r)
         return time.perf_counter_ns() - t0
 
+    def load_candidate(self, path):
+        """The candidate's module run once, its load_inline served from the prebuilt extensions
+        beside it (kernel.so), and the problem module read for the constructor's arguments."""
+        import types
+
+        import torch.utils
+
+        with open(PROBLEM) as fh:
+            self.problem_src = fh.read()
+        # torch.utils.cpp_extension as the candidate sees it: load_inline serves the prebuilt
+        # extensions. The real module is not imported here: importing it runs hipconfig and which
+        # (and a process started here ends the run), and nothing in it is needed at run time.
+        ce = types.ModuleType("torch.utils.cpp_extension")
+        ce.load_inline, ce.load = prebuilt_loader(os.path.join(os.path.dirname(path), "kernel.so"))
+        sys.modules["torch.utils.cpp_extension"] = ce
+        torch.utils.cpp_extension = ce
+        ns = {"__name__": "kgate_candidate"}
+        exec(compile(self.src, "candidate.py", "exec"), ns)
+        cls = ns.get("ModelNew")
+        if not isinstance(cls, type):
+            raise Unmappable("the candidate defines no class ModelNew")
+        self.model_cls = cls
+
     def serve(self):
         self.reply(HELLO, 0)
         while True:
@@ -334,6 +415,8 @@ class Runner:
                     path = f[-1].split(b"\0", 1)[0].decode()
                     with open(path) as fh:
                         self.src = fh.read()
+                    if self.candidate:
+                        self.load_candidate(path)
                     self.reply(op, seq)
                 elif op == SETUP:
                     self.setup(f)
@@ -383,7 +466,7 @@ def main(argv):
         print("torch %s%s" % (torch.__version__, "" if hasattr(torch, "compile") else " (no torch.compile)"))
         return 0
     try:
-        r = Runner()
+        r = Runner(candidate="--candidate" in argv)
     except Exception as ex:  # noqa: BLE001
         try:
             os.write(CTL_FD, REPLY.pack(MAGIC, HELLO, 0, WS_ERROR, 0, 0, 0, 0, 0, 0, ("torch runner: %s" % ex).encode()[:399]))

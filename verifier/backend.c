@@ -5,6 +5,8 @@
  * policy has to list. */
 #include "verifier/backend.h"
 
+#include "verifier/resolve.h"
+
 #include <errno.h>
 #include <fnmatch.h>
 #include <pthread.h>
@@ -98,6 +100,54 @@ static int nvcc_cmd(struct kg_compile_cmd *c, const struct kg_compile_req *r, kg
 	return rc;
 }
 
+/* A ModelNew candidate's build: kgate's builder (torch_build.py, beside kgate-run) runs the module's
+ * top level once under the Python that hosts the torch runner, and compiles each load_inline
+ * extension it asks for with the C++ compiler (nvcc for CUDA sources) into one kernel.so. */
+/* What CPython 3.11 and torch 1.13 (Debian's python3-torch) call besides the run profile's calls,
+ * measured with strace -f on an import, a module's Model built and its forward run: the allocator's
+ * NUMA policy queries, an epoll fd of torch's, mlock of a small page by OpenBLAS, and statfs probes
+ * for SELinux. Extend from the syscall names that denials report. */
+static const char *const torch_syscalls[] = {
+	"get_mempolicy", "set_mempolicy", "mbind", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
+	"mlock", "munlock", "statfs", "fstatfs", "sched_getparam", "sched_getscheduler", "sched_setaffinity",
+	"sched_get_priority_max", "sched_get_priority_min", "readlinkat", "pipe2", "eventfd2", NULL,
+};
+
+static int torch_cmd(struct kg_compile_cmd *c, const struct kg_compile_req *r, kg_error *e)
+{
+	memset(c, 0, sizeof(*c));
+	if (kg_path_python(c->store[0], sizeof(c->store[0]), c->store[6], sizeof(c->store[6])))
+		return kg_err(e, -ENOENT, "%s", c->store[6]);
+	c->tool_version = c->store[6]; /* torch's version: a new torch needs its extensions rebuilt */
+	c->syscalls = torch_syscalls; /* what importing torch calls, as in the run sandbox */
+	if (kg_path_runner_script("torch_build.py", c->store[1], sizeof(c->store[1])))
+		return kg_err(e, -ENOENT, "torch_build.py not found beside kgate-run");
+	c->script = c->store[1];
+	int rc = 0;
+	const char *fixed[] = {c->store[0], "-I", "-B", c->store[1], r->src_inside, r->out_inside};
+	for (size_t i = 0; i < KG_ARRAY_LEN(fixed) && !rc; i++)
+		rc = push(c, fixed[i], e);
+	for (int i = 0; i < r->n_flags && !rc; i++)
+		rc = push(c, r->flags[i], e);
+	char *home = c->store[2];
+	kg_cuda_home(home, sizeof(c->store[2]));
+	snprintf(c->store[3], sizeof(c->store[3]), "CUDA_HOME=%s", home);
+	snprintf(c->store[4], sizeof(c->store[4]), "KGATE_CUDA_ARCH=%s", r->arch ? r->arch : "");
+	c->envp[0] = "PATH=/usr/bin:/bin";
+	c->envp[1] = "LANG=C";
+	c->envp[2] = "HOME=/work";
+	c->envp[3] = "TMPDIR=/work";
+	c->envp[4] = c->store[3];
+	c->envp[5] = c->store[4];
+	c->envp[6] = "OMP_NUM_THREADS=1";
+	c->envp[7] = "USER=kgate"; /* spares the interpreter a passwd lookup (a socket to nscd) */
+	/* the builder and an interpreter outside /usr (a virtual environment) are shown as they are */
+	kg_python_sandbox_paths(c->store[0], c->store[1], c->store[5], sizeof(c->store[5]), c->paths, &c->n_paths);
+	if (strncmp(home, "/usr/", 5))
+		c->paths[c->n_paths++] = (struct kg_sb_path){.host = home, .flags = KG_SB_PATH_EXEC | KG_SB_PATH_OPTIONAL};
+	return rc;
+}
+
 static const char *const cuda_devices[] = {"/dev/nvidia*", NULL};
 
 /* What the driver and its threads do after context creation besides the run profile's calls:
@@ -134,15 +184,6 @@ static const char *const cuda_libraries[] = {"libcudart.so.*", "libstdc++.so.*",
  * EACCES inside the driver after LOAD) and keep it this short. */
 static const char *const cuda_sealed_opens[] = {"rw:/dev", "rw:/proc", "r:/sys", "rw:/tmp", NULL};
 
-/* What CPython 3.11 and torch 1.13 (Debian's python3-torch) call besides the run profile's calls,
- * measured with strace -f on an import, a module's Model built and its forward run: the allocator's
- * NUMA policy queries, an epoll fd of torch's, mlock of a small page by OpenBLAS, and statfs probes
- * for SELinux. Extend from the syscall names that denials report. */
-static const char *const torch_syscalls[] = {
-	"get_mempolicy", "set_mempolicy", "mbind", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
-	"mlock", "munlock", "statfs", "fstatfs", "sched_getparam", "sched_getscheduler", "sched_setaffinity",
-	"sched_get_priority_max", "sched_get_priority_min", "readlinkat", "pipe2", "eventfd2", NULL,
-};
 
 static const struct kg_backend backends[KG_BACKEND_COUNT_] = {
 	[KG_BACKEND_CPU] = {
@@ -177,8 +218,11 @@ static const struct kg_backend backends[KG_BACKEND_COUNT_] = {
 		.id = KG_BACKEND_TORCH,
 		.sandbox_name = "run-torch",
 		.cpu_clock = 1,
-		.reference_only = 1,
+		.module_tasks_only = 1,
 		.runner_script = "torch_runner.py",
+		/* a torch extension's C++ build takes half a minute on a small machine, a few at once more */
+		.compile_wall_s = 600,
+		.compile_cmd = torch_cmd,
 		/* torch reads the CPU's topology (/proc/cpuinfo, /sys/devices/system/cpu) when it loads */
 		.proc = KG_SB_PROC_RO,
 		.sys_ro = 1,

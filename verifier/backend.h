@@ -17,10 +17,15 @@
 struct kg_compile_cmd {
 	const char *argv[KG_COMPILE_MAX_ARGS];
 	int argc;
-	const char *envp[8];
-	struct kg_sb_path paths[2]; /* toolchain trees to show besides /usr (a CUDA under /opt) */
+	const char *envp[10];
+	struct kg_sb_path paths[3]; /* toolchain trees to show besides /usr (a CUDA under /opt) */
 	int n_paths;
-	char store[6][PATH_MAX + 64];
+	/* An interpreted builder (torch_build.py): its host path, whose content keys the compile
+	 * cache beside the interpreter's (argv[0]); NULL for a compiler binary. */
+	const char *script;
+	const char *tool_version; /* what keys the cache beside the binary (torch's version); NULL */
+	const char *const *syscalls; /* the compile filter's extra calls (an interpreter's); NULL */
+	char store[8][PATH_MAX + 64];
 	char libs[4][40];
 };
 
@@ -66,7 +71,9 @@ struct kg_backend {
 	 * sandbox applies its filter before exec (an interpreter cannot apply one itself), so its
 	 * syscalls are the interpreter's and its libraries' as well. */
 	const char *runner_script;
-	int reference_only; /* hosts trusted references only (a PyTorch Model), never a candidate */
+	/* A candidate of this backend needs a task given as a PyTorch module (a KernelBench ModelNew
+	 * is built from the problem's constructor arguments and bound to its Model's parameters). */
+	int module_tasks_only;
 	/* static checks, besides the policy's lists: imports always allowed, imports always denied
 	 * (checked first), libraries always allowed */
 	const char *const *symbols;

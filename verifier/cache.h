@@ -41,6 +41,8 @@ struct kg_cache_key_in {
 	const char *const *envp;
 	const char *const *mounts; /* host paths shown to the compiler besides /usr (NULL-terminated) */
 	const char *include_dir; /* the host directory holding kgate/ (the candidate's headers) */
+	const char *script; /* an interpreted builder's host path, hashed by content; NULL: none */
+	const char *tool_version; /* what the tool says it is beyond its binary (torch's version); NULL */
 	const void *src; /* the exact bytes copied into the sandbox */
 	size_t src_len;
 };

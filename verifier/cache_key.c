@@ -206,6 +206,13 @@ int kg_cache_key(const struct kg_cache_key_in *in, uint8_t key[32], kg_error *e)
 	for (const char *const *a = in->mounts; a && *a; a++)
 		field_str(&h, "mount", *a);
 	field(&h, "compiler", tool, 32);
+	if (in->script) {
+		uint8_t script[32];
+		if ((rc = kg_cache_tool_id(in->script, script, e)))
+			return rc;
+		field(&h, "script", script, 32);
+	}
+	field_str(&h, "tool_version", in->tool_version);
 	if ((rc = hash_headers(&h, in->include_dir, e)))
 		return rc;
 	field(&h, "source", in->src, in->src_len);

@@ -69,6 +69,8 @@ int kg_compile(const char *text, size_t len, const char *workdir, const char *ou
 			.envp = cmd->envp,
 			.mounts = mounts,
 			.include_dir = inc,
+			.script = cmd->script,
+			.tool_version = cmd->tool_version,
 			.src = text,
 			.src_len = len,
 		};
@@ -107,6 +109,7 @@ int kg_compile(const char *text, size_t len, const char *workdir, const char *ou
 		.required = o->required_layers,
 		.disabled = o->disabled_layers,
 		.stdin_fd = -1,
+		.syscalls = cmd->syscalls,
 	};
 	t0 = kg_now_ns();
 	if ((rc = kg_sb_spawn(&spec, &c, e)))

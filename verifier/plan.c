@@ -104,9 +104,11 @@ int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e
 	p->candidate = o->candidate;
 	if ((rc = kg_resolve_backend(o->backend, o->candidate, &p->be, e)))
 		return rc;
-	if (p->be->reference_only)
-		return kg_err(e, -EINVAL, "%s: the %s backend runs trusted references only; a candidate is one of %s",
-			      o->candidate, p->be->name, "a .c (cpu) or .cu (cuda) file");
+	if (p->be->module_tasks_only && !p->task.ref[KG_BACKEND_TORCH][0])
+		return kg_err(e, -EINVAL,
+			      "%s: a %s candidate (a KernelBench ModelNew module) needs a task given as a PyTorch "
+			      "module (PROBLEM.py) or imported from one; task '%s' is not",
+			      o->candidate, p->be->name, p->task.name);
 	p->ref_be = p->be;
 	/* a task whose only reference is a PyTorch Model is checked against it, whatever the candidate */
 	if (!p->task.ref[p->be->id][0] && p->task.ref[KG_BACKEND_TORCH][0])

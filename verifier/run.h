@@ -23,6 +23,7 @@ struct kg_run {
 	struct kg_verdict *v;
 	char work[PATH_MAX];
 	char ref_so[PATH_MAX + 32], cand_so[PATH_MAX + 32];
+	char cand_module[PATH_MAX + 32]; /* an interpreted candidate's module (its source as built) */
 	struct kg_gpu_info gpu;
 	char sanitizer[PATH_MAX]; /* compute-sanitizer, when the policy asks for sanitized runs */
 	/* one arena and one runner per side: the reference's outputs never reach the candidate's */

@@ -26,7 +26,11 @@ struct kg_call_draw {
 
 struct kg_session_opts {
 	const struct kg_backend *be; /* the runner's backend and its sandbox data */
-	const char *so_path; /* host path of the .so to load */
+	const char *so_path; /* host path of the .so to load (an interpreted candidate's extensions) */
+	/* An interpreted runner hosting a candidate: the candidate's module (host path) and the task's
+	 * problem module beside it (its constructor arguments); NULL for a reference or a .so. */
+	const char *cand_module;
+	const char *problem_module;
 	struct kg_sb_limits limits;
 	unsigned required_layers;
 	unsigned disabled_layers;

@@ -9,7 +9,10 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
+
 #include "verifier/backend.h"
+#include "verifier/resolve.h"
 
 static int has_arg(const struct kg_compile_cmd *c, const char *arg)
 {
@@ -29,11 +32,12 @@ static void test_table(void **state)
 		assert_string_equal(b->name, kg_backend_name((enum kg_backend_id)i));
 		assert_string_equal(b->ext, kg_backend_ext((enum kg_backend_id)i));
 		assert_non_null(b->sandbox_name);
-		/* a backend builds its sources, or runs them interpreted by a runner script of its own */
-		assert_true(!b->compile_cmd == !!b->runner_script);
-		assert_true(b->compile_wall_s > 0 || b->runner_script);
-		/* an interpreted runner hosts trusted references only: a candidate is always built */
-		assert_true(!b->runner_script || b->reference_only);
+		/* every backend builds a candidate, a compiled one or an interpreted one (whose build is
+		 * kgate's builder: a ModelNew's extensions), and bounds the build */
+		assert_non_null(b->compile_cmd);
+		assert_true(b->compile_wall_s > 0);
+		/* an interpreted candidate needs a module task (its constructor and parameters) */
+		assert_true(!b->runner_script || b->module_tasks_only);
 		assert_ptr_equal(kg_backend_find(b->name), b);
 	}
 	assert_null(kg_backend_get(KG_BACKEND_COUNT_));
@@ -51,10 +55,11 @@ static void test_table(void **state)
 	assert_string_equal(cu->devices[0], "/dev/nvidia*");
 	assert_int_equal(cu->proc, KG_SB_PROC_RW);
 	assert_true(cu->readonly_opens);
-	/* the torch reference runner: a Python script, read-only opens, no GPU, no candidate */
+	/* the torch runner: a Python script, read-only opens, no GPU, candidates for module tasks */
 	const struct kg_backend *th = kg_backend_get(KG_BACKEND_TORCH);
 	assert_string_equal(th->runner_script, "torch_runner.py");
-	assert_true(th->reference_only && th->readonly_opens && !th->needs_gpu);
+	assert_true(th->module_tasks_only && th->readonly_opens && !th->needs_gpu);
+	assert_false(cpu->module_tasks_only || cu->module_tasks_only);
 	assert_int_equal(th->proc, KG_SB_PROC_RO);
 	assert_non_null(th->syscalls);
 	assert_true(cu->sys_ro);
@@ -119,6 +124,26 @@ static void test_commands(void **state)
 	assert_string_equal(c->argv[cudart + 1], "shared");
 	assert_true(has_arg(c, "-lcublas") > has_arg(c, "/work/kernel.cu"));
 	assert_non_null(strstr(c->envp[0], "/bin:/usr/bin:/bin"));
+
+	/* a ModelNew module: kgate's builder under the torch runner's Python (where one is found),
+	 * the policy's flags after the paths, the interpreter's calls in the compile filter, the
+	 * builder's content and torch's version in the cache key */
+	char py[4096];
+	if (!kg_path_python(py, sizeof(py), NULL, 0)) {
+		r.src_inside = "/work/kernel.py";
+		r.n_libs = 0;
+		int rc = kg_backend_get(KG_BACKEND_TORCH)->compile_cmd(c, &r, &e);
+		if (rc == 0) {
+			assert_string_equal(c->argv[0], py);
+			assert_true(has_arg(c, "/work/kernel.py") > 0);
+			assert_true(has_arg(c, "-ffast-math") > has_arg(c, "/work/kernel.so"));
+			assert_non_null(strstr(c->script, "torch_build.py"));
+			assert_non_null(c->tool_version);
+			assert_non_null(c->syscalls);
+		} else {
+			assert_int_equal(rc, -ENOENT); /* no builder beside a runner in this tree */
+		}
+	}
 	free(c);
 }
 

@@ -1,0 +1,220 @@
+"""kgate's builder for a KernelBench ModelNew candidate (a Python module), run in the compile sandbox
+as a C candidate's compiler is: `torch_build.py /work/kernel.py /work/kernel.so [FLAG...]`.
+
+It runs the module's top-level code once with torch.utils.cpp_extension's load_inline replaced by a
+recorder, so that every extension the module asks for is built here, by kgate's own compiler command
+(the C++ compiler, and nvcc for CUDA sources, with flags from a short list), and never by the
+candidate's code in the run sandbox, which then loads the prebuilt module by name (torch_runner.py).
+All of a module's extensions go into the one shared object kernel.so, each as the Python module its
+name says (PyInit_NAME); a module with no extensions gets a kernel.so of one line of text. The module must define
+a class ModelNew. Whatever this prints is the compile log; a non-zero exit is a compile error."""
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+
+# the flags a candidate may add to its extension's compile lines: optimisation, macros, the
+# language level, fast math; anything else (a plugin, a search path, a linker script) is refused
+FLAG_OK = re.compile(r"^(-O[0-3s]|-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?|-std=c\+\+(14|17|20)|"
+                     r"--use_fast_math|-use_fast_math|-lineinfo|-U[A-Za-z_][A-Za-z0-9_]*|-w|-Wall|"
+                     r"--expt-relaxed-constexpr|--expt-extended-lambda|-Xptxas=-v|-ffast-math|"
+                     r"-march=native|-funroll-loops|-fopenmp)$")
+NAME_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+class BuildError(Exception):
+    pass
+
+
+def as_list(v):
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [v]
+    return list(v)
+
+
+def check_flags(flags, what):
+    for f in flags:
+        if not isinstance(f, str) or not FLAG_OK.match(f):
+            raise BuildError("%s flag %r is not one kgate passes to its compiler (allowed: -O*, -D*, -U*, "
+                             "-std=c++NN, fast math, -lineinfo, -fopenmp)" % (what, f))
+    return list(flags)
+
+
+class Recorder:
+    """Stands in for load_inline while the module's top level runs: records the extension and
+    returns a stand-in module, whose functions are not callable while building."""
+
+    def __init__(self):
+        self.exts = []
+
+    def load_inline(self, name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
+                    extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, build_directory=None,
+                    verbose=False, with_cuda=None, is_python_module=True, with_pytorch_error_handling=True,
+                    keep_intermediates=True, **rest):
+        if not isinstance(name, str) or not NAME_OK.match(name):
+            raise BuildError("load_inline: name %r is not a Python identifier of at most 64 characters" % (name,))
+        if any(e["name"] == name for e in self.exts):
+            raise BuildError("load_inline: two extensions are named %s" % name)
+        if not is_python_module:
+            raise BuildError("load_inline(is_python_module=False): kgate builds Python extension modules only")
+        if extra_ldflags or extra_include_paths:
+            raise BuildError("load_inline: extra_ldflags and extra_include_paths are not passed on (the "
+                             "extension links against torch and nothing else)")
+        cpp, cu = as_list(cpp_sources), as_list(cuda_sources)
+        if not all(isinstance(s, str) for s in cpp + cu):
+            raise BuildError("load_inline: sources must be strings")
+        if isinstance(functions, str):
+            functions = [functions]
+        if isinstance(functions, dict):
+            funcs = list(functions.items())
+        else:
+            funcs = [(f, f) for f in (functions or [])]
+        for f, _ in funcs:
+            if not isinstance(f, str) or not NAME_OK.match(f):
+                raise BuildError("load_inline: function name %r is not an identifier" % (f,))
+        self.exts.append({
+            "name": name, "cpp": cpp, "cu": cu, "funcs": funcs,
+            "cflags": check_flags(as_list(extra_cflags), "extra_cflags"),
+            "cuflags": check_flags(as_list(extra_cuda_cflags), "extra_cuda_cflags"),
+        })
+        return Placeholder(name)
+
+    def load(self, *a, **k):
+        raise BuildError("torch.utils.cpp_extension.load builds from files; a candidate is one module: use "
+                         "load_inline with the sources as strings")
+
+
+class Placeholder:
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        def not_yet(*a, **k):
+            raise BuildError("extension %s: %s called while the module is being built (call it from "
+                             "ModelNew.forward)" % (self._name, attr))
+        return not_yet
+
+
+def run_module(path, rec):
+    os.environ.setdefault("ROCM_HOME", "/nonexistent")  # else cpp_extension asks a shell for hipcc
+    import torch.utils.cpp_extension as ce
+
+    src = open(path).read()
+    code = compile(src, "candidate.py", "exec")
+    ce.load_inline = rec.load_inline
+    ce.load = rec.load
+    ns = {"__name__": "kgate_candidate"}
+    exec(code, ns)
+    if not isinstance(ns.get("ModelNew"), type):
+        raise BuildError("the module defines no class ModelNew (a KernelBench candidate is a ModelNew "
+                         "module with the Model's constructor and forward)")
+
+
+def cuda_home():
+    h = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+    return h if os.path.isfile(os.path.join(h, "bin", "nvcc")) else None
+
+
+def build(exts, out, work):
+    import torch
+    import torch.utils.cpp_extension as ce
+
+    if not exts:
+        # not an ELF file: the runner then serves no extension (and the compile cache keeps it)
+        with open(out, "w") as fh:
+            fh.write("kgate-build: no extensions\n")
+        print("kgate-build: no extensions (a PyTorch-only ModelNew)")
+        return
+    incs = ["-I" + p for p in ce.include_paths()] + ["-I" + sysconfig.get_paths()["include"]]
+    libdirs = [p for p in ce.library_paths() if os.path.isdir(p)]
+    abi = "-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    objs, cuda = [], False
+    for e in exts:
+        defs = ["-DTORCH_EXTENSION_NAME=%s" % e["name"], "-DTORCH_API_INCLUDE_EXTENSION_H", abi]
+        # load_inline's own layout: the C++ sources behind torch/extension.h, then the bindings
+        main = ["#include <torch/extension.h>"] + e["cpp"]
+        if e["funcs"]:
+            main.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {")
+            for f, doc in e["funcs"]:
+                main.append('m.def("%s", &%s, %s);' % (f, f, '"' + re.sub(r'[^A-Za-z0-9 _.,:-]', "", str(doc)) + '"'))
+            main.append("}")
+        cpp = os.path.join(work, "%s.cpp" % e["name"])
+        with open(cpp, "w") as fh:
+            fh.write("\n".join(main) + "\n")
+        obj = cpp + ".o"
+        cmd = ["c++", "-O3", "-std=c++17", "-fPIC", "-c", "-w"] + defs + incs + e["cflags"] + [cpp, "-o", obj]
+        sh(cmd)
+        objs.append(obj)
+        if e["cu"]:
+            home = cuda_home()
+            if not home:
+                raise BuildError("extension %s has CUDA sources and no CUDA toolkit is here" % e["name"])
+            cuda = True
+            cu = os.path.join(work, "%s_cuda.cu" % e["name"])
+            with open(cu, "w") as fh:
+                fh.write("#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n" +
+                         "\n".join(e["cu"]) + "\n")
+            cobj = cu + ".o"
+            cmd = [os.path.join(home, "bin", "nvcc"), "-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-c",
+                   "--expt-relaxed-constexpr"] + arch_flags() + defs + incs + e["cuflags"] + [cu, "-o", cobj]
+            sh(cmd)
+            objs.append(cobj)
+    libs = ["-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python"]
+    if cuda:
+        home = cuda_home()
+        libdirs.append(os.path.join(home, "lib64"))
+        libs += ["-lc10_cuda", "-ltorch_cuda", "-lcudart"]
+    ld = ["c++", "-shared", "-o", out] + objs + ["-L" + d for d in libdirs] + \
+         ["-Wl,-rpath," + d for d in libdirs] + libs
+    sh(ld)
+    print("kgate-build: %d extension(s) built: %s" % (len(exts), ", ".join(e["name"] for e in exts)))
+
+
+def arch_flags():
+    a = os.environ.get("KGATE_CUDA_ARCH", "")
+    if re.match(r"^[0-9]{2,3}a?$", a):
+        return ["-gencode=arch=compute_%s,code=sm_%s" % (a, a)]
+    return []
+
+
+def sh(cmd):
+    print("$ " + " ".join(cmd))
+    sys.stdout.flush()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = p.stdout.decode("utf-8", "replace")
+    if out:
+        print(out[-6000:])
+    if p.returncode:
+        raise BuildError("the compiler exited with %d" % p.returncode)
+
+
+def main(argv):
+    if len(argv) < 3:
+        print("usage: torch_build.py MODULE.py OUT.so [FLAG...]")
+        return 2
+    rec = Recorder()
+    try:
+        # kgate's --flag (the policy allowed them): on every extension's compile lines
+        extra = check_flags(argv[3:], "--flag")
+        run_module(argv[1], rec)
+        for e in rec.exts:
+            e["cflags"] += extra
+            e["cuflags"] += extra
+        build(rec.exts, argv[2], os.path.dirname(os.path.abspath(argv[2])))
+    except BuildError as ex:
+        print("kgate-build: %s" % ex)
+        return 1
+    except SyntaxError as ex:
+        print("kgate-build: the module does not parse: %s (line %s)" % (ex.msg, ex.lineno))
+        return 1
+    except Exception as ex:  # noqa: BLE001 (the module's own failure, named)
+        print("kgate-build: running the module's top level failed: %s: %s" % (type(ex).__name__, ex))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

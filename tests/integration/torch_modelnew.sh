@@ -1,0 +1,69 @@
+#!/bin/sh
+# Integration: KernelBench ModelNew modules as candidates for module tasks (tests/data/kernelbench,
+# written for kgate), run by the torch runner in the candidate's run sandbox on the trusted side's
+# tensors, their parameters bound to the Model's in state_dict order, their load_inline extensions
+# built by kgate's builder in the compile sandbox. Honest ones (plain PyTorch, the Model's own
+# forward, C++ through load_inline) are accepted; KernelBench's own adversarial kernels, as CPU
+# ports, and the runner's clock patched from the module are rejected for their reasons.
+# Skipped where no Python with torch is found; the load_inline cases where torch's C++ headers are
+# missing (Debian's libtorch-dev; scripts/deps.sh installs it).
+set -u
+. tests/integration/lib.sh
+if ! "$KGATE" doctor 2>/dev/null | grep -q "python    torch: /"; then
+	echo "no Python with torch (scripts/deps.sh installs python3-torch)"
+	exit 77
+fi
+D=tests/data/kernelbench
+C=$D/cand
+SM="--dims batch_size=4,features=64"
+CV="--dims batch_size=2,in_channels=3,out_channels=4,height=10,width=10"
+Q="--policy ci --iterations 0"
+
+expect 0 - $D/softmax.py $C/softmax_modelnew.py $SM $Q
+# the Model's own forward as ModelNew: correct, so accepted (not faster, which the timing says)
+expect 0 - $D/softmax.py $C/softmax_same_as_model.py $SM $Q
+# parameters bound in state_dict order: conv weight, conv bias and the added bias take the Model's
+expect 0 - $D/conv2d_relu_bias.py $C/conv_modelnew.py $CV $Q
+# a parameter of another shape cannot be bound: named, entry and both shapes
+"$KGATE" verify $D/conv2d_relu_bias.py $C/conv_wrong_params.py $CV $Q --report json:"$tmp/wp.json" >"$tmp/wp.out" 2>&1
+rc=$?
+ok "ModelNew whose parameter shape differs: exit 1 (got $rc)" [ $rc -eq 1 ]
+ok "  the rejection names the entry and both shapes" grep -q "state_dict entry 0, bias, is torch.float32 (4,); the Model's is torch.float32 (4, 1, 1)" "$tmp/wp.out"
+ok "  and the summary says how parameters are bound" grep -q "ModelNew's parameters and buffers take the Model's" "$tmp/wp.out"
+
+# KernelBench's adversarial kernels (src/kernelbench/unit_tests/test_kernels), ported to the CPU:
+# inputs zeroed in place (the trusted side's input pages are read-only: the write faults) ...
+expect 1 sandbox.crash $D/softmax.py $C/softmax_zero_inputs.py $SM $Q
+# ... and an output the kernel never wrote (torch.empty), hoping for an earlier result's memory
+expect 1 check.mismatch $D/softmax.py $C/softmax_empty.py $SM $Q
+# a result cached under the input's address, which the trusted side keeps while the values change
+expect 1 check.mismatch $D/softmax.py $C/softmax_ptr_cache.py $SM $Q
+# the runner's clock patched from the module: its claims fall far below the CPU time charged
+expect 1 timing.tampered $D/softmax.py $C/softmax_fake_clock.py --dims batch_size=64,features=4096 --policy ci
+# not a ModelNew module: a compile error with the builder's words
+expect 1 compile.error $D/softmax.py $C/softmax_no_class.py $SM $Q
+"$KGATE" verify $D/softmax.py $C/softmax_no_class.py $SM $Q --report json:"$tmp/nc.json" >/dev/null 2>&1
+ok "  the compile log says what is missing" python3 -c '
+import json, sys
+assert "defines no class ModelNew" in json.load(open(sys.argv[1]))["compile_log"]' "$tmp/nc.json"
+# a ModelNew for a task that is not a module: a usage error
+"$KGATE" verify softmax $C/softmax_modelnew.py --policy ci >"$tmp/notmod.out" 2>&1
+rc=$?
+ok "a ModelNew for a manifest task: exit 2 (got $rc)" sh -c '[ $0 -eq 2 ] && grep -q "needs a task given as a PyTorch module" "$1"' $rc "$tmp/notmod.out"
+
+# C++ through load_inline: built by kgate's builder in the compile sandbox, loaded by name in the
+# run sandbox; where torch's headers are missing the build fails, said so, and these are skipped
+inc=$(/usr/bin/python3 -c 'import torch.utils.cpp_extension as c, os; print(os.path.isfile(os.path.join(c.include_paths()[0], "torch", "extension.h")))' 2>/dev/null)
+if [ "$inc" = "True" ]; then
+	expect 0 - $D/softmax.py $C/softmax_inline.py $SM $Q
+	# the second run of the same source comes from the compile cache (the builder did not run)
+	"$KGATE" verify $D/softmax.py $C/softmax_inline.py $SM $Q --report json:"$tmp/inl.json" >/dev/null 2>&1
+	ok "load_inline: the second build is the compile cache's" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 0 and d["durations"]["compile_cached"], d["durations"]' "$tmp/inl.json"
+	expect 1 sandbox.crash $D/softmax.py $C/softmax_inline_zero.py $SM $Q
+else
+	echo "skip load_inline cases: torch's C++ headers are not installed (libtorch-dev)"
+fi
+finish
