@@ -2,6 +2,7 @@
  * reasons, the checks and the measurements, for a person to read. Every string a candidate can
  * influence goes through kg_text on one line; the full record is the JSON report (report.c). */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,171 @@ static void tp_trim(struct tpool *tp, int mark)
 		free(tp->s[--tp->n]);
 }
 
+/* The first of a kind, as the JSON report has it: message, trial, counts, element. */
+static void reason_in_full(FILE *f, struct tpool *tp, const struct kg_reason *r)
+{
+	fprintf(f, "  x %-24s %s\n", kg_reason_name(r->code), ts(tp, r->message));
+	if (r->input_class[0])
+		fprintf(f, "    %-24s class %s, seed 0x%016llx, shape %s\n", "", ts(tp, r->input_class),
+			(unsigned long long)r->seed, ts(tp, r->shape));
+	if (r->occurrences > 1)
+		fprintf(f, "    %-24s %d trials in all%s%s\n", "", r->occurrences,
+			r->also_classes[0] ? ", also classes " : "", ts(tp, r->also_classes));
+	if (r->index_str[0] || r->has_values) {
+		fprintf(f, "    %-24s %s%s", "", ts(tp, r->tensor), ts(tp, r->index_str));
+		if (r->has_values)
+			fprintf(f, ": expected %.9g, got %.9g", r->expected, r->got);
+		fputc('\n', f);
+	}
+}
+
+/* Repeats: a trial's finding of one code, found by one check in one phase, again at other shapes
+ * or under other classes (trial.c keeps one reason per code and shape). The summary shows the
+ * first in full and the rest on one line, so that a rejection fits a screen; the JSON report keeps
+ * every one. A reason about no shape (each forbidden symbol, a forged clock) is a finding of its
+ * own and always shown. */
+static int same_kind(const struct kg_reason *a, const struct kg_reason *b)
+{
+	return a->shape[0] && b->shape[0] && a->code == b->code && a->found == b->found && !strcmp(a->where, b->where);
+}
+
+/* Whether list (items split by sep) holds the item of n bytes at item. */
+static int listed(const char *list, char sep, const char *item, size_t n)
+{
+	for (const char *p = list; *p; p++) {
+		const char *e = strchr(p, sep);
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len == n && !memcmp(p, item, n))
+			return 1;
+		if (!e)
+			break;
+		p = e;
+	}
+	return 0;
+}
+
+/* Appends to b, cut at its end (the line is bounded by the budgets below, not by this). */
+static void cat(char *b, size_t cap, const char *s, size_t n)
+{
+	size_t len = strlen(b);
+	if (n > cap - 1 - len)
+		n = cap - 1 - len;
+	memcpy(b + len, s, n);
+	b[len + n] = '\0';
+}
+
+/* A shape as it differs within its group: the dims that every shape of the group shares are left
+ * out ("H=37 W=31" where N, C, K, R and S never change), the first instance naming them all. */
+static void shape_part(const struct kg_verdict *v, int first, const char *shape, char *out, size_t cap)
+{
+	out[0] = '\0';
+	for (const char *t = shape; *t;) {
+		size_t n = strcspn(t, " ");
+		int common = n > 0;
+		for (int j = first; common && j < v->n_reasons; j++)
+			if (same_kind(&v->reasons[j], &v->reasons[first]))
+				common = listed(v->reasons[j].shape, ' ', t, n);
+		if (!common && n) {
+			if (out[0])
+				cat(out, cap, " ", 1);
+			cat(out, cap, t, n);
+		}
+		t += n + (t[n] == ' ');
+	}
+	if (!out[0])
+		snprintf(out, cap, "%s", shape);
+}
+
+/* Appends to b as printf would, cut at its end. */
+static void catf(char *b, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void catf(char *b, size_t cap, const char *fmt, ...)
+{
+	size_t len = strlen(b);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(b + len, cap - len, fmt, ap);
+	va_end(ap);
+}
+
+#define SHAPES_BUDGET 110 /* characters of shapes named before "+N more" */
+#define CLASSES_BUDGET 70
+
+/* One line for the rest of the first's kind: how many reasons and trials, at which shapes, under
+ * which classes, named compactly up to a budget each. */
+static void repeats_line(FILE *f, struct tpool *tp, const struct kg_verdict *v, int first)
+{
+	const struct kg_reason *r0 = &v->reasons[first];
+	char shapes[SHAPES_BUDGET + 160] = "", classes[512] = "", part[sizeof(r0->shape)];
+	int more = 0, trials = 0, n_shapes = 0, shapes_left = 0, n_classes = 0;
+	if (!r0->shape[0])
+		return;
+	for (int j = first + 1; j < v->n_reasons; j++) {
+		const struct kg_reason *r = &v->reasons[j];
+		if (!same_kind(r, r0))
+			continue;
+		more++;
+		trials += r->occurrences > 1 ? r->occurrences : 1;
+		int seen = !strcmp(r->shape, r0->shape);
+		for (int k = first + 1; !seen && k < j; k++)
+			seen = same_kind(&v->reasons[k], r0) && !strcmp(v->reasons[k].shape, r->shape);
+		if (!seen) {
+			n_shapes++;
+			shape_part(v, first, r->shape, part, sizeof(part));
+			if (!shapes[0] || strlen(shapes) + 2 + strlen(part) <= SHAPES_BUDGET) { /* one at least */
+				if (shapes[0])
+					cat(shapes, sizeof(shapes), "; ", 2);
+				cat(shapes, sizeof(shapes), part, strlen(part));
+			} else {
+				shapes_left++;
+			}
+		}
+		/* the classes of the rest: each one's own and its also-classes */
+		char own[sizeof(r->input_class) + sizeof(r->also_classes) + 2];
+		snprintf(own, sizeof(own), "%s%s%s", r->input_class, r->input_class[0] && r->also_classes[0] ? "," : "",
+			 r->also_classes);
+		for (const char *t = own; *t;) {
+			size_t n = strcspn(t, ",");
+			if (n && !listed(classes, ',', t, n) && strlen(classes) + n + 2 < sizeof(classes)) {
+				if (classes[0])
+					cat(classes, sizeof(classes), ",", 1);
+				cat(classes, sizeof(classes), t, n);
+				n_classes++;
+			}
+			t += n + (t[n] == ',');
+		}
+	}
+	if (!more)
+		return;
+	char line[SHAPES_BUDGET + CLASSES_BUDGET + 400] = "";
+	catf(line, sizeof(line), "and %d more like it", more);
+	if (trials > more) /* a reason stands for every trial at its shape */
+		catf(line, sizeof(line), " (%d trials)", trials);
+	if (n_shapes)
+		catf(line, sizeof(line), " at %d more shape%s (%s", n_shapes, n_shapes == 1 ? "" : "s", shapes);
+	if (n_shapes && shapes_left)
+		catf(line, sizeof(line), "%s+%d more", shapes[0] ? "; " : "", shapes_left);
+	if (n_shapes)
+		catf(line, sizeof(line), ")");
+	if (n_classes) {
+		/* the classes named up to the budget, cut at a comma, then how many more */
+		size_t cut = strlen(classes);
+		int shown = n_classes;
+		while (cut > CLASSES_BUDGET && shown > 1) {
+			while (cut > 0 && classes[cut - 1] != ',')
+				cut--;
+			cut -= cut > 0;
+			shown--;
+		}
+		catf(line, sizeof(line), " under %d input class%s (%.*s", n_classes, n_classes == 1 ? "" : "es", (int)cut,
+		     classes);
+		if (shown < n_classes)
+			catf(line, sizeof(line), ", +%d more", n_classes - shown);
+		catf(line, sizeof(line), ")");
+	}
+	catf(line, sizeof(line), "; every one in the JSON report");
+	fprintf(f, "    %-24s %s\n", "", ts(tp, line));
+}
+
 int kg_report_text_file(const struct kg_verdict *v, FILE *f)
 {
 	struct tpool tp = {.n = 0};
@@ -50,20 +216,13 @@ int kg_report_text_file(const struct kg_verdict *v, FILE *f)
 	if (v->internal_error[0])
 		fprintf(f, "  error: %s\n", ts(&tp, v->internal_error));
 	for (int i = 0, mark = tp.n; i < v->n_reasons; tp_trim(&tp, mark), i++) {
-		const struct kg_reason *r = &v->reasons[i];
-		fprintf(f, "  x %-24s %s\n", kg_reason_name(r->code), ts(&tp, r->message));
-		if (r->input_class[0])
-			fprintf(f, "    %-24s class %s, seed 0x%016llx, shape %s\n", "", ts(&tp, r->input_class),
-				(unsigned long long)r->seed, ts(&tp, r->shape));
-		if (r->occurrences > 1)
-			fprintf(f, "    %-24s %d trials in all%s%s\n", "", r->occurrences,
-				r->also_classes[0] ? ", also classes " : "", ts(&tp, r->also_classes));
-		if (r->index_str[0] || r->has_values) {
-			fprintf(f, "    %-24s %s%s", "", ts(&tp, r->tensor), ts(&tp, r->index_str));
-			if (r->has_values)
-				fprintf(f, ": expected %.9g, got %.9g", r->expected, r->got);
-			fputc('\n', f);
-		}
+		int first = 0;
+		while (first < i && !same_kind(&v->reasons[first], &v->reasons[i]))
+			first++;
+		if (first < i)
+			continue; /* counted on the line under the first of its kind */
+		reason_in_full(f, &tp, &v->reasons[i]);
+		repeats_line(f, &tp, v, i);
 	}
 	fprintf(f, "checks:\n");
 	for (int i = 0, mark = tp.n; i < v->n_checks; tp_trim(&tp, mark), i++)
