@@ -1,6 +1,7 @@
-/* Pieces shared by the report renderers (report.c: JSON, JUnit, text; sarif.c: SARIF). Every
- * string that a candidate can influence goes through kg_text (common/kg_text.h) on its way out;
- * rc counts the bytes that had to be escaped, for the note the reports carry. */
+/* Pieces shared by the report renderers (report.c: JSON; summary.c: the text summary; junit.c:
+ * JUnit; sarif.c: SARIF). Every string that a candidate can influence goes through kg_text
+ * (common/kg_text.h) on its way out; rc counts the bytes that had to be escaped, for the note the
+ * reports carry. */
 #ifndef KG_REPORT_INT_H
 #define KG_REPORT_INT_H
 

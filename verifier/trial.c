@@ -89,6 +89,8 @@ int kg_run_record(struct kg_run *r, const struct kg_findings *f, enum kg_input_c
 			continue;
 		struct kg_reason *rs = trial_reason(r, code, cls, seed, "%s%s%s%s", at, when ? when : "", when ? ": " : "",
 						    x->msg);
+		rs->found = x->code;
+		snprintf(rs->where, sizeof(rs->where), "%s", when ? when : "");
 		if (x->slot >= 0) {
 			const struct kg_arena_slot *sl = &r->ca.slot[x->slot];
 			snprintf(rs->tensor, sizeof(rs->tensor), "%s", r->names[x->slot]);

@@ -52,6 +52,7 @@ struct kg_reason *kg_verdict_add_reason(struct kg_verdict *v, enum kg_reason_cod
 	memset(r, 0, sizeof(*r));
 	r->index = -1;
 	r->code = code;
+	r->found = code;
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(r->message, sizeof(r->message), fmt, ap);

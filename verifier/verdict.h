@@ -28,6 +28,12 @@ struct kg_reason {
 	double expected, got;
 	int occurrences; /* trials that hit this code at this shape (the first one is described) */
 	char also_classes[96]; /* other input classes that hit it, "large,tiny" */
+	/* What the summary groups a trial's repeats by (summary.c): the phase it arose in ("after the
+	 * call", "during timing"; "" where none is named) and the check that found it, which is the code
+	 * but where the code is broader (check.shape_variant: check.mismatch, check.nan or
+	 * check.unwritten_output away from the base shape) */
+	char where[24];
+	enum kg_reason_code found;
 };
 
 enum kg_check_status { KG_CHECK_PASS = 0, KG_CHECK_FAIL, KG_CHECK_SKIP };

@@ -40,6 +40,29 @@ assert "verdict: REJECTED (exit 1)" in text and "sandbox.crash" in text
 print("ok   json, sarif, junit and text agree:", sorted(codes))
 PY
 
+# A rejection fits a screen: the terminal summary folds a finding repeated at every shape and class
+# into its first instance and one count line (the passthrough: 18 reasons, 63 lines of them before
+# the grouping), while the JSON report keeps each reason. Every distinct code still shows in full.
+g="$tmp/grouped"
+mkdir -p "$g"
+"$KGATE" verify softmax examples/hostile/passthrough.c --policy policy/ci.yaml --iterations 0 \
+	--report json:"$g/r.json" >"$g/out" 2>&1
+rc=$?
+ok "repeats grouped in the summary (exit $rc), every reason in the JSON" python3 - "$g" "$rc" <<'PY'
+import json, sys
+g = sys.argv[1]
+assert sys.argv[2] == "1", sys.argv[2]
+out = open(f"{g}/out").read()
+r = json.load(open(f"{g}/r.json"))
+codes = [x["code"] for x in r["reasons"]]
+shown = [l.split()[1] for l in out.splitlines() if l.startswith("  x ")]
+assert set(shown) == set(codes), (shown, codes)
+assert len(shown) < len(codes) and "more like it" in out, (len(shown), len(codes))
+assert "every one in the JSON report" in out, out
+lines = out[out.index("\nverdict: "):out.index("\nchecks:")].count("\n") - 1
+assert lines <= 25, (lines, out)
+PY
+
 # Work that did not run is never a PASS: the trusted reference fails (exit 3) before the first
 # trial, or at the first variant shape after the base shape's trials; correctness is SKIP, "not
 # run" or "incomplete", in every format, and timing does not blame the candidate (kgate 0.2:
