@@ -2,7 +2,8 @@
 # Installs the Debian packages kgate builds and tests with. As root it runs apt-get; otherwise it
 # prints the exact command and fails, so that a missing package is never a mystery later.
 # python3-torch (CPU) runs PyTorch module tasks' trusted reference (runner/torch_runner.py) under
-# /usr/bin/python3; their tests skip where no Python with torch is found.
+# /usr/bin/python3, and ModelNew candidates; libtorch-dev and g++ build a ModelNew's load_inline
+# C++ extensions (runner/torch_build.py); their tests skip where no Python with torch is found.
 # Usage: scripts/deps.sh [--packaging | --packaging-min | --slurm]   (--packaging adds what `make deb` and
 # `make rpm` build and lint with; --packaging-min only the build tools, for the package tests;
 # --slurm the Slurm daemons and client that tests/integration/search_slurm.sh starts a cluster with;
@@ -11,7 +12,7 @@ set -eu
 
 pkgs="gcc libc6-dev make pkg-config libseccomp-dev libcap-dev libprotobuf-c-dev protobuf-c-compiler
 libcurl4-openssl-dev libyaml-dev libjansson-dev libcmocka-dev python3 binutils
-python3-torch python3-numpy"
+python3-torch python3-numpy g++ libtorch-dev"
 case "${1:-}" in
 --packaging) pkgs="$pkgs dpkg-dev rpm lintian rpmlint groff-base man-db" ;;
 --packaging-min) pkgs="$pkgs dpkg-dev rpm" ;;
