@@ -1,4 +1,5 @@
-# device: kgate-device, the trusted process that owns the GPU's memory for a run (device/keeper.c),
+# device: kgate-device, the trusted process that owns the GPU's memory for a run (device/keeper.c: kgate's
+# commands; device/driver.c: the driver, its context and the exportable allocations),
 # its own kernels (device/kernels.cu: the inputs drawn, the inputs compared), and kgate's side of
 # its protocol (device/client.c, in libkgdevice). No candidate code runs here.
 DEVICE_SRCS := device/client.c device/stage.c
@@ -25,7 +26,7 @@ $(BUILD)/device/fatbin.o: device/fatbin.S
 	$(CC) -c -o $@ $<
 endif
 DEVICE_BIN := $(BUILD)/kgate-device
-$(DEVICE_BIN): $(BUILD)/device/keeper.o $(BUILD)/device/stage.o $(BUILD)/device/fatbin.o $(COMMON_LIB)
+$(DEVICE_BIN): $(BUILD)/device/keeper.o $(BUILD)/device/driver.o $(BUILD)/device/stage.o $(BUILD)/device/fatbin.o $(COMMON_LIB)
 	$(CC) $(KG_LDFLAGS) -o $@ $^ -ldl -lm
 all: $(DEVICE_BIN)
 CPPCHECK_DIRS += device
