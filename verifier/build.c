@@ -144,6 +144,8 @@ int kg_phase_build(struct kg_run *r)
 	if (!cr->ok) {
 		char what[700];
 		kg_end_describe(&cr->outcome, what, sizeof(what));
+		if (cr->outcome.end == KG_SB_END_EXIT && !cr->outcome.exit_code)
+			snprintf(what, sizeof(what), "the build exited 0 and left no regular file as its output");
 		if (cr->outcome.end != KG_SB_END_EXIT)
 			kg_verdict_add_reason(v, kg_end_reason(cr->outcome.end), "compile: %s", what);
 		kg_verdict_add_reason(v, KG_R_COMPILE_ERROR, "the candidate does not compile (%s); see the compile log",
@@ -160,6 +162,17 @@ int kg_phase_build(struct kg_run *r)
 	else
 		kg_verdict_add_check(v, "compile", KG_CHECK_PASS, cr->seconds, "built in %.2f s%s%s%s", cr->seconds,
 				     cr->cache_note[0] ? " (" : "", cr->cache_note, cr->cache_note[0] ? ")" : "");
+	/* an interpreted candidate's module, as kgate read it, in a directory of kgate's own: the build
+	 * ran the module's code beside its copy there, which may now be anything */
+	if (p->be->runner_script) {
+		char dir[PATH_MAX + 32];
+		snprintf(dir, sizeof(dir), "%s/module", r->work);
+		snprintf(r->cand_module, sizeof(r->cand_module), "%s/kernel%s", dir, p->be->ext);
+		if (mkdir(dir, 0755) || kg_write_file(r->cand_module, p->cand_src.data, p->cand_src.len, 0644, &ce)) {
+			kg_run_internal(r, "staging the candidate's module: %s", ce.msg[0] ? ce.msg : strerror(errno));
+			goto out;
+		}
+	}
 	/* an interpreted candidate's process holds the interpreter and torch, with every symbol they
 	 * bring: its imports are no boundary, and nothing rests on them (the checks and the clock are
 	 * the trusted side's) */

@@ -118,9 +118,19 @@ int kg_compile(const char *text, size_t len, const char *workdir, const char *ou
 	r->seconds = (double)(kg_now_ns() - t0) / 1e9;
 	snprintf(r->log, sizeof(r->log), "%s", r->outcome.output ? r->outcome.output : "");
 	r->outcome.output = NULL; /* owned by c, freed below; the log holds the copy */
+	/* The build's output as the sandbox left it, never followed: a builder that runs the
+	 * candidate's code (a ModelNew module's top level) can leave a symbolic link to a host file
+	 * there, which the compile cache would copy and the run sandbox's bind mount would show. */
 	struct stat st;
-	r->ok = r->outcome.end == KG_SB_END_EXIT && r->outcome.exit_code == 0 && !stat(so_host, &st) &&
-		S_ISREG(st.st_mode);
+	int built = !lstat(so_host, &st);
+	r->ok = r->outcome.end == KG_SB_END_EXIT && r->outcome.exit_code == 0 && built && S_ISREG(st.st_mode);
+	if (built && !S_ISREG(st.st_mode)) {
+		size_t n = strlen(r->log);
+		snprintf(r->log + n, sizeof(r->log) - n, "%skgate: the build's output %s is not a regular file (%s)\n",
+			 n && r->log[n - 1] != '\n' ? "\n" : "", out_name,
+			 S_ISLNK(st.st_mode) ? "a symbolic link" : "a directory or a special file");
+		r->ok = 0;
+	}
 	if (r->ok && have_key) {
 		kg_error ke = {0};
 		if (kg_cache_put(o->cache, key, so_host, r->log, &ke))

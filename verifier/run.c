@@ -167,8 +167,7 @@ void kg_run_start_sessions(struct kg_run *r)
 	so.be = p->be;
 	so.so_path = r->cand_so;
 	if (p->be->runner_script) {
-		/* a ModelNew module: its source beside its build (build.c), the problem module staged */
-		snprintf(r->cand_module, sizeof(r->cand_module), "%s/cand/kernel%s", r->work, p->be->ext);
+		/* a ModelNew module: its source as kgate read it (build.c), the problem module staged */
 		so.cand_module = r->cand_module;
 		so.problem_module = r->ref_so;
 	}

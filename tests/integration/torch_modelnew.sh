@@ -46,6 +46,13 @@ expect 1 compile.error $D/softmax.py $C/softmax_no_class.py $SM $Q
 ok "  the compile log says what is missing" python3 -c '
 import json, sys
 assert "defines no class ModelNew" in json.load(open(sys.argv[1]))["compile_log"]' "$tmp/nc.json"
+# the build runs the module's top level: one that leaves a symbolic link to a host file as the
+# build's output is a compile error, and nothing of that file is followed, cached or shown
+RT_TARGET="$(pwd)/README.md" expect 1 compile.error $D/softmax.py $C/rt_symlink_so.py $SM $Q --no-cache
+"$KGATE" verify $D/softmax.py $C/rt_symlink_so.py $SM $Q --report json:"$tmp/sl.json" >"$tmp/sl.out" 2>&1
+ok "  the log says the output is a link, and the README's words appear nowhere" sh -c \
+	'grep -q "is not a regular file (a symbolic link)" "$0" && ! grep -q "hardened verification gate" "$0" "$1"' \
+	"$tmp/sl.json" "$tmp/sl.out"
 # a ModelNew for a task that is not a module: a usage error
 "$KGATE" verify softmax $C/softmax_modelnew.py --policy ci >"$tmp/notmod.out" 2>&1
 rc=$?
