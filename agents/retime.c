@@ -88,6 +88,7 @@ int kg_search_retime(struct search *s, const struct kg_rec **w, const json_t **f
 	const struct kg_search_opts *o = s->o;
 	const struct kg_rec *best[KG_MAX_FINALISTS];
 	struct kg_finalist f[KG_MAX_FINALISTS];
+	const struct kg_backend *fbe[KG_MAX_FINALISTS]; /* what each was verified as */
 	int nf = 0, rc = 0;
 	int want = o->finalists < KG_MAX_FINALISTS ? o->finalists : KG_MAX_FINALISTS;
 	int reps = o->retime < KG_MAX_RETIME ? o->retime : KG_MAX_RETIME;
@@ -102,6 +103,7 @@ int kg_search_retime(struct search *s, const struct kg_rec **w, const json_t **f
 			continue;
 		snprintf(f[nf].id, sizeof(f[nf].id), "%s", best[i]->id);
 		f[nf].order = (int)(best[i] - s->h.recs);
+		fbe[nf] = kg_backend_get(best[i]->backend);
 		strcat(key, best[i]->id);
 		nf++;
 	}
@@ -115,25 +117,32 @@ int kg_search_retime(struct search *s, const struct kg_rec **w, const json_t **f
 	} else {
 		int n = nf * reps;
 		struct kg_vjob *jobs = calloc((size_t)n, sizeof(*jobs));
-		if (!jobs)
+		const struct kg_backend **be = calloc((size_t)n, sizeof(*be));
+		if (!jobs || !be) {
+			free(jobs);
+			free(be);
 			return kg_err(e, -ENOMEM, "out of memory");
-		for (int j = 0; j < n; j++)
-			kg_search_outpath(s, jobs[j].path, sizeof(jobs[j].path), "candidates/%s%s", f[j % nf].id, s->be->ext);
+		}
+		for (int j = 0; j < n; j++) {
+			be[j] = fbe[j % nf];
+			kg_search_outpath(s, jobs[j].path, sizeof(jobs[j].path), "candidates/%s%s", f[j % nf].id, be[j]->ext);
+		}
 		kg_search_say(s, "finalists: re-verifying %d candidate%s %d times each, interleaved, one at a time\n",
 			      nf, nf == 1 ? "" : "s", reps);
 		struct kg_verify_opts vo = {
 			.task = o->task,
+			.dims = o->dims,
 			.policy = o->policy,
-			.backend = s->be->name,
 			.iterations = o->iterations,
 			.trials = o->trials,
 			.no_cache = o->no_cache,
 		};
 		struct final_ctx d = {.s = s, .jobs = jobs, .f = f, .nf = nf};
-		rc = s->x->ops->run(s->x, &vo, jobs, n, 1, o->verify_timeout_s, final_done, &d, e);
+		rc = kg_search_run_jobs(s, &vo, jobs, be, n, 1, final_done, &d, e);
 		for (int j = 0; j < n; j++)
 			free(jobs[j].report);
 		free(jobs);
+		free(be);
 		if (rc)
 			return rc;
 		struct kg_decision dec;

@@ -60,24 +60,48 @@ void kg_search_outpath(const struct search *s, char *out, size_t outsz, const ch
 	va_end(ap);
 	snprintf(out, outsz, "%s/%s", s->o->outdir, rel);
 }
+
 /* ---- setup ---- */
 
-/* The backend asked for, else the default for the task on this host. The GPU is probed (a child
- * process that initialises the driver) only when the task has a reference for a GPU backend. */
-static int pick_backend(struct search *s, kg_error *e)
+/* 1 when a GPU is present, probed (a child process that initialises the driver) only when the
+ * task has a reference for a GPU backend: otherwise the answer could not change the default. */
+static int probe_gpu(const struct kg_task *t)
 {
-	if (s->o->backend)
-		return kg_resolve_backend(s->o->backend, NULL, &s->be, e);
-	int gpu_present = 0;
 	for (int i = 0; i < KG_BACKEND_COUNT_; i++)
-		if (kg_backend_get((enum kg_backend_id)i)->needs_gpu && s->task.ref[i][0]) {
+		if (kg_backend_get((enum kg_backend_id)i)->needs_gpu && t->ref[i][0]) {
 			struct kg_gpu_info g;
 			kg_gpu_probe(&g);
-			gpu_present = g.present;
-			break;
+			return g.present;
 		}
-	s->be = kg_resolve_default_backend(&s->task, gpu_present);
 	return 0;
+}
+
+/* The backend asked for, else the default for the task on this host. The reference is the
+ * backend's own where the task has one, else its PyTorch Model (as kg_verify picks it), which is
+ * also what a ModelNew proposal is timed against. */
+static int pick_backend(struct search *s, kg_error *e)
+{
+	int rc = 0;
+	if (s->o->backend)
+		rc = kg_resolve_backend(s->o->backend, NULL, &s->be, e);
+	else
+		s->be = kg_resolve_default_backend(&s->task, probe_gpu(&s->task));
+	if (!rc && s->be->module_tasks_only && !s->task.ref[KG_BACKEND_TORCH][0])
+		rc = kg_err(e, -EINVAL,
+			    "--backend %s: a %s candidate (a KernelBench ModelNew module) needs a task given as a "
+			    "PyTorch module (PROBLEM.py) or imported from one; task '%s' is not",
+			    s->be->name, s->be->name, s->task.name);
+	if (!rc)
+		s->ref_be = s->task.ref[s->be->id][0] || !s->task.ref[KG_BACKEND_TORCH][0] ? s->be
+											     : kg_backend_get(KG_BACKEND_TORCH);
+	return rc;
+}
+
+const struct kg_backend *kg_search_cand_backend(const struct search *s, Kgate__V1__Language lang)
+{
+	if (lang == KGATE__V1__LANGUAGE__LANGUAGE_PYTHON && s->task.ref[KG_BACKEND_TORCH][0])
+		return kg_backend_get(KG_BACKEND_TORCH);
+	return s->be;
 }
 
 /* The header candidates are compiled against, as the verifier finds it (source tree, build tree,
@@ -101,16 +125,21 @@ static int check_meta(struct search *s, kg_error *e)
 		json_t *m = json_load_file(path, 0, NULL);
 		const char *task = json_string_value(json_object_get(m, "task"));
 		const char *be = json_string_value(json_object_get(m, "backend"));
-		int bad = !m || !task || !be || strcmp(task, s->task.name) || strcmp(be, s->be->name);
+		/* a module task's dims are part of what it is: other dims, other shapes and reference */
+		const char *dims = json_string_value(json_object_get(m, "dims"));
+		int bad = !m || !task || !be || strcmp(task, s->task.name) || strcmp(be, s->be->name) ||
+			  strcmp(dims ? dims : "", s->o->dims ? s->o->dims : "");
 		if (bad)
-			kg_err(e, -EEXIST, "%s holds a search for task %s (%s); use another --out directory", s->o->outdir,
-			       task ? task : "?", be ? be : "?");
+			kg_err(e, -EEXIST, "%s holds a search for task %s (%s%s%s); use another --out directory",
+			       s->o->outdir, task ? task : "?", be ? be : "?", dims ? ", --dims " : "", dims ? dims : "");
 		json_decref(m);
 		return bad ? -EEXIST : 0;
 	}
 	json_t *m = json_pack("{s:i,s:s,s:s,s:s,s:s,s:i,s:i}", "kgate_search", 1, "task", s->task.name, "backend",
 			      s->be->name, "agent", s->o->agent, "policy", s->pol.path[0] ? s->pol.path : "(built-in defaults)",
 			      "branch", s->o->branch, "candidates_per_idea", s->o->per_idea);
+	if (m && s->o->dims)
+		json_object_set_new(m, "dims", json_string(s->o->dims));
 	char *text = m ? json_dumps(m, JSON_INDENT(2)) : NULL;
 	json_decref(m);
 	if (!text)
@@ -174,13 +203,13 @@ static void record(struct kg_vjob *job, void *ctx)
 	const Kgate__V1__Candidate *c = s->resp->candidates[s->job_cand[j]];
 	const char *idea = c->idea < s->resp->n_ideas ? s->resp->ideas[c->idea] : "";
 	char file[128], rep[160];
-	snprintf(file, sizeof(file), "candidates/%s%s", s->job_id[j], s->be->ext);
+	snprintf(file, sizeof(file), "candidates/%s%s", s->job_id[j], s->job_be[j]->ext);
 	snprintf(rep, sizeof(rep), "candidates/%s.report.json", s->job_id[j]);
 	/* Where it came from first, then what the verifier said. "language" is the source language,
-	 * the word the task manifest keys its references by ("c", "cuda"). */
+	 * the word the task manifest keys its references by ("c", "cuda", "torch"). */
 	json_t *line = json_pack("{s:s,s:i,s:i,s:s,s:s,s:s,s:s}", "event", "candidate", "round", s->round, "idea",
 				 (int)c->idea, "idea_text", idea, "id", s->job_id[j], "file", file, "language",
-				 s->be->ref_key);
+				 s->job_be[j]->ref_key);
 	json_t *verdict = kg_feedback_line(job->report, job->error, job->usage);
 	if (!line || !verdict) {
 		json_decref(line);
@@ -240,14 +269,51 @@ static void record(struct kg_vjob *job, void *ctx)
 }
 
 /* Writes a candidate's source to candidates/<sha256>.<ext> (once: the name is its content). */
-static int store_candidate(struct search *s, const char *src, char id[65], kg_error *e)
+static int store_candidate(struct search *s, const char *src, const struct kg_backend *be, char id[65], kg_error *e)
 {
 	char path[PATH_MAX];
 	kg_sha256_hex(src, strlen(src), id);
-	kg_search_outpath(s, path, sizeof(path), "candidates/%s%s", id, s->be->ext);
+	kg_search_outpath(s, path, sizeof(path), "candidates/%s%s", id, be->ext);
 	if (!access(path, R_OK))
 		return 0;
 	return kg_write_atomic(path, src, strlen(src), e);
+}
+
+int kg_search_run_jobs(struct search *s, const struct kg_verify_opts *base, struct kg_vjob *jobs,
+		       const struct kg_backend *const *be, int n, int workers, kg_vjob_done_fn done, void *ctx,
+		       kg_error *e)
+{
+	int rc = 0;
+	for (int i = 0, k; i < n && !rc; i = k) {
+		for (k = i + 1; k < n && be[k] == be[i];)
+			k++;
+		struct kg_verify_opts vo = *base;
+		vo.backend = be[i]->name;
+		int w = workers > 0 ? workers : s->x->ops->default_jobs(s->x, be[i]);
+		rc = s->x->ops->run(s->x, &vo, jobs + i, k - i, w, s->o->verify_timeout_s, done, ctx, e);
+	}
+	return rc;
+}
+
+/* The round's jobs (s->job_*) reordered, stably, so that each backend's are consecutive (the
+ * search's own first): kg_search_run_jobs then hands each backend's to the executor at once. */
+static void group_jobs(struct search *s, int n)
+{
+	char id[KG_SEARCH_ROUND_MAX][65];
+	int cand[KG_SEARCH_ROUND_MAX], m = 0;
+	const struct kg_backend *be[KG_SEARCH_ROUND_MAX];
+	for (int pass = -1; pass < KG_BACKEND_COUNT_; pass++)
+		for (int i = 0; i < n; i++) {
+			const struct kg_backend *b = s->job_be[i];
+			if (pass < 0 ? b != s->be : b == s->be || (int)b->id != pass)
+				continue;
+			memcpy(id[m], s->job_id[i], sizeof(id[m]));
+			cand[m] = s->job_cand[i];
+			be[m++] = b;
+		}
+	memcpy(s->job_id, id, (size_t)n * sizeof(id[0]));
+	memcpy(s->job_cand, cand, (size_t)n * sizeof(cand[0]));
+	memcpy(s->job_be, be, (size_t)n * sizeof(be[0]));
 }
 
 static int verify_round(struct search *s, int round, kg_error *e)
@@ -267,12 +333,13 @@ static int verify_round(struct search *s, int round, kg_error *e)
 			      r->n_candidates, cap);
 	for (size_t i = 0; i < r->n_candidates && i < cap; i++) {
 		const char *src = r->candidates[i]->source;
+		const struct kg_backend *be = kg_search_cand_backend(s, r->candidates[i]->language);
 		char id[65];
 		if (strlen(src) > MAX_SOURCE) {
 			kg_search_say(s, "  skipped  candidate %zu: larger than %u bytes\n", i + 1, MAX_SOURCE);
 			continue;
 		}
-		if ((rc = store_candidate(s, src, id, e)))
+		if ((rc = store_candidate(s, src, be, id, e)))
 			goto out;
 		json_array_append_new(ids, json_string(id));
 		int dup = 0;
@@ -300,16 +367,20 @@ static int verify_round(struct search *s, int round, kg_error *e)
 		}
 		snprintf(s->job_id[n], sizeof(s->job_id[n]), "%s", id);
 		s->job_cand[n] = (int)i;
-		kg_search_outpath(s, jobs[n].path, sizeof(jobs[n].path), "candidates/%s%s", id, s->be->ext);
+		s->job_be[n] = be;
 		n++;
 	}
-	int workers = o->jobs > 0 ? o->jobs : s->x->ops->default_jobs(s->x, s->be);
+	group_jobs(s, n);
+	for (int j = 0; j < n; j++)
+		kg_search_outpath(s, jobs[j].path, sizeof(jobs[j].path), "candidates/%s%s", s->job_id[j],
+				  s->job_be[j]->ext);
+	int workers = o->jobs > 0 ? o->jobs : s->x->ops->default_jobs(s->x, n ? s->job_be[0] : s->be);
 	kg_search_say(s, "round %d: %zu proposed, %d to verify (%d already verified)", round, r->n_candidates, n, reused);
 	kg_search_say(s, n > 1 ? ", %d at a time\n" : "\n", workers < n ? workers : n);
 	struct kg_verify_opts vo = {
 		.task = o->task,
+		.dims = o->dims,
 		.policy = o->policy,
-		.backend = s->be->name,
 		.iterations = o->iterations,
 		.trials = o->trials,
 		.no_cache = o->no_cache,
@@ -320,7 +391,7 @@ static int verify_round(struct search *s, int round, kg_error *e)
 	s->round_done = 0;
 	s->workers = workers < n ? workers : n;
 	s->werr = (kg_error){0};
-	rc = s->x->ops->run(s->x, &vo, jobs, n, workers, o->verify_timeout_s, record, &d, e);
+	rc = kg_search_run_jobs(s, &vo, jobs, s->job_be, n, o->jobs, record, &d, e);
 	/* Second, serial pass: its verdict is the one recorded, whatever it is. */
 	d.parallel = 0;
 	for (int k = 0; k < d.n_recheck && !rc; k++) {
@@ -328,7 +399,7 @@ static int verify_round(struct search *s, int round, kg_error *e)
 		free(job->report);
 		job->report = NULL;
 		job->error[0] = '\0';
-		rc = s->x->ops->run(s->x, &vo, job, 1, 1, o->verify_timeout_s, record, &d, e);
+		rc = kg_search_run_jobs(s, &vo, job, &s->job_be[d.recheck[k]], 1, 1, record, &d, e);
 	}
 	if (!rc && s->werr.msg[0])
 		rc = kg_err(e, s->werr.code, "%s", s->werr.msg);
@@ -361,6 +432,7 @@ out:
 	json_decref(ids);
 	return rc;
 }
+
 int kg_search(const struct kg_search_opts *o, kg_error *e)
 {
 	struct search s0 = {0}, *s = &s0;
@@ -369,8 +441,8 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 	int rc, exit_code = KG_EXIT_USAGE;
 	char path[PATH_MAX], abi[PATH_MAX] = "";
 
-	if ((rc = kg_resolve_policy(o->policy, &s->pol, e)) || (rc = kg_resolve_task(o->task, &s->task, e)) ||
-	    (rc = pick_backend(s, e)))
+	if ((rc = kg_resolve_policy(o->policy, &s->pol, e)) ||
+	    (rc = kg_resolve_task_dims(o->task, o->dims, &s->task, e)) || (rc = pick_backend(s, e)))
 		goto out;
 	kg_search_outpath(s, path, sizeof(path), "candidates");
 	if ((rc = kg_mkdirs(path, 0755, e)))
@@ -453,7 +525,7 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 		const struct kg_rec *best[1];
 		if (kg_history_best(&s->h, best, 1) && strcmp(best[0]->id, s->best_id)) {
 			snprintf(s->best_id, sizeof(s->best_id), "%s", best[0]->id);
-			if ((rc = kg_search_write_winner(o->outdir, s->be, best[0], NULL, e)))
+			if ((rc = kg_search_write_winner(o->outdir, best[0], NULL, e)))
 				goto out;
 			kg_search_say(s, "round %d: best so far %.12s\n", round, best[0]->id);
 		}
@@ -465,12 +537,12 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 	if (have && (rc = kg_search_retime(s, &best[0], &final, e)))
 		goto out;
 	if (have && (final || strcmp(best[0]->id, s->best_id)) &&
-	    (rc = kg_search_write_winner(o->outdir, s->be, best[0], final, e)))
+	    (rc = kg_search_write_winner(o->outdir, best[0], final, e)))
 		goto out;
-	if ((rc = kg_search_write_html(o->outdir, &s->h, have ? best[0] : NULL, final, s->be, e)))
+	if ((rc = kg_search_write_html(o->outdir, &s->h, have ? best[0] : NULL, final, s->ref_be, e)))
 		goto out;
 	if (!o->quiet)
-		kg_search_summary(stdout, &s->h, have ? best[0] : NULL, final, o->outdir, s->be);
+		kg_search_summary(stdout, &s->h, have ? best[0] : NULL, final, o->outdir);
 	int rejected = 0;
 	for (int i = 0; i < s->h.n; i++)
 		rejected += s->h.recs[i].verdict == KG_REC_REJECTED;

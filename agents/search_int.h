@@ -18,7 +18,8 @@ struct search {
 	const struct kg_search_opts *o;
 	struct kg_task task;
 	struct kg_policy pol;
-	const struct kg_backend *be; /* what the candidates are written for; its ext names their files */
+	const struct kg_backend *be; /* what the candidates are asked for (the task message's language) */
+	const struct kg_backend *ref_be; /* the task's reference they are timed against */
 	struct kg_history h;
 	struct kg_agent *agent;
 	struct kg_executor *x; /* where verifications run */
@@ -37,6 +38,7 @@ struct search {
 	int secs_n;
 	int job_cand[KG_SEARCH_ROUND_MAX];
 	char job_id[KG_SEARCH_ROUND_MAX][65];
+	const struct kg_backend *job_be[KG_SEARCH_ROUND_MAX]; /* what each is verified as */
 	kg_error werr;
 };
 
@@ -48,6 +50,16 @@ void kg_search_say(const struct search *s, const char *fmt, ...) __attribute__((
 /* out = OUTDIR/<fmt...>. */
 void kg_search_outpath(const struct search *s, char *out, size_t outsz, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* The backend a proposal is verified as: a ModelNew module (Python) for a task given as a PyTorch
+ * module is torch's, whatever the search's backend; anything else is the search's. */
+const struct kg_backend *kg_search_cand_backend(const struct search *s, Kgate__V1__Language lang);
+/* Verifies jobs[0..n), job i as be[i]: each run of consecutive jobs of one backend goes to the
+ * executor at once (it runs one backend at a time: its GPU pinning, the command it submits), with
+ * workers at a time (0: the executor's default for that backend). */
+int kg_search_run_jobs(struct search *s, const struct kg_verify_opts *base, struct kg_vjob *jobs,
+		       const struct kg_backend *const *be, int n, int workers, kg_vjob_done_fn done, void *ctx,
+		       kg_error *e);
 
 /* ---- the agent (propose.c) ---- */
 

@@ -88,7 +88,9 @@ static void test_append_reload_best(void **state)
 	append(&h, cand(1, 'd', "error", 0));
 	append(&h, json_pack("{s:s,s:i}", "event", "round", "round", 1));
 	append(&h, cand(2, 'e', "accepted", 0)); /* accepted, untimed: ranks after the timed ones */
-	append(&h, cand(2, 'f', "accepted", 2.0));
+	json_t *py = cand(2, 'f', "accepted", 2.0);
+	json_object_set_new(py, "language", json_string("torch")); /* a ModelNew: winner.py */
+	append(&h, py);
 	kg_history_close(&h);
 
 	assert_int_equal(kg_history_open(&h, dir, &e), 0);
@@ -108,6 +110,9 @@ static void test_append_reload_best(void **state)
 	assert_int_equal(best[3]->id[0], 'e');
 	assert_int_equal(kg_history_best(&h, best, 2), 2);
 	assert_int_equal(best[1]->id[0], 'f');
+	/* what each was verified as, from its line's "language" (none: cpu, as the first searches) */
+	assert_int_equal(best[1]->backend, KG_BACKEND_TORCH);
+	assert_int_equal(best[0]->backend, KG_BACKEND_CPU);
 
 	/* An error verdict gives way to a real one; a second real verdict does not replace the first. */
 	append(&h, cand(3, 'd', "accepted", 10.0));
