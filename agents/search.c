@@ -295,25 +295,30 @@ int kg_search_run_jobs(struct search *s, const struct kg_verify_opts *base, stru
 	return rc;
 }
 
-/* The round's jobs (s->job_*) reordered, stably, so that each backend's are consecutive (the
- * search's own first): kg_search_run_jobs then hands each backend's to the executor at once. */
+/* Where a job's backend goes in the round: the search's own first, then the others by id. */
+static int group_key(const struct search *s, int j)
+{
+	return s->job_be[j] == s->be ? -1 : (int)s->job_be[j]->id;
+}
+
+/* The round's jobs (s->job_*) reordered, stably (an insertion sort: a round is small, and mixed
+ * backends rare), so that each backend's are consecutive: kg_search_run_jobs then hands each
+ * backend's to the executor at once. */
 static void group_jobs(struct search *s, int n)
 {
-	char id[KG_SEARCH_ROUND_MAX][65];
-	int cand[KG_SEARCH_ROUND_MAX], m = 0;
-	const struct kg_backend *be[KG_SEARCH_ROUND_MAX];
-	for (int pass = -1; pass < KG_BACKEND_COUNT_; pass++)
-		for (int i = 0; i < n; i++) {
-			const struct kg_backend *b = s->job_be[i];
-			if (pass < 0 ? b != s->be : b == s->be || (int)b->id != pass)
-				continue;
-			memcpy(id[m], s->job_id[i], sizeof(id[m]));
-			cand[m] = s->job_cand[i];
-			be[m++] = b;
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && group_key(s, j - 1) > group_key(s, j); j--) {
+			char id[65];
+			memcpy(id, s->job_id[j], sizeof(id));
+			memcpy(s->job_id[j], s->job_id[j - 1], sizeof(id));
+			memcpy(s->job_id[j - 1], id, sizeof(id));
+			int c = s->job_cand[j];
+			s->job_cand[j] = s->job_cand[j - 1];
+			s->job_cand[j - 1] = c;
+			const struct kg_backend *b = s->job_be[j];
+			s->job_be[j] = s->job_be[j - 1];
+			s->job_be[j - 1] = b;
 		}
-	memcpy(s->job_id, id, (size_t)n * sizeof(id[0]));
-	memcpy(s->job_cand, cand, (size_t)n * sizeof(cand[0]));
-	memcpy(s->job_be, be, (size_t)n * sizeof(be[0]));
 }
 
 static int verify_round(struct search *s, int round, kg_error *e)

@@ -154,7 +154,6 @@ static void test_script(void **state)
 	assert_non_null(strstr(s, "'--report' 'json:/shared/out/slurm/x.report.json'"));
 	assert_non_null(strstr(s, " --policy '/etc/kgate/ci.yaml' --iterations 5\n"));
 	assert_null(strstr(s, "--trials"));
-	kg_buf_free(&b);
 	assert_null(strstr(s, "--dims"));
 	kg_buf_free(&b);
 	j = job(0);
