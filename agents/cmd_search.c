@@ -16,11 +16,12 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kgate search TASK --agent PLUGIN [options]\n"
-		"  TASK                  a task name or a task.yaml path\n"
+		"  TASK                  a task name, a task.yaml path, or a KernelBench-format module (PROBLEM.py)\n"
 		"  --agent PLUGIN        replay, openai, anthropic, tuner, or the path of an agent plugin (.so)\n"
 		"  --template FILE       the tuner's template (.c or .cu with kgate:tune directives); its\n"
 		"                        extension picks the backend unless --backend is given\n"
 		"options:\n"
+		"  --dims N=V,...        a module task's constants (as kgate verify), for every verification\n"
 		"  --rounds R            rounds of proposals (default 3)\n"
 		"  --branch B            ideas per round (default 2)\n"
 		"  --candidates N        candidates per idea (default 2)\n"
@@ -42,7 +43,9 @@ static void usage(FILE *f)
 		"  --history-limit N     earlier candidates sent to the agent each round (default 50)\n"
 		"  --policy P            policy name or YAML path (as kgate verify)\n"
 		"  --backend B           one of: %s (default: a GPU backend when a GPU is present and the\n"
-		"                        task has its reference, else cpu)\n"
+		"                        task has its reference, else cpu); torch asks the agent for KernelBench\n"
+		"                        ModelNew modules (a module task only), and a ModelNew an agent proposes\n"
+		"                        (.py) for a module task is verified as one whatever the backend\n"
 		"  --iterations N        timed iterations per verification (0 skips timing)\n"
 		"  --trials N            seeds per input class (overrides the policy)\n"
 		"  --seed S              seed handed to the agent (reproducible proposals)\n"
@@ -150,7 +153,7 @@ int kg_cmd_search(int argc, char **argv)
 		{"template", required_argument, 0, 'M'},	{"finalists", required_argument, 0, 'F'},
 		{"retime", required_argument, 0, 'R'},		{"executor", required_argument, 0, 'X'},
 		{"slurm-partition", required_argument, 0, 'P'},	{"slurm-args", required_argument, 0, 'S'},
-		{"no-cache", no_argument, 0, 'C'},
+		{"no-cache", no_argument, 0, 'C'},		{"dims", required_argument, 0, 'D'},
 		{0, 0, 0, 0},
 	};
 	struct kg_search_opts o = {
@@ -280,6 +283,9 @@ int kg_cmd_search(int argc, char **argv)
 		case 'C':
 			o.no_cache = 1;
 			break;
+		case 'D':
+			o.dims = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			rc = 0;
@@ -305,7 +311,11 @@ int kg_cmd_search(int argc, char **argv)
 		o.seed = kg_now_ns() ^ ((uint64_t)getpid() << 32);
 	if (!o.outdir) {
 		const char *base = strrchr(o.task, '/');
-		snprintf(outdir, sizeof(outdir), "kgate-search-%s", base ? base + 1 : o.task);
+		base = base ? base + 1 : o.task;
+		/* PROBLEM.py searches into kgate-search-PROBLEM, as a task named PROBLEM would */
+		size_t n = strlen(base);
+		int py = n > 3 && !strcmp(base + n - 3, ".py");
+		snprintf(outdir, sizeof(outdir), "kgate-search-%.*s", (int)(py ? n - 3 : n), base);
 		o.outdir = outdir;
 	}
 	if (config && load_config(&y, config, &o))

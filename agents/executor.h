@@ -63,6 +63,7 @@ const char *kg_gpu_for_slot(char ids[][32], int n, int slot);
 
 struct kg_slurm_job {
 	const char *exe, *task, *candidate, *policy, *backend; /* absolute paths where they are paths */
+	const char *dims; /* a module task's --dims; NULL: none */
 	int iterations, trials; /* as kg_verify_opts: -1 / 0 keep the policy's */
 	int no_cache; /* --no-cache: the node compiles every candidate */
 	int gpu; /* the backend needs a GPU: --gres=gpu:1 */

@@ -17,8 +17,8 @@ _Static_assert(KG_BACKEND_COUNT_ == 3, "map the new backend to a Kgate__V1__Lang
 static const Kgate__V1__Language languages[KG_BACKEND_COUNT_] = {
 	[KG_BACKEND_CPU] = KGATE__V1__LANGUAGE__LANGUAGE_C,
 	[KG_BACKEND_CUDA] = KGATE__V1__LANGUAGE__LANGUAGE_CUDA,
-	/* references only: no candidate is ever written for it */
-	[KG_BACKEND_TORCH] = KGATE__V1__LANGUAGE__LANGUAGE_UNSPECIFIED,
+	/* a KernelBench ModelNew module, for a task given as a PyTorch module */
+	[KG_BACKEND_TORCH] = KGATE__V1__LANGUAGE__LANGUAGE_PYTHON,
 };
 
 Kgate__V1__Language kg_feedback_language(enum kg_backend_id id)
@@ -123,7 +123,10 @@ Kgate__V1__Task *kg_feedback_task(struct kg_pool *p, const struct kg_task *t, co
 	kgate__v1__task__init(m);
 	m->name = kg_pool_strdup(p, t->name);
 	m->description = kg_pool_strdup(p, t->description);
-	m->manifest = pool_file(p, t->path);
+	/* A task given as a PyTorch module has no task.yaml: its path is the module, which is the
+	 * reference below; the manifest it was derived into is only what the fields here say. */
+	int module = t->ref[KG_BACKEND_TORCH][0] && !strcmp(t->path, t->ref[KG_BACKEND_TORCH]);
+	m->manifest = module ? kg_pool_strdup(p, "") : pool_file(p, t->path);
 	/* The proto has one field per reference: the C one (or, for a task derived from a PyTorch
 	 * module, the module: its Model is the reference) and the CUDA one. */
 	m->reference_source = pool_file(p, t->ref[KG_BACKEND_CPU][0] ? t->ref[KG_BACKEND_CPU] : t->ref[KG_BACKEND_TORCH]);

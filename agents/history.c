@@ -42,6 +42,11 @@ static int add_rec(struct kg_history *h, json_t *j)
 		r->speedup = json_number_value(speedup);
 		r->median_ms = json_number_value(median);
 	}
+	const char *lang = json_string_value(json_object_get(j, "language"));
+	r->backend = KG_BACKEND_CPU;
+	for (int i = 0; lang && i < KG_BACKEND_COUNT_; i++)
+		if (!strcmp(lang, kg_backend_ref_key((enum kg_backend_id)i)))
+			r->backend = (enum kg_backend_id)i;
 	r->j = json_incref(j);
 	h->n++;
 	return 0;

@@ -116,7 +116,7 @@ static void codes(kg_buf *b, const json_t *line)
 }
 
 int kg_search_write_html(const char *outdir, const struct kg_history *h, const struct kg_rec *w, const json_t *final,
-			 const struct kg_backend *be, kg_error *e)
+			 const struct kg_backend *ref_be, kg_error *e)
 {
 	kg_buf b = {0};
 	char path[PATH_MAX], *meta_text = NULL, *src = NULL;
@@ -141,7 +141,7 @@ int kg_search_write_html(const char *outdir, const struct kg_history *h, const s
 		if (h->recs[i].timed)
 			any = &h->recs[i];
 	kg_buf_printf(&b, "</td></tr>\n<tr><th>baseline</th><td>the task's trusted %s reference",
-		      be->needs_gpu ? "CUDA" : "C");
+		      ref_be->id == KG_BACKEND_TORCH ? "PyTorch" : ref_be->needs_gpu ? "CUDA" : "C");
 	if (any)
 		kg_buf_printf(&b, ", median %.4f ms (timed in the same session as each candidate)",
 			      json_number_value(json_object_get(

@@ -2,7 +2,8 @@
 # tests of the agents and plugins rooms (programs in tests/agents/, named agents-* so that
 # `scripts/run-tests.sh BUILD agents` selects them). Proto and plugin names are spelled out:
 # their fragments are included after this one.
-AGENTS_SRCS := agents/search.c agents/history.c agents/workers.c agents/feedback.c agents/results.c \
+AGENTS_SRCS := agents/search.c agents/propose.c agents/retime.c agents/history.c agents/workers.c \
+	agents/feedback.c agents/results.c \
 	agents/finalists.c agents/slurm.c agents/html.c \
 	agents/cmd_search.c
 AGENTS_LIB := $(BUILD)/libkgagents.a

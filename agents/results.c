@@ -12,9 +12,9 @@
 #define MAX_SOURCE (1u << 20)
 #define MAX_REPORT (64u << 20)
 
-int kg_search_write_winner(const char *outdir, const struct kg_backend *be, const struct kg_rec *w,
-			   const json_t *final, kg_error *e)
+int kg_search_write_winner(const char *outdir, const struct kg_rec *w, const json_t *final, kg_error *e)
 {
+	const struct kg_backend *be = kg_backend_get(w->backend);
 	char src[PATH_MAX], dst[PATH_MAX], rep[PATH_MAX];
 	char *text = NULL, *report = NULL, *out = NULL;
 	size_t len = 0;
@@ -107,7 +107,7 @@ static void final_summary(FILE *f, const struct kg_rec *w, const json_t *final)
 }
 
 void kg_search_summary(FILE *f, const struct kg_history *h, const struct kg_rec *w, const json_t *final,
-		       const char *outdir, const struct kg_backend *be)
+		       const char *outdir)
 {
 	int acc = 0, rej = 0, err = 0;
 	json_t *codes = json_object();
@@ -139,7 +139,7 @@ void kg_search_summary(FILE *f, const struct kg_history *h, const struct kg_rec 
 	json_decref(codes);
 	if (w)
 		fprintf(f, "winner: %.12s (round %d, idea %d)%s -> %s/winner%s\n", w->id, w->round, w->idea + 1,
-			w->timed ? "" : " (untimed)", outdir, be->ext);
+			w->timed ? "" : " (untimed)", outdir, kg_backend_get(w->backend)->ext);
 	if (w && w->timed)
 		fprintf(f, "        first measurement %.4f ms, speedup %.2fx over the reference\n", w->median_ms,
 			w->speedup);

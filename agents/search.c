@@ -3,7 +3,7 @@
  * OUTDIR/history.jsonl, and keeps the fastest accepted candidates as the next round's seeds and
  * OUTDIR/winner.*. Rounds already recorded, and candidates already verified (by SHA-256 of their
  * source), are never redone, so an interrupted search resumes where it stopped. */
-#include "agents/search.h"
+#include "agents/search_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,9 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agents/executor.h"
-#include "agents/feedback.h"
-#include "agents/finalists.h"
 #include "kg_sha256.h"
 #include "kg_text.h"
 #include "policy/policy.h"
@@ -23,39 +20,12 @@
 #include "verifier/resolve.h"
 #include "verifier/task.h"
 
-#define MAX_ROUND_CANDIDATES (KG_SEARCH_MAX_BRANCH * KG_SEARCH_MAX_PER_IDEA)
 #define MAX_SOURCE (1u << 20)
-
-struct search {
-	const struct kg_search_opts *o;
-	struct kg_task task;
-	struct kg_policy pol;
-	const struct kg_backend *be; /* what the candidates are written for; its ext names their files */
-	struct kg_history h;
-	struct kg_agent *agent;
-	struct kg_executor *x; /* where verifications run */
-	uint8_t *config;
-	size_t config_len;
-	struct kg_pool task_pool;
-	Kgate__V1__Task *task_msg;
-	char best_id[65];
-	int n_verified_now, usage_error;
-	/* the round being verified, for the done callback */
-	int round;
-	Kgate__V1__ProposeResponse *resp;
-	/* live progress (stderr) */
-	int round_todo, round_done, workers;
-	double secs_sum;
-	int secs_n;
-	int job_cand[MAX_ROUND_CANDIDATES];
-	char job_id[MAX_ROUND_CANDIDATES][65];
-	kg_error werr;
-};
 
 /* One line to f whose text may quote an agent or a candidate (names, errors, the agent's log): made
  * safe as in every report (kg_text), a newline in it escaped too, so that it stays one line of the
  * terminal and cannot paint another. A final newline of the caller's is kept. */
-static void put_line(FILE *f, const char *text, size_t n)
+void kg_search_put_line(FILE *f, const char *text, size_t n)
 {
 	int nl = n && text[n - 1] == '\n';
 	kg_buf t = {0};
@@ -66,8 +36,7 @@ static void put_line(FILE *f, const char *text, size_t n)
 	kg_buf_free(&t);
 }
 
-static void say(const struct search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(const struct search *s, const char *fmt, ...)
+void kg_search_say(const struct search *s, const char *fmt, ...)
 {
 	if (s->o->quiet)
 		return;
@@ -77,14 +46,12 @@ static void say(const struct search *s, const char *fmt, ...)
 	int rc = kg_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
 	if (!rc)
-		put_line(stdout, kg_buf_str(&b), b.len);
+		kg_search_put_line(stdout, kg_buf_str(&b), b.len);
 	kg_buf_free(&b);
 	fflush(stdout);
 }
 
-static void outpath(const struct search *s, char *out, size_t outsz, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void outpath(const struct search *s, char *out, size_t outsz, const char *fmt, ...)
+void kg_search_outpath(const struct search *s, char *out, size_t outsz, const char *fmt, ...)
 {
 	char rel[512];
 	va_list ap;
@@ -96,22 +63,45 @@ static void outpath(const struct search *s, char *out, size_t outsz, const char 
 
 /* ---- setup ---- */
 
-/* The backend asked for, else the default for the task on this host. The GPU is probed (a child
- * process that initialises the driver) only when the task has a reference for a GPU backend. */
-static int pick_backend(struct search *s, kg_error *e)
+/* 1 when a GPU is present, probed (a child process that initialises the driver) only when the
+ * task has a reference for a GPU backend: otherwise the answer could not change the default. */
+static int probe_gpu(const struct kg_task *t)
 {
-	if (s->o->backend)
-		return kg_resolve_backend(s->o->backend, NULL, &s->be, e);
-	int gpu_present = 0;
 	for (int i = 0; i < KG_BACKEND_COUNT_; i++)
-		if (kg_backend_get((enum kg_backend_id)i)->needs_gpu && s->task.ref[i][0]) {
+		if (kg_backend_get((enum kg_backend_id)i)->needs_gpu && t->ref[i][0]) {
 			struct kg_gpu_info g;
 			kg_gpu_probe(&g);
-			gpu_present = g.present;
-			break;
+			return g.present;
 		}
-	s->be = kg_resolve_default_backend(&s->task, gpu_present);
 	return 0;
+}
+
+/* The backend asked for, else the default for the task on this host. The reference is the
+ * backend's own where the task has one, else its PyTorch Model (as kg_verify picks it), which is
+ * also what a ModelNew proposal is timed against. */
+static int pick_backend(struct search *s, kg_error *e)
+{
+	int rc = 0;
+	if (s->o->backend)
+		rc = kg_resolve_backend(s->o->backend, NULL, &s->be, e);
+	else
+		s->be = kg_resolve_default_backend(&s->task, probe_gpu(&s->task));
+	if (!rc && s->be->module_tasks_only && !s->task.ref[KG_BACKEND_TORCH][0])
+		rc = kg_err(e, -EINVAL,
+			    "--backend %s: a %s candidate (a KernelBench ModelNew module) needs a task given as a "
+			    "PyTorch module (PROBLEM.py) or imported from one; task '%s' is not",
+			    s->be->name, s->be->name, s->task.name);
+	if (!rc)
+		s->ref_be = s->task.ref[s->be->id][0] || !s->task.ref[KG_BACKEND_TORCH][0] ? s->be
+											     : kg_backend_get(KG_BACKEND_TORCH);
+	return rc;
+}
+
+const struct kg_backend *kg_search_cand_backend(const struct search *s, Kgate__V1__Language lang)
+{
+	if (lang == KGATE__V1__LANGUAGE__LANGUAGE_PYTHON && s->task.ref[KG_BACKEND_TORCH][0])
+		return kg_backend_get(KG_BACKEND_TORCH);
+	return s->be;
 }
 
 /* The header candidates are compiled against, as the verifier finds it (source tree, build tree,
@@ -130,172 +120,32 @@ static int abi_header(char *out, size_t outsz)
 static int check_meta(struct search *s, kg_error *e)
 {
 	char path[PATH_MAX];
-	outpath(s, path, sizeof(path), "search.json");
+	kg_search_outpath(s, path, sizeof(path), "search.json");
 	if (!access(path, F_OK)) {
 		json_t *m = json_load_file(path, 0, NULL);
 		const char *task = json_string_value(json_object_get(m, "task"));
 		const char *be = json_string_value(json_object_get(m, "backend"));
-		int bad = !m || !task || !be || strcmp(task, s->task.name) || strcmp(be, s->be->name);
+		/* a module task's dims are part of what it is: other dims, other shapes and reference */
+		const char *dims = json_string_value(json_object_get(m, "dims"));
+		int bad = !m || !task || !be || strcmp(task, s->task.name) || strcmp(be, s->be->name) ||
+			  strcmp(dims ? dims : "", s->o->dims ? s->o->dims : "");
 		if (bad)
-			kg_err(e, -EEXIST, "%s holds a search for task %s (%s); use another --out directory", s->o->outdir,
-			       task ? task : "?", be ? be : "?");
+			kg_err(e, -EEXIST, "%s holds a search for task %s (%s%s%s); use another --out directory",
+			       s->o->outdir, task ? task : "?", be ? be : "?", dims ? ", --dims " : "", dims ? dims : "");
 		json_decref(m);
 		return bad ? -EEXIST : 0;
 	}
 	json_t *m = json_pack("{s:i,s:s,s:s,s:s,s:s,s:i,s:i}", "kgate_search", 1, "task", s->task.name, "backend",
 			      s->be->name, "agent", s->o->agent, "policy", s->pol.path[0] ? s->pol.path : "(built-in defaults)",
 			      "branch", s->o->branch, "candidates_per_idea", s->o->per_idea);
+	if (m && s->o->dims)
+		json_object_set_new(m, "dims", json_string(s->o->dims));
 	char *text = m ? json_dumps(m, JSON_INDENT(2)) : NULL;
 	json_decref(m);
 	if (!text)
 		return kg_err(e, -ENOMEM, "out of memory");
 	int rc = kg_write_atomic(path, text, strlen(text), e);
 	free(text);
-	return rc;
-}
-
-static int agent_config(struct search *s, kg_error *e)
-{
-	const struct kg_search_opts *o = s->o;
-	Kgate__V1__AgentConfig c = KGATE__V1__AGENT_CONFIG__INIT;
-	Kgate__V1__Setting set[KG_SEARCH_MAX_SETTINGS], *ps[KG_SEARCH_MAX_SETTINGS];
-	for (int i = 0; i < o->n_settings; i++) {
-		kgate__v1__setting__init(&set[i]);
-		set[i].key = (char *)o->keys[i];
-		set[i].value = (char *)o->values[i];
-		ps[i] = &set[i];
-	}
-	c.version = KGATE__V1__PROTO_VERSION__PROTO_VERSION_CURRENT;
-	c.n_settings = (size_t)o->n_settings;
-	c.settings = ps;
-	c.seed = o->seed;
-	s->config_len = kgate__v1__agent_config__get_packed_size(&c);
-	if (!(s->config = malloc(s->config_len ? s->config_len : 1)))
-		return kg_err(e, -ENOMEM, "out of memory");
-	kgate__v1__agent_config__pack(&c, s->config);
-	return 0;
-}
-
-static int open_agent(struct search *s, kg_error *e)
-{
-	if (s->agent)
-		return 0;
-	struct kg_agent_opts ao = {
-		.plugin = s->o->agent,
-		.isolation = s->o->isolation,
-		.host_exe = s->o->host_exe,
-		.timeout_s = s->o->agent_timeout_s,
-		.config = s->config,
-		.config_len = s->config_len,
-	};
-	int rc = kg_agent_open(&ao, &s->agent, e);
-	if (!rc)
-		say(s, "agent: %s (%s)\n", kg_agent_name(s->agent),
-		    s->o->isolation == KG_AGENT_INPROC ? "in process" : "isolated in a helper process");
-	return rc;
-}
-
-/* ---- proposing ---- */
-
-static int build_request(struct search *s, int round, uint8_t **out, size_t *len, kg_error *e)
-{
-	const struct kg_search_opts *o = s->o;
-	struct kg_pool p = {0};
-	Kgate__V1__ProposeRequest r = KGATE__V1__PROPOSE_REQUEST__INIT;
-	Kgate__V1__Budget b = KGATE__V1__BUDGET__INIT;
-	const struct kg_rec *best[KG_SEARCH_MAX_BRANCH * 4];
-	int rc = 0;
-	int k = kg_history_best(&s->h, best, o->keep);
-	int from = s->h.n > o->history_limit ? s->h.n - o->history_limit : 0;
-	r.version = KGATE__V1__PROTO_VERSION__PROTO_VERSION_CURRENT;
-	r.task = s->task_msg;
-	r.round = (uint32_t)round;
-	b.rounds_total = (uint32_t)o->rounds;
-	b.rounds_left = (uint32_t)(o->rounds - round);
-	b.max_candidates = (uint32_t)(o->branch * o->per_idea);
-	b.timeout_seconds = (uint32_t)o->agent_timeout_s;
-	r.budget = &b;
-	r.branch = (uint32_t)o->branch;
-	r.candidates_per_idea = (uint32_t)o->per_idea;
-	r.seeds = kg_pool_alloc(&p, (size_t)k * sizeof(*r.seeds));
-	r.history = kg_pool_alloc(&p, (size_t)(s->h.n - from) * sizeof(*r.history));
-	if (!r.seeds || !r.history)
-		goto oom;
-	for (int i = 0; i < k; i++)
-		if (!(r.seeds[r.n_seeds++] = kg_feedback_result(&p, best[i], o->outdir, 1)))
-			goto oom;
-	for (int i = from; i < s->h.n; i++)
-		if (!(r.history[r.n_history++] = kg_feedback_result(&p, &s->h.recs[i], o->outdir, 0)))
-			goto oom;
-	*len = kgate__v1__propose_request__get_packed_size(&r);
-	if (!(*out = malloc(*len ? *len : 1)))
-		goto oom;
-	kgate__v1__propose_request__pack(&r, *out);
-	goto out;
-oom:
-	rc = kg_err(e, -ENOMEM, "out of memory building the propose request");
-out:
-	kg_pool_free(&p);
-	return rc;
-}
-
-/* The round's proposals: the saved response of an interrupted run, else a fresh propose call
- * whose response is saved before anything is verified. */
-static int get_proposals(struct search *s, int round, kg_error *e)
-{
-	char path[PATH_MAX];
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	int rc;
-	outpath(s, path, sizeof(path), "rounds/round-%d.pb", round);
-	if (!access(path, R_OK)) {
-		char *text = NULL;
-		if (!kg_read_file(path, KG_AGENT_MAX_FRAME, &text, &len, NULL)) {
-			s->resp = kgate__v1__propose_response__unpack(NULL, len, (uint8_t *)text);
-			free(text);
-			if (s->resp) {
-				say(s, "round %d: resuming with the %zu proposals saved by the interrupted run\n", round,
-				    s->resp->n_candidates);
-				return 0;
-			}
-		}
-	}
-	if ((rc = open_agent(s, e)))
-		return rc;
-	uint8_t *req = NULL;
-	size_t req_len = 0;
-	if ((rc = build_request(s, round, &req, &req_len, e)))
-		return rc;
-	say(s, "round %d: asking %s for %d ideas x %d candidates\n", round, kg_agent_name(s->agent), s->o->branch,
-	    s->o->per_idea);
-	rc = kg_agent_propose(s->agent, req, req_len, &buf, &len, e);
-	free(req);
-	if (rc)
-		return rc;
-	s->resp = kgate__v1__propose_response__unpack(NULL, len, buf);
-	if (!s->resp) {
-		free(buf);
-		return kg_err(e, -EBADMSG, "agent '%s' returned a malformed ProposeResponse", kg_agent_name(s->agent));
-	}
-	/* The agent's log (retries, errors) to stderr, line by line; it is kept whole for history. */
-	for (const char *l = s->resp->log; !s->o->quiet && *l;) {
-		size_t n = strcspn(l, "\n");
-		if (n) {
-			fputs("  [agent] ", stderr);
-			put_line(stderr, l, n);
-			fputc('\n', stderr);
-		}
-		l += n + (l[n] == '\n');
-	}
-	if (s->resp->error[0]) {
-		rc = kg_err(e, -EIO, "agent '%s': %s", kg_agent_name(s->agent), s->resp->error);
-		kgate__v1__propose_response__free_unpacked(s->resp, NULL);
-		s->resp = NULL;
-		free(buf);
-		return rc;
-	}
-	rc = kg_write_atomic(path, buf, len, e);
-	free(buf);
 	return rc;
 }
 
@@ -306,7 +156,7 @@ struct done_ctx {
 	struct kg_vjob *jobs;
 	int parallel; /* verifications ran side by side */
 	int n_recheck;
-	int recheck[MAX_ROUND_CANDIDATES];
+	int recheck[KG_SEARCH_ROUND_MAX];
 };
 
 /* One line on stderr after each verification: round, verified / proposed in it, the best so far
@@ -343,21 +193,23 @@ static void record(struct kg_vjob *job, void *ctx)
 	struct search *s = d->s;
 	int j = (int)(job - d->jobs);
 	if (d->parallel && kg_feedback_timing_only(job->report)) {
-		say(s, "  recheck  %.12s  timing.tampered while verifications ran in parallel; verifying it again alone\n",
-		    s->job_id[j]);
+		kg_search_say(s,
+			      "  recheck  %.12s  timing.tampered while verifications ran in parallel; verifying it again "
+			      "alone\n",
+			      s->job_id[j]);
 		d->recheck[d->n_recheck++] = j;
 		return;
 	}
 	const Kgate__V1__Candidate *c = s->resp->candidates[s->job_cand[j]];
 	const char *idea = c->idea < s->resp->n_ideas ? s->resp->ideas[c->idea] : "";
 	char file[128], rep[160];
-	snprintf(file, sizeof(file), "candidates/%s%s", s->job_id[j], s->be->ext);
+	snprintf(file, sizeof(file), "candidates/%s%s", s->job_id[j], s->job_be[j]->ext);
 	snprintf(rep, sizeof(rep), "candidates/%s.report.json", s->job_id[j]);
 	/* Where it came from first, then what the verifier said. "language" is the source language,
-	 * the word the task manifest keys its references by ("c", "cuda"). */
+	 * the word the task manifest keys its references by ("c", "cuda", "torch"). */
 	json_t *line = json_pack("{s:s,s:i,s:i,s:s,s:s,s:s,s:s}", "event", "candidate", "round", s->round, "idea",
 				 (int)c->idea, "idea_text", idea, "id", s->job_id[j], "file", file, "language",
-				 s->be->ref_key);
+				 s->job_be[j]->ref_key);
 	json_t *verdict = kg_feedback_line(job->report, job->error, job->usage);
 	if (!line || !verdict) {
 		json_decref(line);
@@ -374,7 +226,7 @@ static void record(struct kg_vjob *job, void *ctx)
 	if (job->report) {
 		char path[PATH_MAX];
 		kg_error we = {0};
-		outpath(s, path, sizeof(path), "%s", rep);
+		kg_search_outpath(s, path, sizeof(path), "%s", rep);
 		if (!kg_write_atomic(path, job->report, strlen(job->report), &we))
 			json_object_set_new(line, "report", json_string(rep));
 	}
@@ -403,9 +255,11 @@ static void record(struct kg_vjob *job, void *ctx)
 			snprintf(what, sizeof(what), "%.4f ms, speedup %.2fx", r->median_ms, r->speedup);
 		else if (r->verdict == KG_REC_ERROR)
 			snprintf(what, sizeof(what), "%.150s", json_string_value(json_object_get(line, "error")));
-		say(s, "  %-8s %.12s  idea %d  %s\n",
-		    r->verdict == KG_REC_ACCEPTED ? "accepted" : r->verdict == KG_REC_REJECTED ? "rejected" : "error", r->id,
-		    r->idea + 1, what);
+		kg_search_say(s, "  %-8s %.12s  idea %d  %s\n",
+			      r->verdict == KG_REC_ACCEPTED   ? "accepted"
+			      : r->verdict == KG_REC_REJECTED ? "rejected"
+							      : "error",
+			      r->id, r->idea + 1, what);
 	}
 	json_decref(line);
 	s->round_done++;
@@ -415,14 +269,56 @@ static void record(struct kg_vjob *job, void *ctx)
 }
 
 /* Writes a candidate's source to candidates/<sha256>.<ext> (once: the name is its content). */
-static int store_candidate(struct search *s, const char *src, char id[65], kg_error *e)
+static int store_candidate(struct search *s, const char *src, const struct kg_backend *be, char id[65], kg_error *e)
 {
 	char path[PATH_MAX];
 	kg_sha256_hex(src, strlen(src), id);
-	outpath(s, path, sizeof(path), "candidates/%s%s", id, s->be->ext);
+	kg_search_outpath(s, path, sizeof(path), "candidates/%s%s", id, be->ext);
 	if (!access(path, R_OK))
 		return 0;
 	return kg_write_atomic(path, src, strlen(src), e);
+}
+
+int kg_search_run_jobs(struct search *s, const struct kg_verify_opts *base, struct kg_vjob *jobs,
+		       const struct kg_backend *const *be, int n, int workers, kg_vjob_done_fn done, void *ctx,
+		       kg_error *e)
+{
+	int rc = 0;
+	for (int i = 0, k; i < n && !rc; i = k) {
+		for (k = i + 1; k < n && be[k] == be[i];)
+			k++;
+		struct kg_verify_opts vo = *base;
+		vo.backend = be[i]->name;
+		int w = workers > 0 ? workers : s->x->ops->default_jobs(s->x, be[i]);
+		rc = s->x->ops->run(s->x, &vo, jobs + i, k - i, w, s->o->verify_timeout_s, done, ctx, e);
+	}
+	return rc;
+}
+
+/* Where a job's backend goes in the round: the search's own first, then the others by id. */
+static int group_key(const struct search *s, int j)
+{
+	return s->job_be[j] == s->be ? -1 : (int)s->job_be[j]->id;
+}
+
+/* The round's jobs (s->job_*) reordered, stably (an insertion sort: a round is small, and mixed
+ * backends rare), so that each backend's are consecutive: kg_search_run_jobs then hands each
+ * backend's to the executor at once. */
+static void group_jobs(struct search *s, int n)
+{
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && group_key(s, j - 1) > group_key(s, j); j--) {
+			char id[65];
+			memcpy(id, s->job_id[j], sizeof(id));
+			memcpy(s->job_id[j], s->job_id[j - 1], sizeof(id));
+			memcpy(s->job_id[j - 1], id, sizeof(id));
+			int c = s->job_cand[j];
+			s->job_cand[j] = s->job_cand[j - 1];
+			s->job_cand[j - 1] = c;
+			const struct kg_backend *b = s->job_be[j];
+			s->job_be[j] = s->job_be[j - 1];
+			s->job_be[j - 1] = b;
+		}
 }
 
 static int verify_round(struct search *s, int round, kg_error *e)
@@ -438,15 +334,17 @@ static int verify_round(struct search *s, int round, kg_error *e)
 		goto out;
 	}
 	if (r->n_candidates > cap)
-		say(s, "round %d: the agent proposed %zu candidates, verifying the first %zu\n", round, r->n_candidates, cap);
+		kg_search_say(s, "round %d: the agent proposed %zu candidates, verifying the first %zu\n", round,
+			      r->n_candidates, cap);
 	for (size_t i = 0; i < r->n_candidates && i < cap; i++) {
 		const char *src = r->candidates[i]->source;
+		const struct kg_backend *be = kg_search_cand_backend(s, r->candidates[i]->language);
 		char id[65];
 		if (strlen(src) > MAX_SOURCE) {
-			say(s, "  skipped  candidate %zu: larger than %u bytes\n", i + 1, MAX_SOURCE);
+			kg_search_say(s, "  skipped  candidate %zu: larger than %u bytes\n", i + 1, MAX_SOURCE);
 			continue;
 		}
-		if ((rc = store_candidate(s, src, id, e)))
+		if ((rc = store_candidate(s, src, be, id, e)))
 			goto out;
 		json_array_append_new(ids, json_string(id));
 		int dup = 0;
@@ -474,16 +372,20 @@ static int verify_round(struct search *s, int round, kg_error *e)
 		}
 		snprintf(s->job_id[n], sizeof(s->job_id[n]), "%s", id);
 		s->job_cand[n] = (int)i;
-		outpath(s, jobs[n].path, sizeof(jobs[n].path), "candidates/%s%s", id, s->be->ext);
+		s->job_be[n] = be;
 		n++;
 	}
-	int workers = o->jobs > 0 ? o->jobs : s->x->ops->default_jobs(s->x, s->be);
-	say(s, "round %d: %zu proposed, %d to verify (%d already verified)", round, r->n_candidates, n, reused);
-	say(s, n > 1 ? ", %d at a time\n" : "\n", workers < n ? workers : n);
+	group_jobs(s, n);
+	for (int j = 0; j < n; j++)
+		kg_search_outpath(s, jobs[j].path, sizeof(jobs[j].path), "candidates/%s%s", s->job_id[j],
+				  s->job_be[j]->ext);
+	int workers = o->jobs > 0 ? o->jobs : s->x->ops->default_jobs(s->x, n ? s->job_be[0] : s->be);
+	kg_search_say(s, "round %d: %zu proposed, %d to verify (%d already verified)", round, r->n_candidates, n, reused);
+	kg_search_say(s, n > 1 ? ", %d at a time\n" : "\n", workers < n ? workers : n);
 	struct kg_verify_opts vo = {
 		.task = o->task,
+		.dims = o->dims,
 		.policy = o->policy,
-		.backend = s->be->name,
 		.iterations = o->iterations,
 		.trials = o->trials,
 		.no_cache = o->no_cache,
@@ -494,7 +396,7 @@ static int verify_round(struct search *s, int round, kg_error *e)
 	s->round_done = 0;
 	s->workers = workers < n ? workers : n;
 	s->werr = (kg_error){0};
-	rc = s->x->ops->run(s->x, &vo, jobs, n, workers, o->verify_timeout_s, record, &d, e);
+	rc = kg_search_run_jobs(s, &vo, jobs, s->job_be, n, o->jobs, record, &d, e);
 	/* Second, serial pass: its verdict is the one recorded, whatever it is. */
 	d.parallel = 0;
 	for (int k = 0; k < d.n_recheck && !rc; k++) {
@@ -502,7 +404,7 @@ static int verify_round(struct search *s, int round, kg_error *e)
 		free(job->report);
 		job->report = NULL;
 		job->error[0] = '\0';
-		rc = s->x->ops->run(s->x, &vo, job, 1, 1, o->verify_timeout_s, record, &d, e);
+		rc = kg_search_run_jobs(s, &vo, job, &s->job_be[d.recheck[k]], 1, 1, record, &d, e);
 	}
 	if (!rc && s->werr.msg[0])
 		rc = kg_err(e, s->werr.code, "%s", s->werr.msg);
@@ -513,7 +415,8 @@ static int verify_round(struct search *s, int round, kg_error *e)
 	for (int i = 0; i < n; i++) {
 		const struct kg_rec *x = kg_history_find(&s->h, s->job_id[i]);
 		if (!x || x->verdict == KG_REC_ERROR) {
-			say(s, "round %d: left open: %s could not be verified\n", round, x ? "some candidates" : "a candidate");
+			kg_search_say(s, "round %d: left open: %s could not be verified\n", round,
+				      x ? "some candidates" : "a candidate");
 			goto out;
 		}
 	}
@@ -535,151 +438,6 @@ out:
 	return rc;
 }
 
-/* ---- the finalists ---- */
-
-#define FINAL_LEVEL 0.9
-
-struct final_ctx {
-	struct search *s;
-	struct kg_vjob *jobs;
-	struct kg_finalist *f;
-	int nf;
-};
-
-/* One re-verification of a finalist: its speedup is a sample; a rejection for anything but
- * timing.tampered alone (which load from outside can cause, see kg_feedback_timing_only)
- * disqualifies it, since the same source was accepted before; no report drops the sample. */
-static void final_done(struct kg_vjob *job, void *ctx)
-{
-	struct final_ctx *d = ctx;
-	int j = (int)(job - d->jobs);
-	struct kg_finalist *f = &d->f[j % d->nf];
-	json_t *rep = job->report ? json_loads(job->report, 0, NULL) : NULL;
-	json_t *sp = json_object_get(json_object_get(rep, "timing"), "speedup");
-	json_int_t code = json_integer_value(json_object_get(rep, "exit_code"));
-	if (rep && code == KG_EXIT_ACCEPTED && json_is_number(sp) && f->n < KG_MAX_RETIME) {
-		f->samples[f->n++] = json_number_value(sp);
-	} else if (rep && code == KG_EXIT_REJECTED && !kg_feedback_timing_only(job->report)) {
-		json_t *rs = json_object_get(rep, "reasons");
-		const char *c0 = json_string_value(json_object_get(json_array_get(rs, 0), "code"));
-		if (!f->disqualified)
-			snprintf(f->why, sizeof(f->why), "rejected when verified again: %s", c0 ? c0 : "?");
-		f->disqualified = 1;
-	} else {
-		f->dropped++;
-	}
-	if (job->report) {
-		char path[PATH_MAX];
-		kg_error we = {0};
-		outpath(d->s, path, sizeof(path), "candidates/%s.retime-%d.report.json", f->id, j / d->nf + 1);
-		kg_write_atomic(path, job->report, strlen(job->report), &we);
-	}
-	char what[300];
-	if (f->disqualified)
-		snprintf(what, sizeof(what), "%s", f->why);
-	else if (json_is_number(sp) && code == KG_EXIT_ACCEPTED)
-		snprintf(what, sizeof(what), "speedup %.3fx", json_number_value(sp));
-	else
-		snprintf(what, sizeof(what), "no figure (%.200s)", job->error[0] ? job->error : "timing.tampered only");
-	say(d->s, "  retimed  %.12s  %s\n", f->id, what);
-	json_decref(rep);
-}
-
-static json_t *final_line(const struct kg_finalist *f, int nf, const struct kg_decision *d, int retime, const char *key)
-{
-	json_t *list = json_array(), *tied = json_array();
-	for (int i = 0; i < nf; i++) {
-		json_t *samples = json_array();
-		for (int k = 0; k < f[i].n; k++)
-			json_array_append_new(samples, json_real(f[i].samples[k]));
-		json_t *x = json_pack("{s:s,s:i,s:o,s:f,s:[f,f],s:f,s:b,s:i}", "id", f[i].id, "n", f[i].n, "samples",
-				      samples, "median", f[i].ci.median, "interval", f[i].ci.lo, f[i].ci.hi, "coverage",
-				      f[i].ci.coverage, "disqualified", f[i].disqualified, "dropped", f[i].dropped);
-		if (x && f[i].why[0])
-			json_object_set_new(x, "why", json_string(f[i].why));
-		json_array_append_new(list, x);
-	}
-	for (int i = 0; i < d->n_tied; i++)
-		json_array_append_new(tied, json_string(f[d->tied[i]].id));
-	return json_pack("{s:s,s:s,s:i,s:f,s:o,s:s?,s:b,s:o,s:b}", "event", "finalists", "key", key, "retime", retime,
-			 "level", FINAL_LEVEL, "finalists", list, "winner", d->winner >= 0 ? f[d->winner].id : NULL,
-			 "significant", d->significant, "tied", tied, "faster_than_reference", d->faster_than_reference);
-}
-
-/* The finalists (the fastest accepted and timed, by first measurement) re-verified o->retime times
- * each, interleaved (A B C A B C ...) and one at a time, so that drift and load hit all of them
- * alike; every verification times the candidate against the reference in one session, call by
- * call. The decision (agents/finalists.c) is recorded as a "finalists" line, which a resumed
- * search with the same finalists reuses. *w becomes the winner; *final the line (borrowed). */
-static int retime(struct search *s, const struct kg_rec **w, const json_t **final, kg_error *e)
-{
-	const struct kg_search_opts *o = s->o;
-	const struct kg_rec *best[KG_MAX_FINALISTS];
-	struct kg_finalist f[KG_MAX_FINALISTS];
-	int nf = 0, rc = 0;
-	int want = o->finalists < KG_MAX_FINALISTS ? o->finalists : KG_MAX_FINALISTS;
-	int reps = o->retime < KG_MAX_RETIME ? o->retime : KG_MAX_RETIME;
-	*final = NULL;
-	if (want <= 0 || reps <= 0)
-		return 0;
-	int k = kg_history_best(&s->h, best, want);
-	memset(f, 0, sizeof(f));
-	char key[KG_MAX_FINALISTS * 65 + 1] = "";
-	for (int i = 0; i < k; i++) {
-		if (!best[i]->timed)
-			continue;
-		snprintf(f[nf].id, sizeof(f[nf].id), "%s", best[i]->id);
-		f[nf].order = (int)(best[i] - s->h.recs);
-		strcat(key, best[i]->id);
-		nf++;
-	}
-	if (!nf)
-		return 0;
-	/* Done before (same finalists, same number of re-timings): the recorded decision stands. */
-	json_t *old = s->h.finalists;
-	const char *old_key = json_string_value(json_object_get(old, "key"));
-	if (old && old_key && !strcmp(old_key, key) && json_integer_value(json_object_get(old, "retime")) == reps) {
-		say(s, "finalists: re-timed in an earlier run\n");
-	} else {
-		int n = nf * reps;
-		struct kg_vjob *jobs = calloc((size_t)n, sizeof(*jobs));
-		if (!jobs)
-			return kg_err(e, -ENOMEM, "out of memory");
-		for (int j = 0; j < n; j++)
-			outpath(s, jobs[j].path, sizeof(jobs[j].path), "candidates/%s%s", f[j % nf].id, s->be->ext);
-		say(s, "finalists: re-verifying %d candidate%s %d times each, interleaved, one at a time\n", nf,
-		    nf == 1 ? "" : "s", reps);
-		struct kg_verify_opts vo = {
-			.task = o->task,
-			.policy = o->policy,
-			.backend = s->be->name,
-			.iterations = o->iterations,
-			.trials = o->trials,
-			.no_cache = o->no_cache,
-		};
-		struct final_ctx d = {.s = s, .jobs = jobs, .f = f, .nf = nf};
-		rc = s->x->ops->run(s->x, &vo, jobs, n, 1, o->verify_timeout_s, final_done, &d, e);
-		for (int j = 0; j < n; j++)
-			free(jobs[j].report);
-		free(jobs);
-		if (rc)
-			return rc;
-		struct kg_decision dec;
-		kg_finalists_decide(f, nf, FINAL_LEVEL, &dec);
-		json_t *line = final_line(f, nf, &dec, reps, key);
-		rc = line ? kg_history_append(&s->h, line, e) : kg_err(e, -ENOMEM, "out of memory");
-		json_decref(line);
-		if (rc)
-			return rc;
-	}
-	*final = s->h.finalists;
-	const char *wid = json_string_value(json_object_get(s->h.finalists, "winner"));
-	const struct kg_rec *x = wid ? kg_history_find(&s->h, wid) : NULL;
-	if (x)
-		*w = x;
-	return 0;
-}
-
 int kg_search(const struct kg_search_opts *o, kg_error *e)
 {
 	struct search s0 = {0}, *s = &s0;
@@ -688,13 +446,13 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 	int rc, exit_code = KG_EXIT_USAGE;
 	char path[PATH_MAX], abi[PATH_MAX] = "";
 
-	if ((rc = kg_resolve_policy(o->policy, &s->pol, e)) || (rc = kg_resolve_task(o->task, &s->task, e)) ||
-	    (rc = pick_backend(s, e)))
+	if ((rc = kg_resolve_policy(o->policy, &s->pol, e)) ||
+	    (rc = kg_resolve_task_dims(o->task, o->dims, &s->task, e)) || (rc = pick_backend(s, e)))
 		goto out;
-	outpath(s, path, sizeof(path), "candidates");
+	kg_search_outpath(s, path, sizeof(path), "candidates");
 	if ((rc = kg_mkdirs(path, 0755, e)))
 		goto out;
-	outpath(s, path, sizeof(path), "rounds");
+	kg_search_outpath(s, path, sizeof(path), "rounds");
 	if ((rc = kg_mkdirs(path, 0755, e)) || (rc = check_meta(s, e)))
 		goto out;
 	abi_header(abi, sizeof(abi));
@@ -703,7 +461,7 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 		kg_err(e, -ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = agent_config(s, e)))
+	if ((rc = kg_search_agent_config(s, e)))
 		goto out;
 	struct kg_executor_opts xo = {
 		.name = o->executor,
@@ -717,20 +475,22 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 	exit_code = KG_EXIT_INTERNAL;
 	if ((rc = kg_history_open(&s->h, o->outdir, e)))
 		goto out;
-	say(s, "kgate search: task %s (%s), agent %s, %d rounds x %d ideas x %d candidates, executor %s, output in %s\n",
-	    s->task.name, s->be->name, o->agent, o->rounds, o->branch, o->per_idea, s->x->ops->name, o->outdir);
+	kg_search_say(s,
+		      "kgate search: task %s (%s), agent %s, %d rounds x %d ideas x %d candidates, executor %s, output "
+		      "in %s\n",
+		      s->task.name, s->be->name, o->agent, o->rounds, o->branch, o->per_idea, s->x->ops->name, o->outdir);
 	if (s->h.n)
-		say(s, "resuming: %d candidates already verified%s\n", s->h.n,
-		    s->h.skipped ? " (an unfinished history line was dropped)" : "");
+		kg_search_say(s, "resuming: %d candidates already verified%s\n", s->h.n,
+			      s->h.skipped ? " (an unfinished history line was dropped)" : "");
 
 	int agent_errors = 0;
 	for (int round = 1; round <= o->rounds; round++) {
 		if (s->h.done[round]) {
-			say(s, "round %d: done in an earlier run\n", round);
+			kg_search_say(s, "round %d: done in an earlier run\n", round);
 			continue;
 		}
 		kg_error ae = {0};
-		rc = get_proposals(s, round, &ae);
+		rc = kg_search_get_proposals(s, round, &ae);
 		if (rc && !s->agent) {
 			/* The plugin cannot even be loaded or created: a configuration problem. */
 			kg_err(e, rc, "%s", ae.msg);
@@ -741,7 +501,7 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 			/* A crash, hang or failure of the agent costs this round only. */
 			agent_errors++;
 			fprintf(stderr, "kgate search: round %d: ", round);
-			put_line(stderr, ae.msg, strlen(ae.msg));
+			kg_search_put_line(stderr, ae.msg, strlen(ae.msg));
 			fputc('\n', stderr);
 			json_t *line = json_pack("{s:s,s:i,s:s}", "event", "agent_error", "round", round, "error", ae.msg);
 			if (line && (rc = kg_history_append(&s->h, line, e))) {
@@ -752,7 +512,7 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 			continue;
 		}
 		if (!s->resp->n_candidates) {
-			say(s, "round %d: the agent has nothing more to propose; stopping\n", round);
+			kg_search_say(s, "round %d: the agent has nothing more to propose; stopping\n", round);
 			kgate__v1__propose_response__free_unpacked(s->resp, NULL);
 			s->resp = NULL;
 			break;
@@ -770,24 +530,24 @@ int kg_search(const struct kg_search_opts *o, kg_error *e)
 		const struct kg_rec *best[1];
 		if (kg_history_best(&s->h, best, 1) && strcmp(best[0]->id, s->best_id)) {
 			snprintf(s->best_id, sizeof(s->best_id), "%s", best[0]->id);
-			if ((rc = kg_search_write_winner(o->outdir, s->be, best[0], NULL, e)))
+			if ((rc = kg_search_write_winner(o->outdir, best[0], NULL, e)))
 				goto out;
-			say(s, "round %d: best so far %.12s\n", round, best[0]->id);
+			kg_search_say(s, "round %d: best so far %.12s\n", round, best[0]->id);
 		}
 	}
 
 	const struct kg_rec *best[1];
 	const json_t *final = NULL;
 	int have = kg_history_best(&s->h, best, 1);
-	if (have && (rc = retime(s, &best[0], &final, e)))
+	if (have && (rc = kg_search_retime(s, &best[0], &final, e)))
 		goto out;
 	if (have && (final || strcmp(best[0]->id, s->best_id)) &&
-	    (rc = kg_search_write_winner(o->outdir, s->be, best[0], final, e)))
+	    (rc = kg_search_write_winner(o->outdir, best[0], final, e)))
 		goto out;
-	if ((rc = kg_search_write_html(o->outdir, &s->h, have ? best[0] : NULL, final, s->be, e)))
+	if ((rc = kg_search_write_html(o->outdir, &s->h, have ? best[0] : NULL, final, s->ref_be, e)))
 		goto out;
 	if (!o->quiet)
-		kg_search_summary(stdout, &s->h, have ? best[0] : NULL, final, o->outdir, s->be);
+		kg_search_summary(stdout, &s->h, have ? best[0] : NULL, final, o->outdir);
 	int rejected = 0;
 	for (int i = 0; i < s->h.n; i++)
 		rejected += s->h.recs[i].verdict == KG_REC_REJECTED;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "kg_common.h"
+#include "kg_vocab.h"
 #include "plugins/plugin.h"
 #include "verifier/verify.h"
 
@@ -21,12 +22,14 @@ struct kg_backend; /* verifier/backend.h */
 #define KG_SEARCH_MAX_SETTINGS 64
 
 struct kg_search_opts {
-	const char *task; /* name or manifest path */
+	const char *task; /* name, manifest path, or a KernelBench-format module (PROBLEM.py) */
+	const char *dims; /* a module task's constants, "N=64,D=128" (kg_verify_opts.dims); NULL: its own */
 	const char *agent; /* built-in name or plugin path */
 	const char *outdir;
 	const char *policy; /* NULL: as kgate verify */
 	const char *backend; /* NULL: a GPU backend when a GPU is present and the task has its
-			      * reference (cuda), else cpu (kg_resolve_default_backend) */
+			      * reference (cuda), else cpu (kg_resolve_default_backend). A proposal in
+			      * Python for a module task is a ModelNew, verified as torch whatever this is */
 	enum kg_agent_isolation isolation;
 	const char *host_exe; /* NULL: /proc/self/exe */
 	int agent_timeout_s; /* per propose call, 0: none */
@@ -65,6 +68,8 @@ struct kg_rec {
 	enum kg_rec_verdict verdict;
 	int timed;
 	double speedup, median_ms;
+	enum kg_backend_id backend; /* what it was verified as: the line's "language" (the backend's
+				     * reference key, its file's extension); cpu when none */
 	json_t *j; /* the history line (owned) */
 };
 
@@ -93,19 +98,19 @@ int kg_write_atomic(const char *path, const void *data, size_t len, kg_error *e)
 
 /* ---- what a search leaves (agents/results.c) ---- */
 
-/* OUTDIR/winner<ext> (w's source) and OUTDIR/winner.json (w's history line with its full report,
- * and final, the finalists' re-timing, under "finalists" when not NULL), each replaced atomically. */
-int kg_search_write_winner(const char *outdir, const struct kg_backend *be, const struct kg_rec *w,
-			   const json_t *final, kg_error *e);
+/* OUTDIR/winner<ext> (w's source, the extension of the backend it was verified as) and
+ * OUTDIR/winner.json (w's history line with its full report, and final, the finalists' re-timing,
+ * under "finalists" when not NULL), each replaced atomically. */
+int kg_search_write_winner(const char *outdir, const struct kg_rec *w, const json_t *final, kg_error *e);
 /* OUTDIR/report.html: one self-contained page (inline SVG plot of the speedups per round, the
- * winner's source and verdict, every candidate's verdict and reason codes, the baseline), all
- * candidate and agent text escaped (agents/html.c). */
+ * winner's source and verdict, every candidate's verdict and reason codes, the baseline: the
+ * task's reference for ref_be), all candidate and agent text escaped (agents/html.c). */
 int kg_search_write_html(const char *outdir, const struct kg_history *h, const struct kg_rec *w, const json_t *final,
-			 const struct kg_backend *be, kg_error *e);
+			 const struct kg_backend *ref_be, kg_error *e);
 /* The closing summary: verdicts, candidates per reason code, the winner (w, NULL when none) and,
  * when final is not NULL, its interval and whether it beat the other finalists significantly. */
 void kg_search_summary(FILE *f, const struct kg_history *h, const struct kg_rec *w, const json_t *final,
-		       const char *outdir, const struct kg_backend *be);
+		       const char *outdir);
 
 /* ---- parallel verification (agents/workers.c) ---- */
 

@@ -20,6 +20,7 @@
 #include "agents/executor.h"
 #include "verifier/backend.h"
 #include "verifier/resolve.h"
+#include "verifier/torchtask.h"
 
 #define MAX_SLOTS 256
 #define MAX_REPORT (64u << 20)
@@ -49,6 +50,8 @@ int kg_slurm_script(const struct kg_slurm_job *j, kg_buf *out)
 		rc = quote(out, rep);
 	if (!rc && j->policy && j->policy[0] && !(rc = kg_buf_printf(out, " --policy ")))
 		rc = quote(out, j->policy);
+	if (!rc && j->dims && j->dims[0] && !(rc = kg_buf_printf(out, " --dims ")))
+		rc = quote(out, j->dims);
 	if (!rc && j->iterations >= 0) {
 		snprintf(num, sizeof(num), "%d", j->iterations);
 		rc = kg_buf_printf(out, " --iterations %s", num);
@@ -115,10 +118,10 @@ struct slot {
 };
 
 /* A path kgate verify on a node can open: absolute. Names (a task or policy by name) stay as
- * they are. */
+ * they are; a manifest or a module (PROBLEM.py) in the working directory is a path. */
 static void absolute(const char *in, char *out, size_t outsz)
 {
-	char *r = in && (strchr(in, '/') || strstr(in, ".yaml")) ? realpath(in, NULL) : NULL;
+	char *r = in && (strchr(in, '/') || strstr(in, ".yaml") || kg_task_is_module(in)) ? realpath(in, NULL) : NULL;
 	snprintf(out, outsz, "%s", r ? r : in ? in : "");
 	free(r);
 }
@@ -147,6 +150,7 @@ static int start_job(struct kg_executor *x, const struct kg_verify_opts *base, c
 	struct kg_slurm_job j = {
 		.exe = x->exe,
 		.task = task,
+		.dims = base->dims,
 		.candidate = cand,
 		.policy = base->policy ? pol : NULL,
 		.backend = be->name,

@@ -10,7 +10,6 @@
 
 #include "verifier/prng.h"
 #include "verifier/resolve.h"
-#include "verifier/torchtask.h"
 
 /* The run's key: fresh, or from --seed (a report's 64 hex digits are the key itself; a number is
  * hashed into one, the same for "42" and "0x2a"), and the keys derived from it. */
@@ -90,14 +89,7 @@ int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e
 	memset(p, 0, sizeof(*p));
 	if ((rc = kg_resolve_policy(o->policy, &p->pol, e)))
 		return rc;
-	/* a KernelBench-format module is a task too: derived in its sandbox, its Model the reference */
-	if (kg_task_is_module(o->task))
-		rc = kg_torch_task_load(o->task, o->dims, &p->task, e);
-	else if (o->dims)
-		rc = kg_err(e, -EINVAL, "--dims applies to a PyTorch module task (PROBLEM.py); a manifest has shape sets");
-	else
-		rc = kg_resolve_task(o->task, &p->task, e);
-	if (rc)
+	if ((rc = kg_resolve_task_dims(o->task, o->dims, &p->task, e)))
 		return rc;
 	if ((rc = kg_ufile_read(o->candidate, "candidate", KG_SOURCE_MAX, &p->cand_src, e)))
 		return rc;

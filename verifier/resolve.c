@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sandbox/sandbox.h"
+#include "verifier/torchtask.h"
 
 /* A name, not a path: the search paths are only searched for plain names. */
 static int is_path(const char *s)
@@ -80,6 +81,16 @@ int kg_resolve_task(const char *name_or_path, struct kg_task *t, kg_error *e)
 	}
 	return kg_err(e, -ENOENT, "task '%s' not found (looked in $KGATE_TASKS, $KGATE_HOME/tasks, %s/tasks, ./tasks)",
 		      name_or_path, KG_DATADIR);
+}
+
+int kg_resolve_task_dims(const char *task, const char *dims, struct kg_task *t, kg_error *e)
+{
+	/* a KernelBench-format module is a task too: derived in its sandbox, its Model the reference */
+	if (kg_task_is_module(task))
+		return kg_torch_task_load(task, dims, t, e);
+	if (dims)
+		return kg_err(e, -EINVAL, "--dims applies to a PyTorch module task (PROBLEM.py); a manifest has shape sets");
+	return kg_resolve_task(task, t, e);
 }
 
 struct found {

@@ -18,6 +18,11 @@ int kg_resolve_policy(const char *name_or_path, struct kg_policy *p, kg_error *e
 /* A task by name (the task search path, first match) or manifest path. */
 int kg_resolve_task(const char *name_or_path, struct kg_task *t, kg_error *e);
 
+/* A task as kgate verify and kgate search name it: a KernelBench-format module (PROBLEM.py), derived
+ * with dims (its top-level constants, "N=64,D=128"; NULL: its own), or a name or manifest path as
+ * kg_resolve_task, which takes no dims (-EINVAL). */
+int kg_resolve_task_dims(const char *task, const char *dims, struct kg_task *t, kg_error *e);
+
 /* The task search path in order: $KGATE_TASKS, $KGATE_HOME/tasks, DATADIR/tasks, ./tasks. */
 #define KG_TASK_DIRS_MAX 4
 int kg_task_dirs(char dirs[KG_TASK_DIRS_MAX][4096]);

@@ -295,9 +295,10 @@ int kg_llm_propose(void *agent, const uint8_t *req, size_t len, uint8_t **resp, 
 			continue;
 		}
 		char *srcs[MAX_PER_IDEA];
-		int k = kg_extract_candidates(kg_buf_str(&text), srcs, (int)per);
+		int k = kg_extract_candidates(kg_buf_str(&text), lang, srcs, (int)per);
 		if (!k)
-			kg_buf_printf(&log, "idea %d: no code block defining kg_forward in the answer\n", i + 1);
+			kg_buf_printf(&log, "idea %d: no code block defining %s in the answer\n", i + 1,
+				      lang == KGATE__V1__LANGUAGE__LANGUAGE_PYTHON ? "class ModelNew" : "kg_forward");
 		for (int j = 0; j < k; j++) {
 			if (!(cands[n_cands] = new_candidate(srcs[j], lang, (unsigned)i))) {
 				for (int m = j; m < k; m++)

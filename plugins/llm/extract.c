@@ -1,19 +1,23 @@
 /* Getting code and ideas out of a model's free-form answer. Models fence code inconsistently
- * (```c, ```cuda, ```cpp, no label, ~~~, CRLF, several blocks, an answer cut off inside a fence);
- * this accepts all of those and keeps only blocks that are whole candidates (define kg_forward). */
+ * (```c, ```cuda, ```cpp, ```py, no label, ~~~, CRLF, several blocks, an answer cut off inside a
+ * fence); this accepts all of those and keeps only blocks that are whole candidates (define
+ * kg_forward, or for a ModelNew search a top-level class ModelNew). */
 #include "plugins/llm/llm.h"
 
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Languages whose blocks can be a candidate; anything else (json, bash, text) is prose. */
+/* Labels whose blocks can be a candidate; anything else (json, bash, text) is prose. A ModelNew
+ * module is Python; a C or CUDA candidate is in a C-family block. */
 static const char *const code_langs[] = {"", "c", "cuda", "cu", "cpp", "c++", "cxx", "cc", "h", "hpp", "objc", NULL};
+static const char *const python_langs[] = {"", "python", "py", "python3", "py3", NULL};
 
-static int code_lang(const char *lang)
+static int code_lang(const char *lang, Kgate__V1__Language want)
 {
-	for (int i = 0; code_langs[i]; i++)
-		if (!strcmp(lang, code_langs[i]))
+	const char *const *v = want == KGATE__V1__LANGUAGE__LANGUAGE_PYTHON ? python_langs : code_langs;
+	for (int i = 0; v[i]; i++)
+		if (!strcmp(lang, v[i]))
 			return 1;
 	return 0;
 }
@@ -169,14 +173,34 @@ static int defines_forward(const char *code)
 	return 0;
 }
 
-int kg_extract_candidates(const char *text, char **out, int max)
+/* A top-level `class ModelNew(` or `class ModelNew:` at the start of a line: a module that only
+ * mentions the name, or nests the class, is not a ModelNew module. */
+static int defines_modelnew(const char *code)
+{
+	static const char kw[] = "class ModelNew";
+	for (const char *p = strstr(code, kw); p; p = strstr(p + 1, kw)) {
+		const char *q = p + strlen(kw);
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if ((p == code || p[-1] == '\n') && (*q == '(' || *q == ':'))
+			return 1;
+	}
+	return 0;
+}
+
+static int is_candidate(const char *code, Kgate__V1__Language want)
+{
+	return want == KGATE__V1__LANGUAGE__LANGUAGE_PYTHON ? defines_modelnew(code) : defines_forward(code);
+}
+
+int kg_extract_candidates(const char *text, Kgate__V1__Language lang, char **out, int max)
 {
 	struct kg_code_block *b;
 	int n, k = 0;
 	if (max <= 0 || kg_extract_blocks(text, &b, &n))
 		return 0;
 	for (int i = 0; i < n && k < max; i++) {
-		if (!code_lang(b[i].lang) || !defines_forward(b[i].code))
+		if (!code_lang(b[i].lang, lang) || !is_candidate(b[i].code, lang))
 			continue;
 		/* Identical blocks (a model repeating itself) count once. */
 		int dup = 0;
@@ -188,7 +212,9 @@ int kg_extract_candidates(const char *text, char **out, int max)
 		b[i].code = NULL;
 		k++;
 	}
-	if (n == 0 && text && defines_forward(text) && strstr(text, "#include")) {
+	/* no fence at all: the whole answer, when it is plainly a source file of the language */
+	if (n == 0 && text && is_candidate(text, lang) &&
+	    strstr(text, lang == KGATE__V1__LANGUAGE__LANGUAGE_PYTHON ? "import torch" : "#include")) {
 		char *s = normalize(text);
 		if (s)
 			out[k++] = s;

@@ -23,10 +23,12 @@ struct kg_code_block {
 /* Every fenced block (``` or ~~~, up to 3 spaces of indent, CRLF or LF) in order. */
 int kg_extract_blocks(const char *text, struct kg_code_block **out, int *n);
 void kg_free_blocks(struct kg_code_block *b, int n);
-/* The candidate sources in an answer: fenced blocks in a C-family language (or unlabeled) that
- * define kg_forward; when there is no fence at all, the whole answer if it defines kg_forward.
- * At most max; each malloc'ed into out[]. Returns how many. */
-int kg_extract_candidates(const char *text, char **out, int max);
+/* The candidate sources in an answer for a search in lang: fenced blocks in a C-family language
+ * (or unlabeled) that define kg_forward, or for LANGUAGE_PYTHON Python blocks (or unlabeled) that
+ * define a top-level class ModelNew; when there is no fence at all, the whole answer if it is
+ * one (defines it, and includes a header or imports torch). At most max; each malloc'ed into
+ * out[]. Returns how many. */
+int kg_extract_candidates(const char *text, Kgate__V1__Language lang, char **out, int max);
 /* The ideas in an answer: a JSON array of strings (fenced or bare), else numbered or bulleted
  * lines. At most max, malloc'ed. Returns how many. */
 int kg_extract_ideas(const char *text, char **out, int max);

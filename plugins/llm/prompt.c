@@ -1,6 +1,7 @@
 /* The prompts: what the kernel must compute (manifest, reference, shapes, dtypes, the candidate
- * ABI, the backend) and everything the verifier found about earlier candidates, so that the model
- * learns from compile errors, rejected checks and timings instead of repeating them. */
+ * ABI, the backend; for a ModelNew search, the Model module and KernelBench's contract) and
+ * everything the verifier found about earlier candidates, so that the model learns from compile
+ * errors, rejected checks and timings instead of repeating them. */
 #include "plugins/llm/llm.h"
 
 #include <string.h>
@@ -23,12 +24,41 @@ const char *kg_prompt_system(void)
 
 static const char *lang_name(Kgate__V1__Language l)
 {
-	return l == KGATE__V1__LANGUAGE__LANGUAGE_CUDA ? "CUDA C++ (.cu, compiled with nvcc)" : "C11 (.c, compiled with cc -O2)";
+	return l == KGATE__V1__LANGUAGE__LANGUAGE_CUDA	   ? "CUDA C++ (.cu, compiled with nvcc)"
+	       : l == KGATE__V1__LANGUAGE__LANGUAGE_PYTHON ? "PyTorch (a KernelBench ModelNew module, .py, run by torch)"
+							   : "C11 (.c, compiled with cc -O2)";
 }
 
 static const char *fence(Kgate__V1__Language l)
 {
-	return l == KGATE__V1__LANGUAGE__LANGUAGE_CUDA ? "cuda" : "c";
+	return l == KGATE__V1__LANGUAGE__LANGUAGE_CUDA ? "cuda" : l == KGATE__V1__LANGUAGE__LANGUAGE_PYTHON ? "python" : "c";
+}
+
+/* A task given as a KernelBench-format module: its Model is the reference. */
+static int model_reference(const Kgate__V1__Task *t)
+{
+	return strstr(t->reference_source, "class Model") && strstr(t->reference_source, "def get_inputs");
+}
+
+/* What a ModelNew module must be: KernelBench's contract, with what kgate enforces on it. */
+static void modelnew_section(const Kgate__V1__Task *t, kg_buf *b)
+{
+	kg_buf_printf(b,
+		      "\n## The reference: the Model module (run by torch)\nModelNew must compute what Model.forward "
+		      "computes; its constructor gets get_init_inputs(), its forward get_inputs()'s tensors (new random "
+		      "values on every call).\n```python\n%s\n```\n",
+		      t->reference_source);
+	kg_buf_printf(b,
+		      "\nA candidate is ONE complete Python module that:\n"
+		      "- writes `class ModelNew(nn.Module)` with the same constructor arguments and forward signature as "
+		      "Model, returning what Model.forward returns;\n"
+		      "- may use torch and C++/CUDA through `torch.utils.cpp_extension.load_inline` (kgate compiles the "
+		      "extension itself; extra_cflags limited to -O*, -D*, -std=c++NN, fast math);\n"
+		      "- has parameters and buffers that match the Model's state_dict order and shapes (they get the "
+		      "Model's values);\n"
+		      "- computes every output element on every call from the current inputs, never writes to inputs, keeps "
+		      "no state between calls, starts no threads, opens no files or sockets, and does not call the "
+		      "reference.\n");
 }
 
 static void tensors(kg_buf *b, const char *what, Kgate__V1__TensorSpec **t, size_t n)
@@ -49,8 +79,11 @@ static void task_section(const Kgate__V1__ProposeRequest *r, kg_buf *b)
 		return;
 	}
 	Kgate__V1__Language lang = t->language;
+	int py = lang == KGATE__V1__LANGUAGE__LANGUAGE_PYTHON;
 	kg_buf_printf(b, "# Task: %s\n%s\n\nBackend: %s.\n\n", t->name, t->description, lang_name(lang));
-	kg_buf_printf(b, "Tensors, in the order kg_forward receives them (symbolic shapes):\n");
+	kg_buf_printf(b, py ? "Tensors (symbolic shapes): the activation inputs are forward()'s arguments, in order; "
+			      "inputs of role weight or bias are the Model's parameters and buffers, in state_dict order:\n"
+			    : "Tensors, in the order kg_forward receives them (symbolic shapes):\n");
 	tensors(b, "input", t->inputs, t->n_inputs);
 	tensors(b, "output", t->outputs, t->n_outputs);
 	kg_buf_printf(b, "\nShape sets:");
@@ -66,10 +99,16 @@ static void task_section(const Kgate__V1__ProposeRequest *r, kg_buf *b)
 	if (t->cost_bytes[0] || t->cost_flops[0])
 		kg_buf_printf(b, "Minimum cost per call: bytes %s, flops %s.\n", t->cost_bytes[0] ? t->cost_bytes : "?",
 			      t->cost_flops[0] ? t->cost_flops : "?");
-	kg_buf_printf(b, "\n## Manifest (task.yaml)\n```yaml\n%s\n```\n", t->manifest);
+	/* a task given as a module has no task.yaml: what it says is above, the module below */
+	if (t->manifest[0])
+		kg_buf_printf(b, "\n## Manifest (task.yaml)\n```yaml\n%s\n```\n", t->manifest);
+	if (py) {
+		modelnew_section(t, b);
+		return;
+	}
 	/* a task derived from a KernelBench-format module: its Model is the reference, and the weights
 	 * are inputs the candidate gets after get_inputs()'s tensors, in state_dict order */
-	if (strstr(t->reference_source, "class Model") && strstr(t->reference_source, "def get_inputs"))
+	if (model_reference(t))
 		kg_buf_printf(b,
 			      "\n## Trusted reference implementation (PyTorch module, run by torch)\nkg_forward receives "
 			      "get_inputs()'s tensors first, then the Model's parameters and buffers in state_dict order "
@@ -144,8 +183,11 @@ static void history_section(const Kgate__V1__ProposeRequest *r, kg_buf *b)
 		kg_buf_printf(b, "\n## The fastest accepted candidates so far (improve on these)\n");
 		for (size_t i = 0; i < r->n_seeds; i++) {
 			result_line(b, r->seeds[i]);
+			/* a seed in its own language: a search may verify ModelNew proposals beside C */
 			if (i < MAX_SEED_SOURCES && r->seeds[i]->source[0])
-				kg_buf_printf(b, "```%s\n%s\n```\n", fence(lang), r->seeds[i]->source);
+				kg_buf_printf(b, "```%s\n%s\n```\n",
+					      fence(r->seeds[i]->language ? r->seeds[i]->language : lang),
+					      r->seeds[i]->source);
 		}
 	}
 	if (r->n_history) {

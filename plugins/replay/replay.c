@@ -1,7 +1,7 @@
-/* The `replay` agent: proposes the .c / .cu files of a directory, in name order, as many per round
- * as the round's budget allows, then nothing (which ends the search). For gating code that
- * already exists (a PR's kernels) through the search's bookkeeping, and for tests.
- * Settings: dir (required). */
+/* The `replay` agent: proposes the .c / .cu / .py files of a directory (a .py file is a KernelBench
+ * ModelNew module), in name order, as many per round as the round's budget allows, then nothing
+ * (which ends the search). For gating code that already exists (a PR's kernels) through the
+ * search's bookkeeping, and for tests. Settings: dir (required). */
 #include <dirent.h>
 #include <errno.h>
 #include <kgate/agent.h>
@@ -33,6 +33,15 @@ static int has_ext(const char *name, const char *ext)
 {
 	size_t n = strlen(name), k = strlen(ext);
 	return n > k && !strcmp(name + n - k, ext);
+}
+
+/* A file's language by its extension; UNSPECIFIED: not a candidate. */
+static Kgate__V1__Language language(const char *name)
+{
+	return has_ext(name, ".c")    ? KGATE__V1__LANGUAGE__LANGUAGE_C
+	       : has_ext(name, ".cu") ? KGATE__V1__LANGUAGE__LANGUAGE_CUDA
+	       : has_ext(name, ".py") ? KGATE__V1__LANGUAGE__LANGUAGE_PYTHON
+				      : KGATE__V1__LANGUAGE__LANGUAGE_UNSPECIFIED;
 }
 
 static int by_name(const void *a, const void *b)
@@ -82,7 +91,7 @@ static int create(const uint8_t *config, size_t len, void **agent, char **error)
 	}
 	struct dirent *de;
 	while ((de = readdir(d)) && r->n < MAX_FILES)
-		if (de->d_name[0] != '.' && (has_ext(de->d_name, ".c") || has_ext(de->d_name, ".cu"))) {
+		if (de->d_name[0] != '.' && language(de->d_name) != KGATE__V1__LANGUAGE__LANGUAGE_UNSPECIFIED) {
 			if (!(r->names[r->n] = strdup(de->d_name))) {
 				rc = fail(error, -ENOMEM, "%s", "out of memory");
 				goto out;
@@ -134,7 +143,7 @@ static int propose(void *agent, const uint8_t *req, size_t len, uint8_t **resp, 
 		}
 		kgate__v1__candidate__init(&cands[k]);
 		cands[k].source = sources[k];
-		cands[k].language = has_ext(name, ".cu") ? KGATE__V1__LANGUAGE__LANGUAGE_CUDA : KGATE__V1__LANGUAGE__LANGUAGE_C;
+		cands[k].language = language(name);
 		cands[k].idea = (uint32_t)k;
 		cands[k].name = (char *)name;
 		ideas[k] = (char *)name;
@@ -169,7 +178,7 @@ static const struct kg_agent_plugin plugin = {
 	.abi_minor = KG_AGENT_ABI_MINOR,
 	.struct_size = sizeof(struct kg_agent_plugin),
 	.name = "replay",
-	.description = "candidates from a directory of .c / .cu files",
+	.description = "candidates from a directory of .c / .cu / .py (ModelNew) files",
 	.create = create,
 	.propose = propose,
 	.free_buf = free,

@@ -156,7 +156,9 @@ static int propose(void *agent, const uint8_t *req, size_t len, uint8_t **resp, 
 	if (q->task && q->task->language != KGATE__V1__LANGUAGE__LANGUAGE_UNSPECIFIED && q->task->language != want) {
 		kg_buf_printf(&err, "template %s is %s, but this search verifies %s candidates (--backend %s)",
 			      t->space.name, t->space.cuda ? "CUDA" : "C",
-			      q->task->language == KGATE__V1__LANGUAGE__LANGUAGE_CUDA ? "CUDA" : "C",
+			      q->task->language == KGATE__V1__LANGUAGE__LANGUAGE_CUDA     ? "CUDA"
+			      : q->task->language == KGATE__V1__LANGUAGE__LANGUAGE_PYTHON ? "ModelNew (Python)"
+											  : "C",
 			      t->space.cuda ? "cuda" : "cpu");
 		out.error = (char *)kg_buf_str(&err);
 		goto pack;

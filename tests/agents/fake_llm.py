@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """A real HTTP server on 127.0.0.1 speaking the OpenAI chat-completions and Anthropic Messages
 protocols, for the search integration tests. It answers idea prompts with two ideas and candidate
-prompts with canned sources (honest, broken, hostile) in varied fence styles, injects faults on
+prompts with canned sources (honest, broken, hostile) in varied fence styles (with --modules, a
+prompt that asks for a KernelBench ModelNew gets the directory's softmax_modelnew.py and
+softmax_empty.py in Python fences), injects faults on
 the first requests of each protocol (429 with Retry-After, 500, a response slower than the
 client's timeout, malformed JSON), checks the requests' shape and credentials, and counts
 everything at GET /stats.
 
 usage: fake_llm.py --port-file FILE --candidates DIR [--faults 429,500,slow,malformed]
-                   [--slow-seconds S] [--key KEY] [--dump-prompts DIR]
+                   [--slow-seconds S] [--key KEY] [--dump-prompts DIR] [--modules DIR]
 """
 import argparse
 import json
@@ -30,9 +32,13 @@ class State:
         self.bad_requests = []
         self.feedback_seen = False  # a later round's prompt carried the verifier's findings
         self.key_in_body = False
+        self.modelnew_prompts = 0  # prompts that asked for a KernelBench ModelNew module
         src = args.candidates
         self.sources = {n: open(os.path.join(src, n + ".c")).read()
                         for n in ("honest", "broken", "hostile_zero", "hostile_socket")}
+        if args.modules:
+            for n in ("softmax_modelnew", "softmax_empty"):
+                self.sources[n] = open(os.path.join(args.modules, n + ".py")).read()
 
     def count(self, what):
         self.served[what] = self.served.get(what, 0) + 1
@@ -49,9 +55,18 @@ def answer_for(state, prompt):
     rnd = int(m.group(1)) if m else 0
     if rnd >= 2 and "compile.error" in prompt and "Compiler output" in prompt:
         state.feedback_seen = True
+    s = state.sources
+    if state.args.modules and "`class ModelNew(nn.Module)` with the same constructor arguments" in prompt:
+        state.modelnew_prompts += 1
+        if "distinct ideas" in prompt:
+            return "Two ideas:\n```json\n%s\n```\n" % json.dumps(IDEAS)
+        m = re.search(r"implement this idea\n(.*)\n", prompt)
+        idea = m.group(1) if m else ""
+        if idea == IDEAS[0]:
+            return "The module:\n" + fence("python", s["softmax_modelnew"])
+        return "Skipping work:\n~~~py\n" + s["softmax_empty"] + "~~~\n"
     if "distinct ideas" in prompt:
         return "Two ideas:\n```json\n%s\n```\n" % json.dumps(IDEAS)
-    s = state.sources
     m = re.search(r"implement this idea\n(.*)\n", prompt)
     idea = m.group(1) if m else ""
     if idea == IDEAS[0]:
@@ -90,7 +105,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(404, '{"error": "not found"}')
         with st.lock:
             body = json.dumps({"requests": st.requests, "served": st.served, "bad_requests": st.bad_requests,
-                               "feedback_seen": st.feedback_seen, "key_in_body": st.key_in_body})
+                               "feedback_seen": st.feedback_seen, "key_in_body": st.key_in_body,
+                               "modelnew_prompts": st.modelnew_prompts})
         self.reply(200, body)
 
     def do_POST(self):
@@ -165,6 +181,7 @@ def main():
     ap.add_argument("--slow-seconds", type=float, default=4.0)
     ap.add_argument("--key", default="")
     ap.add_argument("--dump-prompts", default="", help="write each answered prompt into this directory")
+    ap.add_argument("--modules", default="", help="ModelNew modules to answer ModelNew prompts with")
     args = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True

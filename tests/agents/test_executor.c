@@ -154,10 +154,22 @@ static void test_script(void **state)
 	assert_non_null(strstr(s, "'--report' 'json:/shared/out/slurm/x.report.json'"));
 	assert_non_null(strstr(s, " --policy '/etc/kgate/ci.yaml' --iterations 5\n"));
 	assert_null(strstr(s, "--trials"));
+	assert_null(strstr(s, "--dims"));
 	kg_buf_free(&b);
 	j = job(0);
 	assert_int_equal(kg_slurm_script(&j, &b), 0);
 	assert_null(strstr(kg_buf_str(&b), "--gres"));
+	kg_buf_free(&b);
+	/* a module task: its path and dims go to every node's kgate verify, quoted */
+	j = job(0);
+	j.task = "/shared/kb/23_Softmax.py";
+	j.candidate = "/shared/out/candidates/x.py";
+	j.backend = "torch";
+	j.dims = "batch_size=4,dim=64";
+	assert_int_equal(kg_slurm_script(&j, &b), 0);
+	s = kg_buf_str(&b);
+	assert_non_null(strstr(s, "'verify' '/shared/kb/23_Softmax.py' '/shared/out/candidates/x.py' '--backend' 'torch' "));
+	assert_non_null(strstr(s, " --policy '/etc/kgate/ci.yaml' --dims 'batch_size=4,dim=64' --iterations 5\n"));
 	kg_buf_free(&b);
 }
 

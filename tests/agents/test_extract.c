@@ -1,6 +1,7 @@
 /* Unit tests of code and idea extraction from model answers: every fence style models produce,
  * several blocks, prose around them, CRLF, an answer cut off inside a fence, and look-alikes that
- * must not count (inline code, blocks in other languages, code that never defines kg_forward). */
+ * must not count (inline code, blocks in other languages, code that never defines kg_forward);
+ * for a ModelNew search, Python blocks defining a top-level class ModelNew and nothing else. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,8 +16,17 @@
 
 static int extract(const char *text, char **out, int max)
 {
-	return kg_extract_candidates(text, out, max);
+	return kg_extract_candidates(text, KGATE__V1__LANGUAGE__LANGUAGE_C, out, max);
 }
+
+static int extract_py(const char *text, char **out, int max)
+{
+	return kg_extract_candidates(text, KGATE__V1__LANGUAGE__LANGUAGE_PYTHON, out, max);
+}
+
+#define MODELNEW                                                                                               \
+	"import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n" \
+	"        return torch.softmax(x, dim=1)\n"
 
 static void free_all(char **v, int n)
 {
@@ -108,6 +118,43 @@ static void test_no_fence_and_lookalikes(void **state)
 	assert_int_equal(extract(NULL, out, 2), 0);
 }
 
+static void test_modelnew(void **state)
+{
+	(void)state;
+	const char *labels[] = {"python", "py", "Python", "python3", "", "{.python}", "python title=\"m.py\""};
+	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+		char text[1024];
+		snprintf(text, sizeof(text), "Here is ModelNew:\n```%s\n" MODELNEW "```\nDone.", labels[i]);
+		char *out[4];
+		assert_int_equal(extract_py(text, out, 4), 1);
+		assert_string_equal(out[0], MODELNEW);
+		free_all(out, 1);
+		/* a C search takes no Python module */
+		assert_int_equal(extract(text, out, 4), 0);
+	}
+	char *out[4];
+	/* a C block in a ModelNew search is prose, however complete; so is a block with no ModelNew, a
+	 * class that only starts with the name, a nested one, or a mention in a comment */
+	const char *text = "```c\n#include <kgate/kernel.h>\n" FWD "```\n"
+			   "```python\nclass Model(nn.Module):\n    pass\n```\n"
+			   "```python\nclass ModelNewer(nn.Module):\n    pass\n```\n"
+			   "```python\ndef make():\n    class ModelNew(nn.Module):\n        pass\n```\n"
+			   "```python\n# class ModelNew(nn.Module) comes later\n```\n"
+			   "```python\n# one\n" MODELNEW "```\n"
+			   "~~~py\r\n# two\r\nclass ModelNew :\r\n    pass\r\n~~~\r\n"
+			   "```python\n# one\n" MODELNEW "```\n";
+	int n = extract_py(text, out, 4);
+	assert_int_equal(n, 2);
+	assert_non_null(strstr(out[0], "# one\nimport torch"));
+	assert_string_equal(out[1], "# two\nclass ModelNew :\n    pass\n");
+	free_all(out, n);
+	/* no fence: the whole answer when it is a module that imports torch */
+	assert_int_equal(extract_py(MODELNEW, out, 4), 1);
+	free_all(out, 1);
+	assert_int_equal(extract_py("I would write class ModelNew(nn.Module) with a fused kernel.", out, 4), 0);
+	assert_int_equal(extract_py(NULL, out, 4), 0);
+}
+
 static void test_ideas(void **state)
 {
 	(void)state;
@@ -141,6 +188,7 @@ int main(void)
 		cmocka_unit_test(test_several_and_others),
 		cmocka_unit_test(test_crlf_indent_unterminated),
 		cmocka_unit_test(test_no_fence_and_lookalikes),
+		cmocka_unit_test(test_modelnew),
 		cmocka_unit_test(test_ideas),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

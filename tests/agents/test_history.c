@@ -1,7 +1,8 @@
 /* Unit tests of the search's bookkeeping: SHA-256 (content addressing), history lines appended
  * and reloaded, a torn last line from a crash, an infrastructure error giving way to a real
  * verdict, round markers for resuming, the ranking of accepted candidates, history lines that
- * carry the report's own objects, and the task message built for a backend. */
+ * carry the report's own objects, and the task message built for a backend (and for a task given
+ * as a PyTorch module: the module as the reference, ModelNew as the language). */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -87,7 +88,9 @@ static void test_append_reload_best(void **state)
 	append(&h, cand(1, 'd', "error", 0));
 	append(&h, json_pack("{s:s,s:i}", "event", "round", "round", 1));
 	append(&h, cand(2, 'e', "accepted", 0)); /* accepted, untimed: ranks after the timed ones */
-	append(&h, cand(2, 'f', "accepted", 2.0));
+	json_t *py = cand(2, 'f', "accepted", 2.0);
+	json_object_set_new(py, "language", json_string("torch")); /* a ModelNew: winner.py */
+	append(&h, py);
 	kg_history_close(&h);
 
 	assert_int_equal(kg_history_open(&h, dir, &e), 0);
@@ -107,6 +110,9 @@ static void test_append_reload_best(void **state)
 	assert_int_equal(best[3]->id[0], 'e');
 	assert_int_equal(kg_history_best(&h, best, 2), 2);
 	assert_int_equal(best[1]->id[0], 'f');
+	/* what each was verified as, from its line's "language" (none: cpu, as the first searches) */
+	assert_int_equal(best[1]->backend, KG_BACKEND_TORCH);
+	assert_int_equal(best[0]->backend, KG_BACKEND_CPU);
 
 	/* An error verdict gives way to a real one; a second real verdict does not replace the first. */
 	append(&h, cand(3, 'd', "accepted", 10.0));
@@ -316,6 +322,7 @@ static void test_feedback_task(void **state)
 	assert_int_equal(kg_resolve_task("softmax", &t, &e), 0);
 	assert_int_equal(kg_feedback_language(KG_BACKEND_CPU), KGATE__V1__LANGUAGE__LANGUAGE_C);
 	assert_int_equal(kg_feedback_language(KG_BACKEND_CUDA), KGATE__V1__LANGUAGE__LANGUAGE_CUDA);
+	assert_int_equal(kg_feedback_language(KG_BACKEND_TORCH), KGATE__V1__LANGUAGE__LANGUAGE_PYTHON);
 	assert_int_equal(kg_feedback_language(KG_BACKEND_COUNT_), KGATE__V1__LANGUAGE__LANGUAGE_UNSPECIFIED);
 	for (int i = 0; i < KG_BACKEND_COUNT_; i++) {
 		const struct kg_backend *be = kg_backend_get((enum kg_backend_id)i);
@@ -334,6 +341,34 @@ static void test_feedback_task(void **state)
 		json_decref(line);
 		kg_pool_free(&p);
 	}
+}
+
+/* A task given as a PyTorch module (its path is the module, as kg_torch_task_load leaves it): the
+ * module is the reference, there is no task.yaml to send, and a torch search asks for Python. */
+static void test_feedback_module_task(void **state)
+{
+	(void)state;
+	static struct kg_task t;
+	memset(&t, 0, sizeof(t));
+	char *abs = realpath("tests/data/kernelbench/softmax.py", NULL);
+	assert_non_null(abs);
+	snprintf(t.name, sizeof(t.name), "softmax");
+	snprintf(t.path, sizeof(t.path), "%s", abs);
+	snprintf(t.ref[KG_BACKEND_TORCH], sizeof(t.ref[KG_BACKEND_TORCH]), "%s", abs);
+	free(abs);
+	struct kg_pool p = {0};
+	Kgate__V1__Task *m = kg_feedback_task(&p, &t, kg_backend_get(KG_BACKEND_TORCH), "nominal", 0, NULL);
+	assert_non_null(m);
+	assert_int_equal(m->language, KGATE__V1__LANGUAGE__LANGUAGE_PYTHON);
+	assert_non_null(strstr(m->reference_source, "class Model(nn.Module)"));
+	assert_string_equal(m->manifest, "");
+	assert_string_equal(m->reference_cuda, "");
+	/* the same task searched with C candidates: still the module as the reference */
+	m = kg_feedback_task(&p, &t, kg_backend_get(KG_BACKEND_CPU), "nominal", 0, NULL);
+	assert_non_null(m);
+	assert_int_equal(m->language, KGATE__V1__LANGUAGE__LANGUAGE_C);
+	assert_non_null(strstr(m->reference_source, "def get_inputs"));
+	kg_pool_free(&p);
 }
 
 static void test_timing_only(void **state)
@@ -361,6 +396,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_feedback_line, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_feedback_line_verbatim, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_feedback_task, setup, teardown),
+		cmocka_unit_test(test_feedback_module_task),
 		cmocka_unit_test(test_timing_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
