@@ -35,37 +35,116 @@ def dtype_tables():
     return kg, {v: k for k, v in kg.items()}, names
 
 
-def int_assignments(tree):
-    """(name, value node) of each top-level `NAME = <int>`, and of each name of `A, B = <int>, <int>`."""
+# The integer names of a module's top level: literals (`N = 4096`), chains (`height = width = 128`),
+# tuples (`D, H, W = 16, 32, 32`), expressions (`M = 1024 * 2`, `dim = batch * 4`) and names given
+# other names (`groups = in_channels`), evaluated here from the syntax alone (nothing of the module
+# runs). A name bound any other way at the top level (an import, a def, a loop, an if) is not one.
+_INT_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+            ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b, ast.Pow: lambda a, b: a ** b}
+
+
+def _int_value(node, env):
+    """The value of an integer expression over int literals and the names in env, else None."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.Name):
+        return env.get(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _int_value(node.operand, env)
+        return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
+    if isinstance(node, ast.BinOp) and type(node.op) in _INT_OPS:
+        a, b = _int_value(node.left, env), _int_value(node.right, env)
+        if a is None or b is None or (isinstance(node.op, (ast.FloorDiv, ast.Mod)) and b == 0):
+            return None
+        if isinstance(node.op, ast.Pow) and not (0 <= b <= 64 and abs(a) <= 1 << 16):
+            return None  # a size, not a computation
+        r = _INT_OPS[type(node.op)](a, b)
+        return r if abs(r) < 1 << 62 else None
+    return None
+
+
+def _bindings(tg, value):
+    """(name, value node or None) for each name an assignment target binds."""
+    if isinstance(tg, ast.Name):
+        yield tg.id, value
+    elif isinstance(tg, (ast.Tuple, ast.List)):
+        whole = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(tg.elts) and \
+            not any(isinstance(e, ast.Starred) for e in value.elts + tg.elts)
+        for i, e in enumerate(tg.elts):
+            yield from _bindings(e.value if isinstance(e, ast.Starred) else e, value.elts[i] if whole else None)
+
+
+def assigned(node):
+    """(name, value node or None) of a simple top-level assignment, each name of a chain or tuple;
+    None for any other statement."""
+    if isinstance(node, ast.Assign):
+        return [b for tg in node.targets for b in _bindings(tg, node.value)]
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return [(node.target.id, node.value)] if node.value is not None else []
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        return [(node.target.id, ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value))]
+    return None
+
+
+def _bound_elsewhere(node):
+    """Names a top-level statement that is not a simple assignment binds (not inside defs)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in node.names]
+    out, todo = [], [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.append(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append(n.name)
+        elif not isinstance(n, ast.Lambda):
+            todo.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def module_dims(tree):
+    """{name: (value, derived)} of the top-level integer names, in the order they first appear;
+    derived when the last assignment reads another name (`groups = in_channels`): it follows."""
+    env, order, derived = {}, {}, {}
     for node in tree.body:
-        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+        pairs = assigned(node)
+        if pairs is None:
+            for n in _bound_elsewhere(node):
+                env[n] = None
             continue
-        tg, v = node.targets[0], node.value
-        pairs = [(tg, v)]
-        if isinstance(tg, ast.Tuple) and isinstance(v, ast.Tuple) and len(tg.elts) == len(v.elts):
-            pairs = list(zip(tg.elts, v.elts))
-        for t, c in pairs:
-            if isinstance(t, ast.Name) and isinstance(c, ast.Constant) and type(c.value) is int:
-                yield t.id, c
+        vals = [(n, _int_value(v, env) if v is not None else None, v) for n, v in pairs]
+        for n, val, v in vals:  # Python binds after evaluating the whole right side
+            env[n] = val
+            order.setdefault(n, len(order))
+            derived[n] = v is not None and any(isinstance(x, ast.Name) and x.id != n for x in ast.walk(v))
+    names = sorted((n for n in order if type(env.get(n)) is int), key=order.get)
+    return {n: (env[n], derived[n]) for n in names}
 
 
 def int_constants(src):
-    """Top-level integer constants, in order: the dims a user may rewrite."""
-    return {n: c.value for n, c in int_assignments(ast.parse(src))}
+    """Top-level integer names, in order, with their values: the dims a user may set."""
+    return {n: v for n, (v, _) in module_dims(ast.parse(src)).items()}
 
 
 def rewrite(src, dims):
-    """The module with its top-level integer constants set to dims (derived constants follow)."""
+    """The module with its top-level integer names set to dims: each assignment of a name is
+    followed by the name set to its value, so names derived from it follow, and each name of a chain
+    or tuple can be set on its own."""
     tree = ast.parse(src)
-    seen = set()
-    for name, c in int_assignments(tree):
-        if name in dims:
-            c.value = int(dims[name])  # the constant node itself: tuples and plain assignments alike
-            seen.add(name)
-    missing = set(dims) - seen
+    known = module_dims(tree)
+    missing = sorted(set(dims) - set(known))
     if missing:
-        raise Unmappable("--dims names %s, which the module does not assign as a top-level integer" %
-                         ", ".join(sorted(missing)))
+        raise Unmappable("--dims names %s, which the module does not assign as a top-level integer (it "
+                         "assigns %s)" % (", ".join(missing), ", ".join(known) or "none"))
+    body = []
+    for node in tree.body:
+        body.append(node)
+        for n, _ in assigned(node) or []:
+            if n in dims:
+                body.append(ast.Assign([ast.Name(n, ast.Store())], ast.Constant(int(dims[n]))))
+    tree.body = body
     return compile(ast.fix_missing_locations(tree), "<problem>", "exec")
 
 
