@@ -1,7 +1,7 @@
 """kgate's torch reference runner: runs a KernelBench-format module's Model as the trusted reference,
 speaking kgate-run's protocol (runner/wire.h) over the same fds and on the same arena memory (no
-copies in, one copy of each result out). With --derive it prints the task manifest derived from the
-module instead (inputs from get_inputs, then the Model's state_dict, outputs from one forward)."""
+copies in, one copy of each result out). With --derive (or --derive-serve) it hands over to
+torch_derive.py beside it, which derives the task manifest from the module instead."""
 import ast
 import math
 import mmap
@@ -20,7 +20,6 @@ HELLO, LOAD, SETUP, UPLOAD, _RETIRED_FLUSH, RUN, DOWNLOAD, SETTLE, NOP, QUIT = r
 WS_OK, WS_ERROR, WS_NOSYM = 0, 1, 3
 CTL_FD, ARENA_FD, INPUT_FD = 3, 4, 5
 MAX_TENSORS = 8  # KG_MAX_TENSORS: inputs, and outputs, each
-BEGIN, END, FAIL = "--- kgate task ---", "--- end ---", "kgate-derive: "  # verifier/torchtask.c reads these
 
 
 class Unmappable(Exception):
@@ -173,155 +172,6 @@ def flat_outputs(res):
     raise Unmappable("forward returns %s; kgate maps a tensor or a tuple of tensors" % type(res).__name__)
 
 
-def describe(src, dims):
-    """(inputs, outputs) at dims: lists of (name, role, torch dtype, shape)."""
-    import inspect
-    import torch
-
-    ns, model = instantiate(src, dims)
-    torch.manual_seed(0)
-    xs = ns["get_inputs"]()
-    if not isinstance(xs, (list, tuple)) or not all(isinstance(x, torch.Tensor) for x in xs):
-        raise Unmappable("get_inputs() must return a list of tensors (non-tensor inputs are not mapped)")
-    try:
-        params = [p for p in inspect.signature(model.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        argn = [p.name for p in params]
-    except (TypeError, ValueError):
-        argn = []
-    ins = []
-    for i, x in enumerate(xs):
-        name = argn[i] if i < len(argn) else "x%d" % i
-        ins.append((name, "activation", x.dtype, tuple(x.shape)))
-    for k, v in model.state_dict().items():
-        role = "bias" if k.endswith("bias") else "weight"
-        ins.append((k.replace(".", "_"), role, v.dtype, tuple(v.shape)))
-    with torch.no_grad():
-        outs = flat_outputs(model(*xs))
-    return ins, [("y" if len(outs) == 1 else "y%d" % j, "", o.dtype, tuple(o.shape)) for j, o in enumerate(outs)]
-
-
-def infer_exprs(src, base, names):
-    """Each tensor dim as an expression in the constants: literal, or affine in the constants that
-    move it (fitted by moving each by one and checked with all moved at once). A constant that moves
-    some dim in another way is frozen (a literal everywhere, and not varied)."""
-    b_in, b_out = describe(src, base)
-    flat = [s for t in b_in + b_out for s in t[3]]
-    moved = {}
-    for n in names:
-        try:
-            i2, o2 = describe(src, dict(base, **{n: base[n] + 1}))
-            f2 = [s for t in i2 + o2 for s in t[3]]
-        except Exception:  # noqa: BLE001 (a size the module refuses: not a dim we can vary)
-            continue
-        if len(f2) == len(flat):
-            moved[n] = [a - b for a, b in zip(f2, flat)]
-    exprs = [str(v) for v in flat]
-    frozen = set()
-    try:
-        step = {n: 2 for n in moved}
-        i3, o3 = describe(src, dict(base, **{n: base[n] + 2 for n in moved}))
-        f3 = [s for t in i3 + o3 for s in t[3]]
-    except Exception:  # noqa: BLE001
-        f3 = None
-    for k, v in enumerate(flat):
-        terms = [(n, moved[n][k]) for n in moved if moved[n][k]]
-        if not terms:
-            continue
-        c0 = v - sum(a * base[n] for n, a in terms)
-        ok = f3 is not None and len(f3) == len(flat) and f3[k] == v + sum(a * step[n] for n, a in terms)
-        if not ok:
-            frozen.update(n for n, _ in terms)
-            continue
-        e = ""
-        for n, a in terms:
-            sign = "-" if a < 0 else "+"
-            term = n if abs(a) == 1 else "%d*%s" % (abs(a), n)
-            e = (("-" if a < 0 else "") + term) if not e else "%s %s %s" % (e, sign, term)
-        exprs[k] = e if c0 == 0 else "%s %s %d" % (e, "+" if c0 > 0 else "-", abs(c0))
-    # a frozen constant's dims are literals everywhere
-    for k, v in enumerate(flat):
-        if any(n in exprs[k].replace("*", " ").split() for n in frozen):
-            exprs[k] = str(v)
-    return b_in, b_out, exprs, [n for n in names if n in moved and n not in frozen]
-
-
-def derive(path, dims_arg, name):
-    import torch
-
-    src = open(path).read()
-    consts = int_constants(src)
-    dims = dict(consts)
-    for kv in filter(None, (dims_arg or "").split(",")):
-        k, _, v = kv.partition("=")
-        if k.strip() not in consts:
-            raise Unmappable("--dims names %s, which the module does not assign as a top-level integer" % k)
-        dims[k.strip()] = int(v)
-    kg, _, dnames = dtype_tables()
-    ins, outs, exprs, var = infer_exprs(src, dims, list(consts))
-    if len(ins) > MAX_TENSORS or len(outs) > MAX_TENSORS:
-        raise Unmappable("%d inputs (with the Model's parameters and buffers) and %d outputs; kgate maps "
-                         "at most %d of each" % (len(ins), len(outs), MAX_TENSORS))
-    for t in ins + outs:
-        if t[2] not in kg:
-            raise Unmappable("tensor '%s' has dtype %s, which kgate does not map" % (t[0], t[2]))
-        if len(t[3]) < 1 or len(t[3]) > 8:
-            raise Unmappable("tensor '%s' has %d dimensions; kgate maps 1 to 8 (a scalar is not mapped)" %
-                             (t[0], len(t[3])))
-    names = [t[0] for t in ins + outs]
-    if len(set(names)) != len(names):
-        raise Unmappable("two tensors are named alike: %s" % ", ".join(names))
-    named = [kv.split("=")[0].strip() for kv in (dims_arg or "").split(",") if kv]
-    # the task's dims: the constants its shapes are written in, and every one --dims set (the
-    # runner rebuilds the module from the dims of each shape)
-    declared = [n for n in consts if n in named or any(n in e.replace("*", " ").split() for e in exprs)]
-    lines = ["# Derived by kgate from a KernelBench-format module: inputs from get_inputs(), then the",
-             "# Model's parameters and buffers in state_dict order; outputs from one forward call.",
-             "kgate_task: 1", "name: %s" % name,
-             "description: %s (PyTorch Model, the trusted reference)" % name]
-    if declared:
-        lines.append("dims: [%s]" % ", ".join(declared))
-        lines.append("shapes:")
-        shape = ", ".join("%s: %d" % (n, dims[n]) for n in declared)
-        # the module's shape (after --dims) is the base under every policy's shape set
-        lines.append("  nominal: {%s}" % shape)
-        lines.append("  ci: {%s}" % shape)
-        vary = [n for n in var if n in named]
-        if vary:
-            # secret random shapes along the dims the user named, around the values given
-            lines.append("random_shapes:")
-            lines.append("  count: 2")
-            lines.append("  ranges: {%s}" % ", ".join(
-                "%s: [%d, %d]" % (n, max(1, dims[n] // 2), max(1, dims[n] // 2) + max(32, dims[n]))
-                for n in vary))
-    k = 0
-
-    def spec(t, out):
-        nonlocal k
-        shape = exprs[k:k + len(t[3])]
-        k += len(t[3])
-        s = "  - {name: %s, dtype: %s, shape: [%s]" % (t[0], dnames[kg[t[2]]], ", ".join(shape))
-        if not out and t[1] != "activation":
-            s += ", role: %s" % t[1]
-        if out:
-            # what an element may reduce over, at most: every dim but the first (a row of softmax, a
-            # sample of LayerNorm, a matmul row); the tolerance's growth term follows it
-            red = [d if d.replace("_", "").isalnum() else "(%s)" % d for d in shape[1:]] or ["1"]
-            s += ", reduction: %s" % "*".join(red)
-        return s + "}"
-
-    lines.append("inputs:")
-    lines += [spec(t, False) for t in ins]
-    lines.append("outputs:")
-    lines += [spec(t, True) for t in outs]
-    lines.append("tolerance: {atol: 1.0e-5, rtol: 1.0e-4, rms: 1.0e-4}")
-    lines.append("reference:")
-    lines.append("  torch: %s" % os.path.basename(path))
-    lines.append("# order: %s" % ", ".join(names[:len(ins)]))
-    lines.append("# torch %s%s" % (torch.__version__, "" if hasattr(torch, "compile") else " (no torch.compile)"))
-    return "\n".join(lines) + "\n"
-
-
 # ---- the runner ----
 
 class Runner:
@@ -443,19 +293,16 @@ class Runner:
 
 def main(argv):
     warnings.simplefilter("ignore")
-    if len(argv) > 1 and argv[1] == "--derive":
-        dims = argv[argv.index("--dims") + 1] if "--dims" in argv else ""
-        name = argv[argv.index("--name") + 1] if "--name" in argv else "problem"
-        # between markers: the sandbox captures stdout and stderr as one stream
-        try:
-            sys.stdout.write(BEGIN + "\n" + derive(argv[2], dims, name) + END + "\n")
-            return 0
-        except Unmappable as ex:
-            sys.stdout.write("%s%s\n" % (FAIL, ex))
-            return 2
-        except Exception as ex:  # noqa: BLE001 (a module that fails to run: its error, named)
-            sys.stdout.write("%srunning the module failed: %s: %s\n" % (FAIL, type(ex).__name__, ex))
-            return 2
+    if len(argv) > 1 and argv[1].startswith("--derive"):
+        # the derivation of a task lives beside this file (torch_derive.py); the helpers above that
+        # read a module's dims are shared with it, so a task is derived and run from the same reading
+        import importlib.util
+
+        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_derive.py")
+        spec = importlib.util.spec_from_file_location("kgate_torch_derive", here)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod.main(argv, sys.modules[__name__])
     if len(argv) > 1 and argv[1] == "--probe":
         import torch
 
