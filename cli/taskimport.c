@@ -55,7 +55,7 @@ static void imported(struct kg_torch_job *j, size_t i, void *arg)
 		printf("skipped   %s: %s\n", f, why);
 		im->bad++;
 	} else {
-		printf("imported  %s -> %s/task.yaml (%.1f s)\n", f, sub, j->seconds);
+		printf("imported  %s -> %s/task.yaml (%.2f s)\n", f, sub, j->seconds);
 		im->ok++;
 	}
 	fflush(stdout);

@@ -447,6 +447,8 @@ def derive(rt, src, name, dims_arg):
     # derived from another, `groups = in_channels`, follows it)
     # (a manifest's dims are at least one, named in under 32 characters)
     names = [n for n in consts if (not mdims[n][1] or n in named) and dims[n] >= 1 and len(n) < NAME_LEN]
+    # what the module is rebuilt with: those names and any --dims set; a derived name not set follows
+    dims = {n: dims[n] for n in consts if n in names or n in named}
     dv = Deriver(rt, src, name)
     b0 = why = None
     try:
