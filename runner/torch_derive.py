@@ -15,12 +15,13 @@ import time
 import warnings
 
 # the check's forward: all its tensors (inputs, parameters, outputs) at most this many elements
-# when the dims allow (1 MiB of f32 for 2^18); a second try allows LIMIT * 64
+# where the sizes allow (1 MiB of f32), and never more than CAP (where they cannot shrink so far)
 LIMIT = 1 << 18
-CAP = LIMIT * 64  # elements: the largest check's forward, where the sizes cannot shrink further
+CAP = LIMIT * 64
 NAME_LEN, EXPR_LEN, MAX_SYMS = 32, 128, 16  # verifier/task.h: KG_NAME_LEN, KG_EXPR_LEN; expr.h: KG_MAX_SYMS
 SMALL = 4096  # elements: a factory's tensor built for real where a constructor must read it
 BEGIN, END, FAIL = "--- kgate task ---", "--- end ---", "kgate-derive: "  # --derive's markers
+MARK = "--- kgate derive "  # verifier/torchderive.c finds a module's output after it
 STAGES = {"module": "running the module's top level", "inputs": "get_inputs()",
           "init": "building the Model", "forward": "the Model's forward"}
 # torch's factory functions: on the meta device unless told a device (torch 1.13 has no
@@ -347,7 +348,7 @@ class Deriver:
         # then the names no expression follows and the sizes in top-level lists, while meta says the
         # check would be big
         small, full = dict(small, **self.elements), dict(base, **self.elements)
-        dims, n = self.shrink_more(meta, small, [m for m in names if m not in var] + list(self.elements), LIMIT)
+        dims, _ = self.shrink_more(meta, small, [m for m in names if m not in var] + list(self.elements), LIMIT)
         tries = [dims] + ([small] if small != dims else [])
         last = None
         for dims in tries:
@@ -634,6 +635,9 @@ def serve(rt, fd):
         src, buf = _read(fd, int(parts[3]), buf)
         if src is None:
             return 2
+        # where this module's words begin in the process's output (kgate quotes them if it dies)
+        sys.stdout.write("\n%s%s ---\n" % (MARK, parts[1]))
+        sys.stdout.flush()
         ok, text = derive_text(rt, src.decode("utf-8", "replace"), parts[1], "" if parts[2] == "-" else parts[2])
         data = text.encode()
         _write(fd, b"%s %d\n" % (b"ok" if ok else b"fail", len(data)) + data)

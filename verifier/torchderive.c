@@ -82,19 +82,28 @@ static void job_fail(struct kg_torch_job *j, int rc, const char *fmt, ...)
 	j->rc = rc;
 }
 
-/* The last words of an ended process, for a message: the tail of what it printed. */
-static void ended_text(const struct kg_sb_outcome *o, char *out, size_t outsz)
+/* How a process ended, for a message, with the tail of what it printed for the module named
+ * (after torch_derive.py's mark for it; nothing where the output kept does not reach it), or of
+ * all it printed (name NULL). */
+static void ended_text(const struct kg_sb_outcome *o, const char *name, char *out, size_t outsz)
 {
-	const char *txt = o->output ? o->output : "";
+	char mark[128];
+	snprintf(mark, sizeof(mark), "--- kgate derive %s ---\n", name ? name : "");
+	const char *txt = name || !o->output ? "" : o->output; /* a process that did not start: all it said */
+	for (const char *at = o->output && name ? strstr(o->output, mark) : NULL; at; at = strstr(at + 1, mark))
+		txt = at + strlen(mark);
 	size_t n = strlen(txt);
-	snprintf(out, outsz, "%s %s%s%d%s%s", kg_sb_end_name(o->end), o->syscall[0] ? o->syscall : "",
+	while (n && (txt[n - 1] == '\n' || txt[n - 1] == ' '))
+		n--;
+	const char *from = n > 280 ? txt + n - 280 : txt;
+	snprintf(out, outsz, "%s %s%s%d%s%.*s", kg_sb_end_name(o->end), o->syscall[0] ? o->syscall : "",
 		 o->syscall[0] ? ", " : "", o->end == KG_SB_END_SIGNAL ? o->signo : o->exit_code, n ? ": " : "",
-		 n > 280 ? txt + n - 280 : txt);
+		 (int)(txt + n - from), from);
 }
 
 /* Ends the worker's process (kill when kill_now, else after it saw EOF and had time to exit) and
  * returns how it ended in o (its output owned by the caller's copy in text). */
-static void stop(struct worker *w, int kill_now, enum kg_sb_end why, char *text, size_t textsz)
+static void stop(struct worker *w, int kill_now, enum kg_sb_end why, const char *name, char *text, size_t textsz)
 {
 	if (!w->c)
 		return;
@@ -105,7 +114,7 @@ static void stop(struct worker *w, int kill_now, enum kg_sb_end why, char *text,
 	struct kg_sb_outcome o = {0};
 	kg_sb_wait(w->c, &o);
 	if (text)
-		ended_text(&o, text, textsz);
+		ended_text(&o, name, text, textsz);
 	kg_sb_free(w->c);
 	w->c = NULL;
 	if (w->sock >= 0)
@@ -169,7 +178,8 @@ static int start(struct worker *w, kg_error *e)
 	/* a process that stops reading is not waited on for ever */
 	struct timeval tv = {.tv_sec = 30};
 	setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	const char *argv[] = {p->py, "-I", "-B", p->script, "--derive-serve", NULL};
+	/* unbuffered: the words of a module whose process dies are not lost in a buffer */
+	const char *argv[] = {p->py, "-I", "-B", "-u", p->script, "--derive-serve", NULL};
 	static const char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp", "USER=kgate",
 					   "OMP_NUM_THREADS=1", NULL};
 	struct kg_sb_path paths[4];
@@ -212,7 +222,7 @@ static int start(struct worker *w, kg_error *e)
 		return 0;
 	}
 	char text[400];
-	stop(w, rc == -ETIMEDOUT, KG_SB_END_TIMEOUT, text, sizeof(text));
+	stop(w, rc == -ETIMEDOUT, KG_SB_END_TIMEOUT, NULL, text, sizeof(text));
 	return kg_err(e, -ENOENT, "the sandboxed torch process did not start (%s)",
 		      rc == -ETIMEDOUT ? "no word from it in 120 s" : text);
 }
@@ -273,7 +283,7 @@ static void run_job(struct worker *w, struct kg_torch_job *j)
 	} else {
 		/* the process is gone or no longer to be trusted with the next module: replaced */
 		char text[400];
-		stop(w, rc == -ETIMEDOUT || !rc || rc == -EPROTO, KG_SB_END_TIMEOUT, text, sizeof(text));
+		stop(w, rc == -ETIMEDOUT || !rc || rc == -EPROTO, KG_SB_END_TIMEOUT, j->name, text, sizeof(text));
 		if (rc == -ETIMEDOUT)
 			job_fail(j, -ETIMEDOUT, "%s: deriving the task took over %g s (stopped; a module's time bound)",
 				 j->module, p->file_s);
@@ -305,7 +315,7 @@ static void *worker_main(void *arg)
 		}
 		pthread_mutex_unlock(&p->mu);
 	}
-	stop(w, 0, KG_SB_END_KILLED, NULL, 0);
+	stop(w, 0, KG_SB_END_KILLED, NULL, NULL, 0);
 	return NULL;
 }
 
