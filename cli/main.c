@@ -310,7 +310,7 @@ static int cmd_verify(int argc, char **argv)
  * sandboxed torch process and /tmp/kgate-derive-* behind). tasks and validate read files only. */
 static const struct kg_command builtins[] = {
 	{"tasks", NULL, kg_cmd_tasks, 0},
-	{"task", NULL, kg_cmd_task, 1}, /* task import: a sandboxed torch process per module */
+	{"task", NULL, kg_cmd_task, 1}, /* task import: sandboxed torch processes, a few modules each */
 	{"validate", NULL, kg_cmd_validate, 0},
 	{"doctor", NULL, kg_cmd_doctor, 1}, /* a sandboxed /bin/true per profile */
 	{NULL, NULL, NULL, 0},

@@ -37,6 +37,7 @@ install-kgate: all
 	install -m 0755 $(DEVICE_BIN) $(DESTDIR)$(LIBEXECDIR)/kgate-device
 	install -m 0644 runner/torch_runner.py $(DESTDIR)$(LIBEXECDIR)/torch_runner.py
 	install -m 0644 runner/torch_build.py $(DESTDIR)$(LIBEXECDIR)/torch_build.py
+	install -m 0644 runner/torch_derive.py $(DESTDIR)$(LIBEXECDIR)/torch_derive.py
 	install -m 0644 $(KG_INST_HEADERS) $(DESTDIR)$(INCLUDEDIR)/kgate/
 	install -m 0644 include/kgate/kernel.h $(DESTDIR)$(DATADIR)/include/kgate/
 	install -m 0644 policy/default.yaml policy/strict.yaml policy/ci.yaml $(DESTDIR)$(SYSCONFDIR)/

@@ -3,15 +3,14 @@ RUNNER_SRCS := runner/main.c runner/arena.c runner/cpu.c runner/cuda.c runner/fd
 RUNNER_BIN := $(BUILD)/kgate-run
 $(RUNNER_BIN): $(RUNNER_SRCS:%.c=$(BUILD)/%.o) $(SANDBOX_LIB) $(COMMON_LIB)
 	$(CC) $(KG_LDFLAGS) -o $@ $^ $(PKG_LIBS) -ldl -lpthread
-# The torch runner (a Python script speaking kgate-run's protocol) and the ModelNew builder (run in
-# the compile sandbox) live beside kgate-run.
+# The torch runner (a Python script speaking kgate-run's protocol), the derivation of a module's
+# task (torch_derive.py, loaded by the runner's --derive) and the ModelNew builder (torch_build.py,
+# run in the compile sandbox) live beside kgate-run.
 TORCH_RUNNER := $(BUILD)/torch_runner.py
-$(TORCH_RUNNER): runner/torch_runner.py
+TORCH_DERIVE := $(BUILD)/torch_derive.py
+$(BUILD)/torch_%.py: runner/torch_%.py
 	@mkdir -p $(dir $@)
 	cp $< $@
 TORCH_BUILDER := $(BUILD)/torch_build.py
-$(TORCH_BUILDER): runner/torch_build.py
-	@mkdir -p $(dir $@)
-	cp $< $@
-all: $(RUNNER_BIN) $(TORCH_RUNNER) $(TORCH_BUILDER)
+all: $(RUNNER_BIN) $(TORCH_RUNNER) $(TORCH_DERIVE) $(TORCH_BUILDER)
 CPPCHECK_DIRS += runner

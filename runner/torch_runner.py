@@ -1,7 +1,7 @@
 """kgate's torch reference runner: runs a KernelBench-format module's Model as the trusted reference,
 speaking kgate-run's protocol (runner/wire.h) over the same fds and on the same arena memory (no
-copies in, one copy of each result out). With --derive it prints the task manifest derived from the
-module instead (inputs from get_inputs, then the Model's state_dict, outputs from one forward)."""
+copies in, one copy of each result out). With --derive (or --derive-serve) it hands over to
+torch_derive.py beside it, which derives the task manifest from the module instead."""
 import ast
 import math
 import mmap
@@ -20,7 +20,6 @@ HELLO, LOAD, SETUP, UPLOAD, _RETIRED_FLUSH, RUN, DOWNLOAD, SETTLE, NOP, QUIT = r
 WS_OK, WS_ERROR, WS_NOSYM = 0, 1, 3
 CTL_FD, ARENA_FD, INPUT_FD = 3, 4, 5
 MAX_TENSORS = 8  # KG_MAX_TENSORS: inputs, and outputs, each
-BEGIN, END, FAIL = "--- kgate task ---", "--- end ---", "kgate-derive: "  # verifier/torchtask.c reads these
 PROBLEM = "/kgate/lib/problem.py"  # where the sandbox shows the problem module (session_start.c)
 
 
@@ -36,37 +35,116 @@ def dtype_tables():
     return kg, {v: k for k, v in kg.items()}, names
 
 
-def int_assignments(tree):
-    """(name, value node) of each top-level `NAME = <int>`, and of each name of `A, B = <int>, <int>`."""
+# The integer names of a module's top level: literals (`N = 4096`), chains (`height = width = 128`),
+# tuples (`D, H, W = 16, 32, 32`), expressions (`M = 1024 * 2`, `dim = batch * 4`) and names given
+# other names (`groups = in_channels`), evaluated here from the syntax alone (nothing of the module
+# runs). A name bound any other way at the top level (an import, a def, a loop, an if) is not one.
+_INT_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+            ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b, ast.Pow: lambda a, b: a ** b}
+
+
+def _int_value(node, env):
+    """The value of an integer expression over int literals and the names in env, else None."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.Name):
+        return env.get(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _int_value(node.operand, env)
+        return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
+    if isinstance(node, ast.BinOp) and type(node.op) in _INT_OPS:
+        a, b = _int_value(node.left, env), _int_value(node.right, env)
+        if a is None or b is None or (isinstance(node.op, (ast.FloorDiv, ast.Mod)) and b == 0):
+            return None
+        if isinstance(node.op, ast.Pow) and not (0 <= b <= 64 and abs(a) <= 1 << 16):
+            return None  # a size, not a computation
+        r = _INT_OPS[type(node.op)](a, b)
+        return r if abs(r) < 1 << 62 else None
+    return None
+
+
+def _bindings(tg, value):
+    """(name, value node or None) for each name an assignment target binds."""
+    if isinstance(tg, ast.Name):
+        yield tg.id, value
+    elif isinstance(tg, (ast.Tuple, ast.List)):
+        whole = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(tg.elts) and \
+            not any(isinstance(e, ast.Starred) for e in value.elts + tg.elts)
+        for i, e in enumerate(tg.elts):
+            yield from _bindings(e.value if isinstance(e, ast.Starred) else e, value.elts[i] if whole else None)
+
+
+def assigned(node):
+    """(name, value node or None) of a simple top-level assignment, each name of a chain or tuple;
+    None for any other statement."""
+    if isinstance(node, ast.Assign):
+        return [b for tg in node.targets for b in _bindings(tg, node.value)]
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return [(node.target.id, node.value)] if node.value is not None else []
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        return [(node.target.id, ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value))]
+    return None
+
+
+def _bound_elsewhere(node):
+    """Names a top-level statement that is not a simple assignment binds (not inside defs)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in node.names]
+    out, todo = [], [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.append(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append(n.name)
+        elif not isinstance(n, ast.Lambda):
+            todo.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def module_dims(tree):
+    """{name: (value, derived)} of the top-level integer names, in the order they first appear;
+    derived when the last assignment reads another name (`groups = in_channels`): it follows."""
+    env, order, derived = {}, {}, {}
     for node in tree.body:
-        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+        pairs = assigned(node)
+        if pairs is None:
+            for n in _bound_elsewhere(node):
+                env[n] = None
             continue
-        tg, v = node.targets[0], node.value
-        pairs = [(tg, v)]
-        if isinstance(tg, ast.Tuple) and isinstance(v, ast.Tuple) and len(tg.elts) == len(v.elts):
-            pairs = list(zip(tg.elts, v.elts))
-        for t, c in pairs:
-            if isinstance(t, ast.Name) and isinstance(c, ast.Constant) and type(c.value) is int:
-                yield t.id, c
+        vals = [(n, _int_value(v, env) if v is not None else None, v) for n, v in pairs]
+        for n, val, v in vals:  # Python binds after evaluating the whole right side
+            env[n] = val
+            order.setdefault(n, len(order))
+            derived[n] = v is not None and any(isinstance(x, ast.Name) and x.id != n for x in ast.walk(v))
+    names = sorted((n for n in order if type(env.get(n)) is int), key=order.get)
+    return {n: (env[n], derived[n]) for n in names}
 
 
 def int_constants(src):
-    """Top-level integer constants, in order: the dims a user may rewrite."""
-    return {n: c.value for n, c in int_assignments(ast.parse(src))}
+    """Top-level integer names, in order, with their values: the dims a user may set."""
+    return {n: v for n, (v, _) in module_dims(ast.parse(src)).items()}
 
 
 def rewrite(src, dims):
-    """The module with its top-level integer constants set to dims (derived constants follow)."""
+    """The module with its top-level integer names set to dims: each assignment of a name is
+    followed by the name set to its value, so names derived from it follow, and each name of a chain
+    or tuple can be set on its own."""
     tree = ast.parse(src)
-    seen = set()
-    for name, c in int_assignments(tree):
-        if name in dims:
-            c.value = int(dims[name])  # the constant node itself: tuples and plain assignments alike
-            seen.add(name)
-    missing = set(dims) - seen
+    known = module_dims(tree)
+    missing = sorted(set(dims) - set(known))
     if missing:
-        raise Unmappable("--dims names %s, which the module does not assign as a top-level integer" %
-                         ", ".join(sorted(missing)))
+        raise Unmappable("--dims names %s, which the module does not assign as a top-level integer (it "
+                         "assigns %s)" % (", ".join(missing), ", ".join(known) or "none"))
+    body = []
+    for node in tree.body:
+        body.append(node)
+        for n, _ in assigned(node) or []:
+            if n in dims:
+                body.append(ast.Assign([ast.Name(n, ast.Store())], ast.Constant(int(dims[n]))))
+    tree.body = body
     return compile(ast.fix_missing_locations(tree), "<problem>", "exec")
 
 
@@ -93,155 +171,6 @@ def flat_outputs(res):
     if isinstance(res, (tuple, list)) and res and all(isinstance(r, torch.Tensor) for r in res):
         return list(res)
     raise Unmappable("forward returns %s; kgate maps a tensor or a tuple of tensors" % type(res).__name__)
-
-
-def describe(src, dims):
-    """(inputs, outputs) at dims: lists of (name, role, torch dtype, shape)."""
-    import inspect
-    import torch
-
-    ns, model = instantiate(src, dims)
-    torch.manual_seed(0)
-    xs = ns["get_inputs"]()
-    if not isinstance(xs, (list, tuple)) or not all(isinstance(x, torch.Tensor) for x in xs):
-        raise Unmappable("get_inputs() must return a list of tensors (non-tensor inputs are not mapped)")
-    try:
-        params = [p for p in inspect.signature(model.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        argn = [p.name for p in params]
-    except (TypeError, ValueError):
-        argn = []
-    ins = []
-    for i, x in enumerate(xs):
-        name = argn[i] if i < len(argn) else "x%d" % i
-        ins.append((name, "activation", x.dtype, tuple(x.shape)))
-    for k, v in model.state_dict().items():
-        role = "bias" if k.endswith("bias") else "weight"
-        ins.append((k.replace(".", "_"), role, v.dtype, tuple(v.shape)))
-    with torch.no_grad():
-        outs = flat_outputs(model(*xs))
-    return ins, [("y" if len(outs) == 1 else "y%d" % j, "", o.dtype, tuple(o.shape)) for j, o in enumerate(outs)]
-
-
-def infer_exprs(src, base, names):
-    """Each tensor dim as an expression in the constants: literal, or affine in the constants that
-    move it (fitted by moving each by one and checked with all moved at once). A constant that moves
-    some dim in another way is frozen (a literal everywhere, and not varied)."""
-    b_in, b_out = describe(src, base)
-    flat = [s for t in b_in + b_out for s in t[3]]
-    moved = {}
-    for n in names:
-        try:
-            i2, o2 = describe(src, dict(base, **{n: base[n] + 1}))
-            f2 = [s for t in i2 + o2 for s in t[3]]
-        except Exception:  # noqa: BLE001 (a size the module refuses: not a dim we can vary)
-            continue
-        if len(f2) == len(flat):
-            moved[n] = [a - b for a, b in zip(f2, flat)]
-    exprs = [str(v) for v in flat]
-    frozen = set()
-    try:
-        step = {n: 2 for n in moved}
-        i3, o3 = describe(src, dict(base, **{n: base[n] + 2 for n in moved}))
-        f3 = [s for t in i3 + o3 for s in t[3]]
-    except Exception:  # noqa: BLE001
-        f3 = None
-    for k, v in enumerate(flat):
-        terms = [(n, moved[n][k]) for n in moved if moved[n][k]]
-        if not terms:
-            continue
-        c0 = v - sum(a * base[n] for n, a in terms)
-        ok = f3 is not None and len(f3) == len(flat) and f3[k] == v + sum(a * step[n] for n, a in terms)
-        if not ok:
-            frozen.update(n for n, _ in terms)
-            continue
-        e = ""
-        for n, a in terms:
-            sign = "-" if a < 0 else "+"
-            term = n if abs(a) == 1 else "%d*%s" % (abs(a), n)
-            e = (("-" if a < 0 else "") + term) if not e else "%s %s %s" % (e, sign, term)
-        exprs[k] = e if c0 == 0 else "%s %s %d" % (e, "+" if c0 > 0 else "-", abs(c0))
-    # a frozen constant's dims are literals everywhere
-    for k, v in enumerate(flat):
-        if any(n in exprs[k].replace("*", " ").split() for n in frozen):
-            exprs[k] = str(v)
-    return b_in, b_out, exprs, [n for n in names if n in moved and n not in frozen]
-
-
-def derive(path, dims_arg, name):
-    import torch
-
-    src = open(path).read()
-    consts = int_constants(src)
-    dims = dict(consts)
-    for kv in filter(None, (dims_arg or "").split(",")):
-        k, _, v = kv.partition("=")
-        if k.strip() not in consts:
-            raise Unmappable("--dims names %s, which the module does not assign as a top-level integer" % k)
-        dims[k.strip()] = int(v)
-    kg, _, dnames = dtype_tables()
-    ins, outs, exprs, var = infer_exprs(src, dims, list(consts))
-    if len(ins) > MAX_TENSORS or len(outs) > MAX_TENSORS:
-        raise Unmappable("%d inputs (with the Model's parameters and buffers) and %d outputs; kgate maps "
-                         "at most %d of each" % (len(ins), len(outs), MAX_TENSORS))
-    for t in ins + outs:
-        if t[2] not in kg:
-            raise Unmappable("tensor '%s' has dtype %s, which kgate does not map" % (t[0], t[2]))
-        if len(t[3]) < 1 or len(t[3]) > 8:
-            raise Unmappable("tensor '%s' has %d dimensions; kgate maps 1 to 8 (a scalar is not mapped)" %
-                             (t[0], len(t[3])))
-    names = [t[0] for t in ins + outs]
-    if len(set(names)) != len(names):
-        raise Unmappable("two tensors are named alike: %s" % ", ".join(names))
-    named = [kv.split("=")[0].strip() for kv in (dims_arg or "").split(",") if kv]
-    # the task's dims: the constants its shapes are written in, and every one --dims set (the
-    # runner rebuilds the module from the dims of each shape)
-    declared = [n for n in consts if n in named or any(n in e.replace("*", " ").split() for e in exprs)]
-    lines = ["# Derived by kgate from a KernelBench-format module: inputs from get_inputs(), then the",
-             "# Model's parameters and buffers in state_dict order; outputs from one forward call.",
-             "kgate_task: 1", "name: %s" % name,
-             "description: %s (PyTorch Model, the trusted reference)" % name]
-    if declared:
-        lines.append("dims: [%s]" % ", ".join(declared))
-        lines.append("shapes:")
-        shape = ", ".join("%s: %d" % (n, dims[n]) for n in declared)
-        # the module's shape (after --dims) is the base under every policy's shape set
-        lines.append("  nominal: {%s}" % shape)
-        lines.append("  ci: {%s}" % shape)
-        vary = [n for n in var if n in named]
-        if vary:
-            # secret random shapes along the dims the user named, around the values given
-            lines.append("random_shapes:")
-            lines.append("  count: 2")
-            lines.append("  ranges: {%s}" % ", ".join(
-                "%s: [%d, %d]" % (n, max(1, dims[n] // 2), max(1, dims[n] // 2) + max(32, dims[n]))
-                for n in vary))
-    k = 0
-
-    def spec(t, out):
-        nonlocal k
-        shape = exprs[k:k + len(t[3])]
-        k += len(t[3])
-        s = "  - {name: %s, dtype: %s, shape: [%s]" % (t[0], dnames[kg[t[2]]], ", ".join(shape))
-        if not out and t[1] != "activation":
-            s += ", role: %s" % t[1]
-        if out:
-            # what an element may reduce over, at most: every dim but the first (a row of softmax, a
-            # sample of LayerNorm, a matmul row); the tolerance's growth term follows it
-            red = [d if d.replace("_", "").isalnum() else "(%s)" % d for d in shape[1:]] or ["1"]
-            s += ", reduction: %s" % "*".join(red)
-        return s + "}"
-
-    lines.append("inputs:")
-    lines += [spec(t, False) for t in ins]
-    lines.append("outputs:")
-    lines += [spec(t, True) for t in outs]
-    lines.append("tolerance: {atol: 1.0e-5, rtol: 1.0e-4, rms: 1.0e-4}")
-    lines.append("reference:")
-    lines.append("  torch: %s" % os.path.basename(path))
-    lines.append("# order: %s" % ", ".join(names[:len(ins)]))
-    lines.append("# torch %s%s" % (torch.__version__, "" if hasattr(torch, "compile") else " (no torch.compile)"))
-    return "\n".join(lines) + "\n"
 
 
 # ---- the runner ----
@@ -447,19 +376,16 @@ class Runner:
 
 def main(argv):
     warnings.simplefilter("ignore")
-    if len(argv) > 1 and argv[1] == "--derive":
-        dims = argv[argv.index("--dims") + 1] if "--dims" in argv else ""
-        name = argv[argv.index("--name") + 1] if "--name" in argv else "problem"
-        # between markers: the sandbox captures stdout and stderr as one stream
-        try:
-            sys.stdout.write(BEGIN + "\n" + derive(argv[2], dims, name) + END + "\n")
-            return 0
-        except Unmappable as ex:
-            sys.stdout.write("%s%s\n" % (FAIL, ex))
-            return 2
-        except Exception as ex:  # noqa: BLE001 (a module that fails to run: its error, named)
-            sys.stdout.write("%srunning the module failed: %s: %s\n" % (FAIL, type(ex).__name__, ex))
-            return 2
+    if len(argv) > 1 and argv[1].startswith("--derive"):
+        # the derivation of a task lives beside this file (torch_derive.py); the helpers above that
+        # read a module's dims are shared with it, so a task is derived and run from the same reading
+        import importlib.util
+
+        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_derive.py")
+        spec = importlib.util.spec_from_file_location("kgate_torch_derive", here)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod.main(argv, sys.modules[__name__])
     if len(argv) > 1 and argv[1] == "--probe":
         import torch
 

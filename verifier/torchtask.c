@@ -1,6 +1,6 @@
-/* PyTorch tasks (torchtask.h): the torch runner's derive mode run in the torch backend's sandbox on a
- * copy of the module, its manifest read back between markers, and the module staged as the run's
- * reference. The module is trusted as a reference is, and still runs sandboxed: it is Python. */
+/* PyTorch tasks (torchtask.h): a module's manifest derived in the torch backend's sandbox
+ * (torchderive.c), loaded or written beside a copy of the module, and the module staged as the
+ * run's reference. The module is trusted as a reference is, and still runs sandboxed: it is Python. */
 #include "verifier/torchtask.h"
 
 #include <errno.h>
@@ -12,14 +12,9 @@
 #include <unistd.h>
 
 #include "kg_ufile.h"
-#include "sandbox/sandbox.h"
-#include "verifier/backend.h"
-#include "verifier/resolve.h"
 #include "verifier/run.h"
+#include "verifier/torchderive.h"
 
-#define BEGIN "--- kgate task ---\n"
-#define END "--- end ---"
-#define FAIL "kgate-derive: "
 
 int kg_task_is_module(const char *path)
 {
@@ -27,8 +22,7 @@ int kg_task_is_module(const char *path)
 	return n > 3 && !strcmp(path + n - 3, ".py");
 }
 
-/* The module's file name without ".py", in the characters a task name may hold. */
-static void module_name(const char *module, char *out, size_t outsz)
+void kg_torch_task_name(const char *module, char *out, size_t outsz)
 {
 	const char *base = strrchr(module, '/');
 	base = base ? base + 1 : module;
@@ -43,112 +37,23 @@ static void module_name(const char *module, char *out, size_t outsz)
 		snprintf(out, outsz, "problem");
 }
 
-/* --dims as the derive takes it: NAME=INT pairs, comma-separated, nothing else (it becomes argv). */
-static int check_dims(const char *dims, kg_error *e)
-{
-	for (const char *p = dims; *p;) {
-		const char *eq = strchr(p, '='), *end = strchr(p, ',');
-		if (!end)
-			end = p + strlen(p);
-		if (!eq || eq > end || eq == p)
-			return kg_err(e, -EINVAL, "--dims: expected NAME=VALUE[,NAME=VALUE...], got '%s'", dims);
-		for (const char *c = p; c < eq; c++)
-			if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
-				return kg_err(e, -EINVAL, "--dims: '%.*s' is not a Python name", (int)(eq - p), p);
-		if (eq + 1 == end)
-			return kg_err(e, -EINVAL, "--dims: no value for '%.*s'", (int)(eq - p), p);
-		for (const char *c = eq + 1; c < end; c++)
-			if (*c < '0' || *c > '9' || end - eq > 12)
-				return kg_err(e, -EINVAL, "--dims: '%.*s' is not a positive integer", (int)(end - eq - 1),
-					      eq + 1);
-		p = *end ? end + 1 : end;
-	}
-	return 0;
-}
-
 int kg_torch_derive(const char *module, const char *dims, const char *name, kg_buf *yaml, kg_error *e)
 {
-	const struct kg_backend *be = kg_backend_get(KG_BACKEND_TORCH);
-	char py[PATH_MAX], why[160], script[PATH_MAX], modname[64];
-	struct kg_ufile src = {0};
-	int rc;
-	if (dims && (rc = check_dims(dims, e)))
-		return rc;
-	if (kg_path_python(py, sizeof(py), why, sizeof(why)))
-		return kg_err(e, -ENOENT, "%s", why);
-	if (kg_path_runner_script(be->runner_script, script, sizeof(script)))
-		return kg_err(e, -ENOENT, "%s not found beside kgate-run", be->runner_script);
-	/* what runs is what was read: no link, a regular file, capped */
-	if ((rc = kg_ufile_read(module, "module", KG_SOURCE_MAX, &src, e)))
-		return rc;
+	char modname[64];
 	if (!name) {
-		module_name(module, modname, sizeof(modname));
+		kg_torch_task_name(module, modname, sizeof(modname));
 		name = modname;
 	}
-	char tmpl[PATH_MAX], file[PATH_MAX + 80];
-	if ((rc = kg_mkdtemp(tmpl, sizeof(tmpl), "kgate-derive", e))) {
-		kg_ufile_free(&src);
-		return rc;
-	}
-	snprintf(file, sizeof(file), "%s/%s.py", tmpl, name);
-	rc = kg_write_file(file, src.data, src.len, 0644, e);
-	kg_ufile_free(&src);
+	/* one module: the same sandboxed derivation as a directory's, with the bound a single
+	 * derivation always had */
+	struct kg_torch_job j = {.module = module, .name = name};
+	struct kg_torch_derive_opts o = {.dims = dims, .file_s = 600, .workers = 1};
+	int rc = kg_torch_derive_jobs(&j, 1, &o, e);
+	if (!rc && j.rc)
+		rc = kg_err(e, j.rc, "%s", j.msg);
 	if (!rc)
-		chmod(tmpl, 0755);
-	char inside[PATH_MAX];
-	snprintf(inside, sizeof(inside), "/kgate/lib/%s.py", name);
-	const char *argv[] = {py, "-I", "-B", script, "--derive", inside, "--name", name,
-			      "--dims", dims ? dims : "", NULL};
-	static const char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp", "USER=kgate",
-					   "OMP_NUM_THREADS=1", NULL};
-	char prefix[PATH_MAX];
-	struct kg_sb_path paths[3] = {{.host = file, .inside = inside}};
-	int n_paths = 1;
-	kg_python_sandbox_paths(py, script, prefix, sizeof(prefix), paths, &n_paths);
-	struct kg_sb_spec spec = {
-		.profile = KG_SB_PROFILE_RUN,
-		.name = "derive-torch",
-		.argv = argv,
-		.envp = envp,
-		.paths = paths,
-		.n_paths = n_paths,
-		.limits = {.wall_s = 600, .mem_bytes = 16ull << 30, .output_keep = 256 * 1024,
-			   .address_space_unbounded = be->address_space_unbounded},
-		.allow_threads = 1,
-		.stdin_fd = -1,
-		.proc = be->proc,
-		.sys_ro = be->sys_ro,
-		.syscalls = be->syscalls,
-		.readonly_opens = be->readonly_opens,
-	};
-	struct kg_sb_child *c = NULL;
-	struct kg_sb_outcome o = {0};
-	if (!rc && !(rc = kg_sb_spawn(&spec, &c, e)))
-		kg_sb_wait(c, &o);
-	unlink(file);
-	rmdir(tmpl);
-	if (rc) {
-		kg_sb_free(c);
-		return rc;
-	}
-	const char *out = o.output ? o.output : "";
-	const char *b = strstr(out, BEGIN), *f = strstr(out, FAIL), *end = b ? strstr(b, END) : NULL;
-	if (o.end == KG_SB_END_EXIT && !o.exit_code && b && end) {
-		b += strlen(BEGIN);
-		rc = kg_buf_append(yaml, b, (size_t)(end - b));
-	} else if (f) {
-		f += strlen(FAIL);
-		const char *nl = strchr(f, '\n');
-		rc = kg_err(e, -EINVAL, "%s: %.*s", module, (int)(nl ? nl - f : (long)strlen(f)), f);
-	} else {
-		char last[300];
-		size_t n = strlen(out);
-		snprintf(last, sizeof(last), "%s", n > 280 ? out + n - 280 : out);
-		rc = kg_err(e, -EINVAL, "%s: deriving the task failed (%s %s%s%d): %s", module, kg_sb_end_name(o.end),
-			    o.syscall[0] ? o.syscall : "", o.syscall[0] ? ", " : "",
-			    o.end == KG_SB_END_SIGNAL ? o.signo : o.exit_code, last);
-	}
-	kg_sb_free(c);
+		rc = kg_buf_append(yaml, j.yaml.data, j.yaml.len);
+	kg_buf_free(&j.yaml);
 	return rc;
 }
 
@@ -156,7 +61,7 @@ int kg_torch_task_load(const char *module, const char *dims, struct kg_task *t, 
 {
 	kg_buf y = {0};
 	char name[64];
-	module_name(module, name, sizeof(name));
+	kg_torch_task_name(module, name, sizeof(name));
 	int rc = kg_torch_derive(module, dims, name, &y, e);
 	if (rc) {
 		kg_buf_free(&y);
@@ -193,22 +98,17 @@ int kg_torch_task_load(const char *module, const char *dims, struct kg_task *t, 
 	return 0;
 }
 
-int kg_torch_import(const char *module, const char *dims, const char *out_dir, kg_error *e)
+int kg_torch_write_task(const char *module, const char *name, const kg_buf *yaml, const char *out_dir, kg_error *e)
 {
-	kg_buf y = {0};
-	char name[64], yml[PATH_MAX], mod[PATH_MAX];
-	module_name(module, name, sizeof(name));
+	char yml[PATH_MAX + 16], mod[PATH_MAX + 80];
 	struct kg_ufile src = {0};
-	int rc = kg_torch_derive(module, dims, name, &y, e);
-	if (!rc)
-		rc = kg_mkdirs(out_dir, 0755, e);
+	int rc = kg_mkdirs(out_dir, 0755, e);
 	snprintf(yml, sizeof(yml), "%s/task.yaml", out_dir);
 	snprintf(mod, sizeof(mod), "%s/%s.py", out_dir, name);
 	if (!rc && !(rc = kg_ufile_read(module, "module", KG_SOURCE_MAX, &src, e)) &&
 	    !(rc = kg_write_file(mod, src.data, src.len, 0644, e)))
-		rc = kg_write_file(yml, y.data, y.len, 0644, e);
+		rc = kg_write_file(yml, yaml->data, yaml->len, 0644, e);
 	kg_ufile_free(&src);
-	kg_buf_free(&y);
 	return rc;
 }
 

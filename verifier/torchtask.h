@@ -11,15 +11,18 @@ struct kg_run;
 
 /* 1 when path names a Python module (ends in ".py"). */
 int kg_task_is_module(const char *path);
-/* The manifest text derived from module with dims ("N=64,D=128": its top-level integer
- * constants rewritten first; NULL for none), named name. -EINVAL with the reason when the module's
- * task cannot be mapped (exit 2), -ENOENT when no Python with torch is found. yaml is the caller's
- * to free. */
+/* The task's name for module: its file name without ".py", in the characters a name may hold. */
+void kg_torch_task_name(const char *module, char *out, size_t outsz);
+/* The manifest text derived from module with dims ("N=64,D=128": its top-level integer names set
+ * first, the names derived from them following; NULL for none), named name (NULL: from the file's
+ * name). -EINVAL with the reason when the module's task cannot be mapped (exit 2), -ENOENT when no
+ * Python with torch is found. yaml is the caller's to free. */
 int kg_torch_derive(const char *module, const char *dims, const char *name, kg_buf *yaml, kg_error *e);
 /* Derives and loads the task of module (kgate verify PROBLEM.py): its reference is the module. */
 int kg_torch_task_load(const char *module, const char *dims, struct kg_task *t, kg_error *e);
-/* Writes DIR/task.yaml and a copy of the module beside it (kgate task import). */
-int kg_torch_import(const char *module, const char *dims, const char *out_dir, kg_error *e);
+/* kgate task import's writing: yaml (derived, named name) as DIR/task.yaml, and a copy of the module
+ * beside it as DIR/NAME.py. */
+int kg_torch_write_task(const char *module, const char *name, const kg_buf *yaml, const char *out_dir, kg_error *e);
 /* The build phase's stand-in for compiling an interpreted reference: its source, as read, written
  * to the run's work directory for the runner to load. */
 int kg_torch_stage_ref(struct kg_run *r, kg_error *e);

@@ -1,9 +1,9 @@
 #!/bin/sh
 # Integration: signals leave nothing. A running `kgate verify` (SIGINT, SIGTERM, SIGHUP), a
 # running `kgate search` (SIGTERM, SIGINT) and a running `kgate task import` of a PyTorch module
-# (SIGTERM, SIGINT) are interrupted while their sandboxes run: kgate says "interrupted", exits
-# 128+signal (130, 143, 129), and afterwards no process of its tree is alive and its TMPDIR holds
-# no kgate-* directory (kgate 0.1 left kgate-run spinning and /tmp/kgate-*
+# (SIGTERM, SIGINT; of a directory of them, SIGINT) are interrupted while their sandboxes run:
+# kgate says "interrupted", exits 128+signal (130, 143, 129), and afterwards no process of its tree
+# is alive and its TMPDIR holds no kgate-* directory (kgate 0.1 left kgate-run spinning and /tmp/kgate-*
 # behind, and a search ended on SIGINT without a word; kgate 0.2 left the import's sandboxed torch
 # process running, and its /tmp/kgate-derive-*). A `kgate task import` or `kgate verify` killed
 # outright (SIGKILL: nothing of kgate can act) leaves no process either: each sandbox dies with its
@@ -140,7 +140,7 @@ S = ["search", "softmax", "--agent", "replay", "--agent-opt", "dir=tests/agents/
 case("search-term", S + ["--out", os.path.join(tmp, "s1")], signal.SIGTERM)
 case("search-int", S + ["--out", os.path.join(tmp, "s2")], signal.SIGINT)
 # a module whose import takes a minute: the derivation's torch process is running when the signal
-# comes (KernelBench's level files build their models at full size)
+# comes (its top level sleeps)
 slow = os.path.join(tmp, "slow_softmax.py")
 with open(slow, "w") as f, open("tests/data/kernelbench/softmax.py") as src:
     f.write("import time\ntime.sleep(60)\n" + src.read())
@@ -148,6 +148,14 @@ case("import-term", ["task", "import", slow, "--out", os.path.join(tmp, "i1")], 
 case("import-int", ["task", "import", slow, "--out", os.path.join(tmp, "i2")], signal.SIGINT, "torch_runner.py")
 case("import-kill", ["task", "import", slow, "--out", os.path.join(tmp, "i3")], signal.SIGKILL, "torch_runner.py",
      supervised=False)
+# a directory: its derivations run in processes of their own, started from threads
+slowdir = os.path.join(tmp, "slowdir")
+os.makedirs(slowdir)
+for i in range(3):
+    with open(os.path.join(slowdir, "s%d.py" % i), "w") as f, open(slow) as src:
+        f.write(src.read())
+case("import-dir-int", ["task", "import", "--kernelbench", slowdir, "--out", os.path.join(tmp, "i4")], signal.SIGINT,
+     "--derive-serve")
 case("verify-kill", V, signal.SIGKILL, supervised=False)
 sys.exit(1 if fails else 0)
 PY

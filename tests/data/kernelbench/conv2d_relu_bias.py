@@ -1,5 +1,6 @@
 # kgate test problem (KernelBench format, written for kgate): a level-2 block, conv2d, ReLU, plus a
-# learned per-channel bias.
+# learned per-channel bias. Its sizes as level 2's files write them: a chain (height = width), a
+# shape derived from a name (bias_shape).
 import torch
 import torch.nn as nn
 
@@ -22,7 +23,7 @@ class Model(nn.Module):
 batch_size = 128
 in_channels = 3
 out_channels = 16
-height, width = 32, 32
+height = width = 32
 kernel_size = 3
 bias_shape = (out_channels, 1, 1)
 
