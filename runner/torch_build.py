@@ -98,16 +98,35 @@ class Placeholder:
         return not_yet
 
 
+def exec_module(src, name="kgate_candidate", filename="candidate.py"):
+    """The module's source run as a module of its own (torch_runner.py does the same): registered
+    in sys.modules with its source in linecache, so that what reads a function's or a class's
+    source (torch.jit.script, inspect, typing's forward references) finds it."""
+    import linecache
+    import types
+
+    mod = types.ModuleType(name)
+    mod.__file__ = filename
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    sys.modules[name] = mod
+    exec(compile(src, filename, "exec"), mod.__dict__)
+    return mod.__dict__
+
+
 def run_module(path, rec):
     os.environ.setdefault("ROCM_HOME", "/nonexistent")  # else cpp_extension asks a shell for hipcc
     import torch.utils.cpp_extension as ce
 
+    # the module's constants as the run sandbox's runner shows them (torch_runner.py): no ROCm, and
+    # CUDA_HOME only where the toolkit is, so that the top level takes the same branches in both
+    ce.ROCM_HOME = None
+    if ce.CUDA_HOME and not os.path.exists(ce.CUDA_HOME):
+        ce.CUDA_HOME = None
+
     src = open(path).read()
-    code = compile(src, "candidate.py", "exec")
     ce.load_inline = rec.load_inline
     ce.load = rec.load
-    ns = {"__name__": "kgate_candidate"}
-    exec(code, ns)
+    ns = exec_module(src)
     if not isinstance(ns.get("ModelNew"), type):
         raise BuildError("the module defines no class ModelNew (a KernelBench candidate is a ModelNew "
                          "module with the Model's constructor and forward)")

@@ -1,0 +1,38 @@
+#!/bin/sh
+# Integration: KernelBench ModelNew candidates found by red-teaming the torch path (CPU). Honest
+# module patterns kgate once refused (TorchScript made at the top level, names imported from
+# torch.utils.cpp_extension, buffers of the ModelNew's own) are accepted; hostile modules are
+# rejected for their reasons. Candidates: tests/data/kernelbench/cand/rt_*.py, each saying at its
+# top what it does and which verdict is right.
+# Skipped where no Python with torch is found.
+set -u
+. tests/integration/lib.sh
+if ! "$KGATE" doctor 2>/dev/null | grep -q "python    torch: /"; then
+	echo "no Python with torch (scripts/deps.sh installs python3-torch)"
+	exit 77
+fi
+D=tests/data/kernelbench
+C=$D/cand
+SM="--dims batch_size=4,features=64"
+CV="--dims batch_size=2,in_channels=3,out_channels=4,height=10,width=10"
+Q="--policy ci --iterations 0"
+
+# honest: nn.functional, nn.Sequential, a KernelBench answer's layout (Model copy, get_inputs, __main__)
+expect 0 - $D/softmax.py $C/rt_honest_functional.py $SM $Q
+expect 0 - $D/softmax.py $C/rt_honest_kb_layout.py $SM $Q
+# honest: @torch.jit.script at the top level reads the function's source (the module is a module,
+# its source in linecache, in the builder and in the run sandbox)
+expect 0 - $D/softmax.py $C/rt_honest_jit.py $SM $Q
+# honest: CUDA_HOME, include_paths from torch.utils.cpp_extension (the real module, imported in the
+# run sandbox without starting a process)
+expect 0 - $D/softmax.py $C/rt_honest_ce_names.py $SM $Q
+# honest: a persistent buffer of the ModelNew's own, where the Model has no state, and where it
+# shifts the Model's parameters in state_dict order (bound by name then)
+expect 0 - $D/softmax.py $C/rt_honest_buffer.py $SM $Q
+expect 0 - $D/conv2d_relu_bias.py $C/rt_honest_conv_buffer.py $CV $Q
+# a parameter that is bound neither in order nor by name: still named, entry and both shapes
+"$KGATE" verify $D/conv2d_relu_bias.py $C/conv_wrong_params.py $CV $Q >"$tmp/wp.out" 2>&1
+rc=$?
+ok "ModelNew whose parameter shape differs: exit 1 (got $rc)" [ $rc -eq 1 ]
+ok "  the rejection names the entry, both shapes, and the name that is missing" grep -q "state_dict entry 0, bias, is torch.float32 (4,); the Model's is torch.float32 (4, 1, 1).*no entry bias of that shape" "$tmp/wp.out"
+finish
