@@ -1,10 +1,11 @@
 #!/bin/sh
 # Integration: KernelBench ModelNew candidates found by red-teaming the torch path (CPU). Honest
 # module patterns kgate once refused (TorchScript made at the top level, names imported from
-# torch.utils.cpp_extension, buffers of the ModelNew's own) are accepted; hostile modules are
-# rejected for their reasons. Candidates: tests/data/kernelbench/cand/rt_*.py, each saying at its
+# torch.utils.cpp_extension, buffers of the ModelNew's own, extension flags for the ISA and
+# OpenMP) are accepted; hostile modules are rejected for their reasons. Candidates: tests/data/kernelbench/cand/rt_*.py, each saying at its
 # top what it does and which verdict is right.
-# Skipped where no Python with torch is found.
+# Skipped where no Python with torch is found; the load_inline cases where torch's C++ headers are
+# missing.
 set -u
 . tests/integration/lib.sh
 if ! "$KGATE" doctor 2>/dev/null | grep -q "python    torch: /"; then
@@ -35,4 +36,17 @@ expect 0 - $D/conv2d_relu_bias.py $C/rt_honest_conv_buffer.py $CV $Q
 rc=$?
 ok "ModelNew whose parameter shape differs: exit 1 (got $rc)" [ $rc -eq 1 ]
 ok "  the rejection names the entry, both shapes, and the name that is missing" grep -q "state_dict entry 0, bias, is torch.float32 (4,); the Model's is torch.float32 (4, 1, 1).*no entry bias of that shape" "$tmp/wp.out"
+
+# C++ through load_inline (each extension's build takes half a minute on a small machine)
+inc=$(/usr/bin/python3 -c 'import torch.utils.cpp_extension as c, os; print(os.path.isfile(os.path.join(c.include_paths()[0], "torch", "extension.h")))' 2>/dev/null)
+if [ "$inc" = "True" ]; then
+	# honest: two extensions, functions as a dict with docstrings, OpenMP with -fopenmp on both lines
+	expect 0 - $D/softmax.py $C/rt_honest_two_exts.py $SM $Q
+	# honest: the ISA flags AVX2 intrinsics need, and harmless -fPIC -g0 -Wno-*
+	if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+		expect 0 - $D/softmax.py $C/rt_honest_avx_flags.py $SM $Q
+	fi
+else
+	echo "skip load_inline cases: torch's C++ headers are not installed (libtorch-dev)"
+fi
 finish
