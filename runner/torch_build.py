@@ -185,7 +185,7 @@ def build(exts, out, work):
         obj = cpp + ".o"
         cmd = ["c++", "-O3", "-std=c++17", "-fPIC", "-c", "-w"] + defs + incs + e["cflags"] + [cpp, "-o", obj]
         sh(cmd)
-        objs.append(obj)
+        mine = [obj]
         if e["cu"]:
             home = cuda_home()
             if not home:
@@ -199,7 +199,10 @@ def build(exts, out, work):
             cmd = [os.path.join(home, "bin", "nvcc"), "-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-c",
                    "--expt-relaxed-constexpr"] + arch_flags() + defs + incs + e["cuflags"] + [cu, "-o", cobj]
             sh(cmd)
-            objs.append(cobj)
+            mine.append(cobj)
+        # torch's load_inline makes a shared object of each extension, so two of them may each define
+        # a `forward`; in the one kernel.so each extension's own definitions are made local to it
+        objs += [own_symbols(e["name"], mine, work)] if len(exts) > 1 else mine
     libs = ["-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python"]
     if cuda:
         home = cuda_home()
@@ -214,6 +217,30 @@ def build(exts, out, work):
          ["-Wl,-rpath," + d for d in libdirs] + libs + extra
     sh(ld)
     print("kgate-build: %d extension(s) built: %s" % (len(exts), ", ".join(e["name"] for e in exts)))
+
+
+def own_symbols(name, objs, work):
+    """The extension's objects as one relocatable object whose strong definitions (functions and
+    data of its sources, whatever their names) are local to it, PyInit_NAME alone global: two
+    extensions' `forward`s then no longer meet at the link. Weak and COMDAT definitions (inline
+    functions, templates) stay as they are: the linker keeps one copy of each, as it would."""
+    one = os.path.join(work, "%s.ext.o" % name)
+    sh(["ld", "-r", "-o", one] + objs)
+    p = subprocess.run(["nm", "-g", "--defined-only", one], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if p.returncode:
+        raise BuildError("nm %s.ext.o: %s" % (name, p.stdout.decode("utf-8", "replace")[-500:]))
+    keep = "PyInit_%s" % name
+    local = []
+    for line in p.stdout.decode("utf-8", "replace").splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] in "TDBRGS" and f[2] != keep:
+            local.append(f[2])
+    if local:
+        lst = os.path.join(work, "%s.local" % name)
+        with open(lst, "w") as fh:
+            fh.write("\n".join(local) + "\n")
+        sh(["objcopy", "--localize-symbols=" + lst, one])
+    return one
 
 
 def arch_flags():

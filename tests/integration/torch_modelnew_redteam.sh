@@ -68,6 +68,8 @@ inc=$(/usr/bin/python3 -c 'import torch.utils.cpp_extension as c, os; print(os.p
 if [ "$inc" = "True" ]; then
 	# honest: two extensions, functions as a dict with docstrings, OpenMP with -fopenmp on both lines
 	expect 0 - $D/softmax.py $C/rt_honest_two_exts.py $SM $Q
+	# honest: two extensions each defining a C++ `forward` (each one's definitions are its own)
+	expect 0 - $D/softmax.py $C/rt_honest_same_fn_names.py $SM $Q
 	# honest: the ISA flags AVX2 intrinsics need, and harmless -fPIC -g0 -Wno-*
 	if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
 		expect 0 - $D/softmax.py $C/rt_honest_avx_flags.py $SM $Q
