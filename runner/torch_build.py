@@ -15,12 +15,24 @@ import sys
 import sysconfig
 
 # the flags a candidate may add to its extension's compile lines: optimisation, macros, the
-# language level, fast math; anything else (a plugin, a search path, a linker script) is refused
-FLAG_OK = re.compile(r"^(-O[0-3s]|-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?|-std=c\+\+(14|17|20)|"
-                     r"--use_fast_math|-use_fast_math|-lineinfo|-U[A-Za-z_][A-Za-z0-9_]*|-w|-Wall|"
-                     r"--expt-relaxed-constexpr|--expt-extended-lambda|-Xptxas=-v|-ffast-math|"
-                     r"-march=native|-funroll-loops|-fopenmp)$")
-NAME_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+# language level, the instruction set, fast math and the other code-generation switches of the
+# math, warnings, OpenMP; nothing that names a file, a program or a plugin (-B, @file, -include,
+# -fplugin, -wrapper, -specs, -Wl, ... are refused). Not a boundary (the module's top level runs in
+# this process and can start the compiler itself): what keeps an honest module's build ordinary.
+FLAG_OK = re.compile(
+    r"-O[0-3sg]?|-Ofast|-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?|-U[A-Za-z_][A-Za-z0-9_]*|"
+    r"-std=(c|gnu)\+\+(11|14|17|20)|-w|-W[a-z][a-z0-9-]*(=[0-9]+)?|-g[0-3]?|-fPIC|-fpic|-pthread|"
+    r"-march=[a-z0-9_.-]+|-mtune=[a-z0-9_.-]+|-m(no-)?(sse[0-9.a-z]*|ssse3|avx|avx2|avx512[a-z0-9]*|fma|f16c|"
+    r"bmi2?|popcnt|lzcnt|aes|pclmul|vpclmulqdq|gfni|amx-[a-z0-9]+)|-mprefer-vector-width=(128|256|512)|"
+    r"-f(no-)?(fast-math|math-errno|trapping-math|signed-zeros|finite-math-only|unsafe-math-optimizations|"
+    r"associative-math|reciprocal-math|strict-aliasing|omit-frame-pointer|tree-vectorize|tree-loop-vectorize|"
+    r"unroll-loops|unroll-all-loops|peel-loops|inline-functions|openmp-simd|openmp)|-ffp-contract=(fast|on|off)|"
+    r"-fvisibility=(hidden|default)|-fvect-cost-model=(unlimited|dynamic|cheap|very-cheap)|"
+    r"--use_fast_math|-use_fast_math|-lineinfo|--expt-relaxed-constexpr|--expt-extended-lambda|-Xptxas=-v|"
+    r"-fopenmp")
+# what extra_ldflags may hold: OpenMP and the libraries an extension's code may call beside torch
+LDFLAG_OK = re.compile(r"-fopenmp|-pthread|-l(gomp|m|pthread|cublas|cublasLt)|-O[0-3s]?")
+NAME_OK = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 class BuildError(Exception):
@@ -37,9 +49,10 @@ def as_list(v):
 
 def check_flags(flags, what):
     for f in flags:
-        if not isinstance(f, str) or not FLAG_OK.match(f):
+        if not isinstance(f, str) or not FLAG_OK.fullmatch(f):
             raise BuildError("%s flag %r is not one kgate passes to its compiler (allowed: -O*, -D*, -U*, "
-                             "-std=c++NN, fast math, -lineinfo, -fopenmp)" % (what, f))
+                             "-std=, -march=, -m<isa>, -W*, -g, -fPIC, fast math and the math -f switches, "
+                             "-lineinfo, -fopenmp)" % (what, f))
     return list(flags)
 
 
@@ -54,15 +67,20 @@ class Recorder:
                     extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, build_directory=None,
                     verbose=False, with_cuda=None, is_python_module=True, with_pytorch_error_handling=True,
                     keep_intermediates=True, **rest):
-        if not isinstance(name, str) or not NAME_OK.match(name):
+        if not isinstance(name, str) or not NAME_OK.fullmatch(name):
             raise BuildError("load_inline: name %r is not a Python identifier of at most 64 characters" % (name,))
         if any(e["name"] == name for e in self.exts):
             raise BuildError("load_inline: two extensions are named %s" % name)
         if not is_python_module:
             raise BuildError("load_inline(is_python_module=False): kgate builds Python extension modules only")
-        if extra_ldflags or extra_include_paths:
-            raise BuildError("load_inline: extra_ldflags and extra_include_paths are not passed on (the "
-                             "extension links against torch and nothing else)")
+        if extra_include_paths:
+            raise BuildError("load_inline: extra_include_paths are not passed on (an extension sees torch's "
+                             "headers and the system's)")
+        ldflags = [f for f in as_list(extra_ldflags) if f != ""]
+        for f in ldflags:
+            if not isinstance(f, str) or not LDFLAG_OK.fullmatch(f):
+                raise BuildError("load_inline: extra_ldflags entry %r is not passed on (allowed: -fopenmp, "
+                                 "-pthread, -lgomp, -lm, -lpthread, -lcublas, -lcublasLt)" % (f,))
         cpp, cu = as_list(cpp_sources), as_list(cuda_sources)
         if not all(isinstance(s, str) for s in cpp + cu):
             raise BuildError("load_inline: sources must be strings")
@@ -73,12 +91,13 @@ class Recorder:
         else:
             funcs = [(f, f) for f in (functions or [])]
         for f, _ in funcs:
-            if not isinstance(f, str) or not NAME_OK.match(f):
+            if not isinstance(f, str) or not NAME_OK.fullmatch(f):
                 raise BuildError("load_inline: function name %r is not an identifier" % (f,))
         self.exts.append({
             "name": name, "cpp": cpp, "cu": cu, "funcs": funcs,
             "cflags": check_flags(as_list(extra_cflags), "extra_cflags"),
             "cuflags": check_flags(as_list(extra_cuda_cflags), "extra_cuda_cflags"),
+            "ldflags": ldflags,
         })
         return Placeholder(name)
 
@@ -98,16 +117,35 @@ class Placeholder:
         return not_yet
 
 
+def exec_module(src, name="kgate_candidate", filename="candidate.py"):
+    """The module's source run as a module of its own (torch_runner.py does the same): registered
+    in sys.modules with its source in linecache, so that what reads a function's or a class's
+    source (torch.jit.script, inspect, typing's forward references) finds it."""
+    import linecache
+    import types
+
+    mod = types.ModuleType(name)
+    mod.__file__ = filename
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    sys.modules[name] = mod
+    exec(compile(src, filename, "exec"), mod.__dict__)
+    return mod.__dict__
+
+
 def run_module(path, rec):
     os.environ.setdefault("ROCM_HOME", "/nonexistent")  # else cpp_extension asks a shell for hipcc
     import torch.utils.cpp_extension as ce
 
+    # the module's constants as the run sandbox's runner shows them (torch_runner.py): no ROCm, and
+    # CUDA_HOME only where the toolkit is, so that the top level takes the same branches in both
+    ce.ROCM_HOME = None
+    if ce.CUDA_HOME and not os.path.exists(ce.CUDA_HOME):
+        ce.CUDA_HOME = None
+
     src = open(path).read()
-    code = compile(src, "candidate.py", "exec")
     ce.load_inline = rec.load_inline
     ce.load = rec.load
-    ns = {"__name__": "kgate_candidate"}
-    exec(code, ns)
+    ns = exec_module(src)
     if not isinstance(ns.get("ModelNew"), type):
         raise BuildError("the module defines no class ModelNew (a KernelBench candidate is a ModelNew "
                          "module with the Model's constructor and forward)")
@@ -147,7 +185,7 @@ def build(exts, out, work):
         obj = cpp + ".o"
         cmd = ["c++", "-O3", "-std=c++17", "-fPIC", "-c", "-w"] + defs + incs + e["cflags"] + [cpp, "-o", obj]
         sh(cmd)
-        objs.append(obj)
+        mine = [obj]
         if e["cu"]:
             home = cuda_home()
             if not home:
@@ -161,16 +199,48 @@ def build(exts, out, work):
             cmd = [os.path.join(home, "bin", "nvcc"), "-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-c",
                    "--expt-relaxed-constexpr"] + arch_flags() + defs + incs + e["cuflags"] + [cu, "-o", cobj]
             sh(cmd)
-            objs.append(cobj)
+            mine.append(cobj)
+        # torch's load_inline makes a shared object of each extension, so two of them may each define
+        # a `forward`; in the one kernel.so each extension's own definitions are made local to it
+        objs += [own_symbols(e["name"], mine, work)] if len(exts) > 1 else mine
     libs = ["-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python"]
     if cuda:
         home = cuda_home()
         libdirs.append(os.path.join(home, "lib64"))
         libs += ["-lc10_cuda", "-ltorch_cuda", "-lcudart"]
-    ld = ["c++", "-shared", "-o", out] + objs + ["-L" + d for d in libdirs] + \
-         ["-Wl,-rpath," + d for d in libdirs] + libs
+    # OpenMP code needs libgomp on the link line (torch may bring it, or a copy of its own)
+    omp = any("-fopenmp" in e["cflags"] + e["ldflags"] for e in exts)
+    extra = []
+    for e in exts:
+        extra += [f for f in e["ldflags"] if f not in extra]
+    ld = ["c++", "-shared", "-o", out] + (["-fopenmp"] if omp else []) + objs + ["-L" + d for d in libdirs] + \
+         ["-Wl,-rpath," + d for d in libdirs] + libs + extra
     sh(ld)
     print("kgate-build: %d extension(s) built: %s" % (len(exts), ", ".join(e["name"] for e in exts)))
+
+
+def own_symbols(name, objs, work):
+    """The extension's objects as one relocatable object whose strong definitions (functions and
+    data of its sources, whatever their names) are local to it, PyInit_NAME alone global: two
+    extensions' `forward`s then no longer meet at the link. Weak and COMDAT definitions (inline
+    functions, templates) stay as they are: the linker keeps one copy of each, as it would."""
+    one = os.path.join(work, "%s.ext.o" % name)
+    sh(["ld", "-r", "-o", one] + objs)
+    p = subprocess.run(["nm", "-g", "--defined-only", one], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if p.returncode:
+        raise BuildError("nm %s.ext.o: %s" % (name, p.stdout.decode("utf-8", "replace")[-500:]))
+    keep = "PyInit_%s" % name
+    local = []
+    for line in p.stdout.decode("utf-8", "replace").splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] in "TDBRGS" and f[2] != keep:
+            local.append(f[2])
+    if local:
+        lst = os.path.join(work, "%s.local" % name)
+        with open(lst, "w") as fh:
+            fh.write("\n".join(local) + "\n")
+        sh(["objcopy", "--localize-symbols=" + lst, one])
+    return one
 
 
 def arch_flags():

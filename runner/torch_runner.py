@@ -212,6 +212,82 @@ def prebuilt_loader(ext_path):
     return load_inline, load
 
 
+def exec_module(src, name="kgate_candidate", filename="candidate.py"):
+    """The module's source run as a module of its own (as torch_build.py does): registered in
+    sys.modules with its source in linecache, so that what reads a function's or a class's source
+    (torch.jit.script, inspect, typing's forward references) finds it."""
+    import linecache
+    import types
+
+    mod = types.ModuleType(name)
+    mod.__file__ = filename
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    sys.modules[name] = mod
+    exec(compile(src, filename, "exec"), mod.__dict__)
+    return mod.__dict__
+
+
+def real_cpp_extension():
+    """The real torch.utils.cpp_extension, imported in the run sandbox. Its import starts processes
+    (a shell for hipcc and `which` for nvcc unless ROCM_HOME and CUDA_HOME are set, hipify's
+    `hipconfig` always), and a process started here ends the run: both are set first, CUDA_HOME as
+    kgate gives it to the builder (the toolkit's real path), and while it imports, starting a
+    process fails as a missing program does (which each of those callers takes as "none here");
+    what was only a stand-in is None again afterwards, as in the builder."""
+    import importlib
+    import subprocess
+
+    cuda = os.path.realpath(os.environ.get("CUDA_HOME") or "/usr/local/cuda")
+    fake = {"ROCM_HOME": "/nonexistent", "CUDA_HOME": cuda if os.path.exists(cuda) else "/nonexistent"}
+    for k, v in fake.items():
+        os.environ.setdefault(k, v)
+
+    def no_process(*a, **k):
+        raise FileNotFoundError(2, "no processes are started in the run sandbox", a[0] if a else "")
+
+    keep = subprocess.Popen
+    subprocess.Popen = no_process
+    try:
+        ce = importlib.import_module("torch.utils.cpp_extension")
+    finally:
+        subprocess.Popen = keep
+    for k, v in fake.items():
+        if getattr(ce, k, None) == "/nonexistent":
+            setattr(ce, k, None)
+    return ce
+
+
+def cpp_extension_module():
+    """torch.utils.cpp_extension as the candidate sees it: load_inline and load are the caller's;
+    any other name (CUDA_HOME, include_paths, ...) is the real module's, imported on first use
+    (real_cpp_extension: it costs a few tenths of a second, which a module that only calls
+    load_inline is spared)."""
+    import types
+
+    import torch.utils
+
+    name = "torch.utils.cpp_extension"
+    ce = types.ModuleType(name)
+    real = []
+
+    def lazy(attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        if not real:
+            sys.modules.pop(name, None)
+            try:
+                real.append(real_cpp_extension())
+            finally:
+                sys.modules[name] = ce
+                torch.utils.cpp_extension = ce
+        return getattr(real[0], attr)
+
+    ce.__getattr__ = lazy
+    sys.modules[name] = ce
+    torch.utils.cpp_extension = ce
+    return ce
+
+
 class Runner:
     def __init__(self, candidate=False):
         import torch
@@ -221,6 +297,7 @@ class Runner:
         # arguments; the candidate's module gives the class
         self.candidate = candidate
         self.model_cls = None
+        self.model_state = None  # (dims, the Model's state_dict names there): candidate_binding's
         self.kg, self.tdt, _ = dtype_tables()
         self.out_size = os.fstat(ARENA_FD).st_size
         try:
@@ -268,25 +345,58 @@ class Runner:
         sd = self.model.state_dict()
         state = list(sd.keys())
         self.n_x = self.n_in - len(state)
-        if self.n_x < 0:
-            raise Unmappable("the task has %d inputs; the %s has %d parameters and buffers" %
-                             (self.n_in, "ModelNew" if self.candidate else "Model", len(state)))
+        pairs = list(zip(state, self.views[self.n_x:self.n_in]))
         if self.candidate:
-            # a candidate's parameters and buffers take the reference's values in state_dict order:
-            # the same count, each the same shape and dtype
-            for i, (name, v) in enumerate(zip(state, self.views[self.n_x:self.n_in])):
-                if tuple(sd[name].shape) != tuple(v.shape) or sd[name].dtype != v.dtype:
-                    raise Unmappable("ModelNew's state_dict entry %d, %s, is %s %s; the Model's is %s %s "
-                                     "(parameters and buffers are bound in state_dict order)" %
-                                     (i, name, sd[name].dtype, tuple(sd[name].shape), v.dtype, tuple(v.shape)))
+            self.n_x, pairs = self.candidate_binding(sd, dims)
+        elif self.n_x < 0:
+            raise Unmappable("the task has %d inputs; the Model has %d parameters and buffers" % (self.n_in, len(state)))
         # the Model's parameters and buffers become the arena's tensors, in state_dict order
-        for name, v in zip(state, self.views[self.n_x:self.n_in]):
+        for name, v in pairs:
             mod_name, _, attr = name.rpartition(".")
             mod = self.model.get_submodule(mod_name) if mod_name else self.model
             if attr in mod._parameters:
                 mod._parameters[attr].data = v
             else:
                 mod._buffers[attr] = v
+
+    def candidate_binding(self, sd, dims):
+        """(the count of the forward's inputs, [(ModelNew's state_dict name, arena tensor)]): the
+        task's tensors after the forward's inputs are the Model's parameters and buffers, in its
+        state_dict order. They bind to ModelNew's in state_dict order where ModelNew's state is as
+        long and each entry the same shape and dtype; else by name, where ModelNew has every one of
+        the Model's entries under its name (its other entries, buffers of its own, stay its own);
+        else the task cannot run it, and the first entry that fails is named."""
+        views = self.views[:self.n_in]
+
+        def fits(name, v):
+            return tuple(sd[name].shape) == tuple(v.shape) and sd[name].dtype == v.dtype
+
+        state = list(sd.keys())
+        n_x = self.n_in - len(state)
+        first = None
+        if n_x < 0:
+            first = "the task has %d inputs; the ModelNew has %d parameters and buffers" % (self.n_in, len(state))
+        else:
+            for i, (name, v) in enumerate(zip(state, views[n_x:])):
+                if not fits(name, v):
+                    first = ("ModelNew's state_dict entry %d, %s, is %s %s; the Model's is %s %s" %
+                             (i, name, sd[name].dtype, tuple(sd[name].shape), v.dtype, tuple(v.shape)))
+                    break
+            if first is None:
+                return n_x, list(zip(state, views[n_x:]))
+        # by name: the Model's own entries at these dims (built here, once a shape, then dropped)
+        if self.model_state is None or self.model_state[0] != dims:
+            _, m = instantiate(self.problem_src, dims)
+            self.model_state = (dims, list(m.state_dict().keys()))
+            del m
+        names = self.model_state[1]
+        m_x = self.n_in - len(names)
+        bad = [n for n, v in zip(names, views[max(m_x, 0):]) if n not in sd or not fits(n, v)]
+        if m_x >= 0 and not bad:
+            return m_x, list(zip(names, views[m_x:]))
+        why = "ModelNew has no entry %s of that shape and dtype" % bad[0] if bad else "the Model has more"
+        raise Unmappable("%s (parameters and buffers are bound in state_dict order, or by name where ModelNew "
+                         "has each of the Model's: %s)" % (first, why))
 
     def run(self):
         torch = self.torch
@@ -306,22 +416,11 @@ class Runner:
     def load_candidate(self, path):
         """The candidate's module run once, its load_inline served from the prebuilt extensions
         beside it (kernel.so), and the problem module read for the constructor's arguments."""
-        import types
-
-        import torch.utils
-
         with open(PROBLEM) as fh:
             self.problem_src = fh.read()
-        # torch.utils.cpp_extension as the candidate sees it: load_inline serves the prebuilt
-        # extensions. The real module is not imported here: importing it runs hipconfig and which
-        # (and a process started here ends the run), and nothing in it is needed at run time.
-        ce = types.ModuleType("torch.utils.cpp_extension")
+        ce = cpp_extension_module()
         ce.load_inline, ce.load = prebuilt_loader(os.path.join(os.path.dirname(path), "kernel.so"))
-        sys.modules["torch.utils.cpp_extension"] = ce
-        torch.utils.cpp_extension = ce
-        ns = {"__name__": "kgate_candidate"}
-        exec(compile(self.src, "candidate.py", "exec"), ns)
-        cls = ns.get("ModelNew")
+        cls = exec_module(self.src).get("ModelNew")
         if not isinstance(cls, type):
             raise Unmappable("the candidate defines no class ModelNew")
         self.model_cls = cls
