@@ -1,8 +1,10 @@
 """kgate's builder for a KernelBench ModelNew candidate (a Python module), run in the compile sandbox
 as a C candidate's compiler is: `torch_build.py /work/kernel.py /work/kernel.so [FLAG...]`.
 
-It runs the module's top-level code once with torch.utils.cpp_extension's load_inline replaced by a
-recorder, so that every extension the module asks for is built here, by kgate's own compiler command
+It runs the module's top-level code once, in a child process that can write no file and has a
+bounded time, with torch.utils.cpp_extension's load_inline replaced by a recorder; the child hands
+the extensions it asked for over a pipe, this process (where no code of the candidate's ran) checks
+them again, and every extension the module asks for is built here, by kgate's own compiler command
 (the C++ compiler, and nvcc for CUDA sources, with flags from a short list), and never by the
 candidate's code in the run sandbox, which then loads the prebuilt module by name (torch_runner.py).
 All of a module's extensions go into the one shared object kernel.so, each as the Python module its
@@ -33,6 +35,10 @@ FLAG_OK = re.compile(
 # what extra_ldflags may hold: OpenMP and the libraries an extension's code may call beside torch
 LDFLAG_OK = re.compile(r"-fopenmp|-pthread|-l(gomp|m|pthread|cublas|cublasLt)|-O[0-3s]?")
 NAME_OK = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+MODULE_CPU_S = 120  # the module's top level: CPU seconds, and wall seconds, it may take
+MODULE_WALL_S = 180
+RECORD_MAX = 16 << 20  # bytes of sources and flags it may hand over
+MAX_EXTS = 16
 
 
 class BuildError(Exception):
@@ -56,6 +62,36 @@ def check_flags(flags, what):
     return list(flags)
 
 
+def normalize(name, cpp_sources, cuda_sources, functions, extra_cflags, extra_cuda_cflags, extra_ldflags):
+    """One load_inline call's extension as plain data, every part checked: what the module's process
+    sends the builder's, which checks it again (that process ran the candidate's code)."""
+    if not isinstance(name, str) or not NAME_OK.fullmatch(name):
+        raise BuildError("load_inline: name %r is not a Python identifier of at most 64 characters" % (name,))
+    ldflags = [f for f in as_list(extra_ldflags) if f != ""]
+    for f in ldflags:
+        if not isinstance(f, str) or not LDFLAG_OK.fullmatch(f):
+            raise BuildError("load_inline: extra_ldflags entry %r is not passed on (allowed: -fopenmp, "
+                             "-pthread, -lgomp, -lm, -lpthread, -lcublas, -lcublasLt)" % (f,))
+    cpp, cu = as_list(cpp_sources), as_list(cuda_sources)
+    if not all(isinstance(s, str) for s in cpp + cu):
+        raise BuildError("load_inline: sources must be strings")
+    if isinstance(functions, str):
+        functions = [functions]
+    if isinstance(functions, dict):
+        funcs = list(functions.items())
+    else:
+        funcs = [(f, f) for f in (functions or [])]
+    for f, doc in funcs:
+        if not isinstance(f, str) or not NAME_OK.fullmatch(f):
+            raise BuildError("load_inline: function name %r is not an identifier" % (f,))
+    return {
+        "name": name, "cpp": cpp, "cu": cu, "funcs": [[f, str(doc)] for f, doc in funcs],
+        "cflags": check_flags(as_list(extra_cflags), "extra_cflags"),
+        "cuflags": check_flags(as_list(extra_cuda_cflags), "extra_cuda_cflags"),
+        "ldflags": ldflags,
+    }
+
+
 class Recorder:
     """Stands in for load_inline while the module's top level runs: records the extension and
     returns a stand-in module, whose functions are not callable while building."""
@@ -76,29 +112,8 @@ class Recorder:
         if extra_include_paths:
             raise BuildError("load_inline: extra_include_paths are not passed on (an extension sees torch's "
                              "headers and the system's)")
-        ldflags = [f for f in as_list(extra_ldflags) if f != ""]
-        for f in ldflags:
-            if not isinstance(f, str) or not LDFLAG_OK.fullmatch(f):
-                raise BuildError("load_inline: extra_ldflags entry %r is not passed on (allowed: -fopenmp, "
-                                 "-pthread, -lgomp, -lm, -lpthread, -lcublas, -lcublasLt)" % (f,))
-        cpp, cu = as_list(cpp_sources), as_list(cuda_sources)
-        if not all(isinstance(s, str) for s in cpp + cu):
-            raise BuildError("load_inline: sources must be strings")
-        if isinstance(functions, str):
-            functions = [functions]
-        if isinstance(functions, dict):
-            funcs = list(functions.items())
-        else:
-            funcs = [(f, f) for f in (functions or [])]
-        for f, _ in funcs:
-            if not isinstance(f, str) or not NAME_OK.fullmatch(f):
-                raise BuildError("load_inline: function name %r is not an identifier" % (f,))
-        self.exts.append({
-            "name": name, "cpp": cpp, "cu": cu, "funcs": funcs,
-            "cflags": check_flags(as_list(extra_cflags), "extra_cflags"),
-            "cuflags": check_flags(as_list(extra_cuda_cflags), "extra_cuda_cflags"),
-            "ldflags": ldflags,
-        })
+        self.exts.append(normalize(name, cpp_sources, cuda_sources, functions, extra_cflags, extra_cuda_cflags,
+                                   extra_ldflags))
         return Placeholder(name)
 
     def load(self, *a, **k):
@@ -149,6 +164,124 @@ def run_module(path, rec):
     if not isinstance(ns.get("ModelNew"), type):
         raise BuildError("the module defines no class ModelNew (a KernelBench candidate is a ModelNew "
                          "module with the Model's constructor and forward)")
+
+
+def landlock_no_writes():
+    """Landlock with every write right handled and none granted: this process and its children can
+    create, change, rename or remove no file anywhere. False where the kernel has no Landlock."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    create, restrict = 444, 446  # the same number on every architecture
+    abi = libc.syscall(ctypes.c_long(create), None, ctypes.c_long(0), ctypes.c_long(1))
+    if abi < 1:
+        return False
+    access = 0
+    for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12):  # write a file; remove and make every kind of node
+        access |= 1 << bit
+    if abi >= 2:
+        access |= 1 << 13  # refer (link and rename across directories)
+    if abi >= 3:
+        access |= 1 << 14  # truncate
+    attr = ctypes.c_uint64(access)
+    fd = libc.syscall(ctypes.c_long(create), ctypes.byref(attr), ctypes.c_long(8), ctypes.c_long(0))
+    if fd < 0:
+        return False
+    ok = libc.syscall(ctypes.c_long(restrict), ctypes.c_long(fd), ctypes.c_long(0)) == 0
+    os.close(fd)
+    return ok
+
+
+def record_child(path, w):
+    """In a child of its own: the module's top level, unable to write a byte of any file (RLIMIT_FSIZE
+    0 and Landlock) and bounded in CPU time; what it asked load_inline for goes to the parent."""
+    import json
+    import resource
+    import signal
+
+    try:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the bound fails, not the process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_CPU, (MODULE_CPU_S, MODULE_CPU_S))
+        landlock_no_writes()
+        rec = Recorder()
+        run_module(path, rec)
+        out = {"exts": rec.exts}
+    except BuildError as ex:
+        out = {"error": str(ex)}
+    except SyntaxError as ex:
+        out = {"error": "the module does not parse: %s (line %s)" % (ex.msg, ex.lineno)}
+    except BaseException as ex:  # noqa: BLE001 (the module's own failure, named)
+        out = {"error": "running the module's top level failed: %s: %s" % (type(ex).__name__, ex)}
+    try:
+        data = json.dumps(out).encode()
+    except (TypeError, ValueError) as ex:
+        data = json.dumps({"error": "load_inline's arguments are not plain strings: %s" % ex}).encode()
+    sys.stdout.flush()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(w, view):]
+    os._exit(0)
+
+
+def record(path):
+    """The extensions the module asks for: its top level run in a confined child (record_child), its
+    answer read within a deadline and checked again here, where no code of the candidate's ran."""
+    import json
+    import select
+    import signal
+    import time
+
+    r, w = os.pipe()
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        record_child(path, w)
+    os.close(w)
+    buf, deadline = bytearray(), time.monotonic() + MODULE_WALL_S
+    try:
+        while len(buf) <= RECORD_MAX:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([r], [], [], left)[0]:
+                raise BuildError("the module's top level ran past %d s" % MODULE_WALL_S)
+            chunk = os.read(r, 1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+        else:
+            raise BuildError("the module asked for more than %d MiB of sources" % (RECORD_MAX >> 20))
+    finally:
+        os.close(r)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _, status = os.waitpid(pid, 0)
+    try:
+        got = json.loads(bytes(buf).decode())
+    except ValueError:
+        raise BuildError("the module's top level ended its process (wait status %d) before saying what it "
+                         "builds" % status) from None
+    if not isinstance(got, dict):
+        raise BuildError("the module's process answered nonsense")
+    if "error" in got:
+        raise BuildError(str(got["error"]))
+    exts = got.get("exts")
+    if not isinstance(exts, list) or len(exts) > MAX_EXTS:
+        raise BuildError("a module builds at most %d extensions" % MAX_EXTS)
+    names, out = set(), []
+    for e in exts:
+        if not isinstance(e, dict) or not isinstance(e.get("funcs"), list) or \
+                not all(isinstance(f, list) and len(f) == 2 for f in e["funcs"]):
+            raise BuildError("the module's process answered nonsense")
+        n = normalize(e.get("name"), e.get("cpp"), e.get("cu"), dict((str(a), b) for a, b in e["funcs"]),
+                      e.get("cflags"), e.get("cuflags"), e.get("ldflags"))
+        if n["name"] in names:
+            raise BuildError("load_inline: two extensions are named %s" % n["name"])
+        names.add(n["name"])
+        out.append(n)
+    return out
 
 
 def cuda_home():
@@ -265,15 +398,14 @@ def main(argv):
     if len(argv) < 3:
         print("usage: torch_build.py MODULE.py OUT.so [FLAG...]")
         return 2
-    rec = Recorder()
     try:
         # kgate's --flag (the policy allowed them): on every extension's compile lines
         extra = check_flags(argv[3:], "--flag")
-        run_module(argv[1], rec)
-        for e in rec.exts:
+        exts = record(argv[1])
+        for e in exts:
             e["cflags"] += extra
             e["cuflags"] += extra
-        build(rec.exts, argv[2], os.path.dirname(os.path.abspath(argv[2])))
+        build(exts, argv[2], os.path.dirname(os.path.abspath(argv[2])))
     except BuildError as ex:
         print("kgate-build: %s" % ex)
         return 1

@@ -299,13 +299,19 @@ SB_CHILD static void nest_landlock(void)
 
 /* The address-space bound, set once nothing more needs mapping before execve replaces the
  * (shared) address space with the program's own. A GPU driver reserves huge ranges (its spec says
- * address_space_unbounded) and ASan's shadow needs terabytes, so those go without. */
+ * address_space_unbounded) and ASan's shadow needs terabytes, so those go without; an interpreter's
+ * reservations are huge too, but its data is not, and RLIMIT_DATA bounds that (data_bounded). */
 SB_CHILD static void as_limit(struct cstate *st, const struct sb_plan *p)
 {
 	const struct kg_sb_limits *l = &p->lim;
-	if (!l->mem_bytes || l->address_space_unbounded || p->sanitize)
+	if (!l->mem_bytes || l->mem_bytes == KG_SB_MEM_UNBOUNDED || p->sanitize)
 		return;
 	struct rlimit rl = {l->mem_bytes, l->mem_bytes};
+	if (l->address_space_unbounded) {
+		if (l->data_bounded && setrlimit(RLIMIT_DATA, &rl))
+			fail(st, "rlimits", errno, "RLIMIT_DATA");
+		return;
+	}
 	if (setrlimit(RLIMIT_AS, &rl))
 		fail(st, "rlimits", errno, "RLIMIT_AS");
 }

@@ -75,6 +75,9 @@ struct kg_sb_limits {
 	int address_space_unbounded; /* no RLIMIT_AS, while mem_bytes still bounds each mmap/mremap and
 	                              * the cgroup: a GPU driver reserves terabytes of virtual address
 	                              * space that it never backs */
+	int data_bounded; /* with address_space_unbounded: RLIMIT_DATA = mem_bytes, which counts the heap
+	                   * and private writable mappings, not PROT_NONE reservations nor shared
+	                   * memory (an interpreter's reservations are the former, its data the latter) */
 };
 
 enum {

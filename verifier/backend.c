@@ -113,13 +113,23 @@ static const char *const torch_syscalls[] = {
 	"sched_get_priority_max", "sched_get_priority_min", "readlinkat", "pipe2", "eventfd2", NULL,
 };
 
+/* The builder's extra calls beyond torch's: its module's child confines itself (Landlock with no
+ * write granted; its rlimits the profile's own argument-checked calls lower) before it runs the
+ * candidate's top level. */
+static const char *const torch_build_syscalls[] = {
+	"get_mempolicy", "set_mempolicy", "mbind", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
+	"mlock", "munlock", "statfs", "fstatfs", "sched_getparam", "sched_getscheduler", "sched_setaffinity",
+	"sched_get_priority_max", "sched_get_priority_min", "readlinkat", "pipe2", "eventfd2",
+	"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self", NULL,
+};
+
 static int torch_cmd(struct kg_compile_cmd *c, const struct kg_compile_req *r, kg_error *e)
 {
 	memset(c, 0, sizeof(*c));
 	if (kg_path_python(c->store[0], sizeof(c->store[0]), c->store[6], sizeof(c->store[6])))
 		return kg_err(e, -ENOENT, "%s", c->store[6]);
 	c->tool_version = c->store[6]; /* torch's version: a new torch needs its extensions rebuilt */
-	c->syscalls = torch_syscalls; /* what importing torch calls, as in the run sandbox */
+	c->syscalls = torch_build_syscalls;
 	if (kg_path_runner_script("torch_build.py", c->store[1], sizeof(c->store[1])))
 		return kg_err(e, -ENOENT, "torch_build.py not found beside kgate-run");
 	c->script = c->store[1];
@@ -228,8 +238,10 @@ static const struct kg_backend backends[KG_BACKEND_COUNT_] = {
 		.sys_ro = 1,
 		.syscalls = torch_syscalls,
 		.readonly_opens = 1,
-		/* the interpreter and torch's libraries reserve far more address space than they use */
+		/* the interpreter and torch's libraries reserve far more address space than they use;
+		 * what they write (the heap, private mappings) is bounded by the policy's memory */
 		.address_space_unbounded = 1,
+		.data_bounded = 1,
 	},
 };
 

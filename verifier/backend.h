@@ -66,6 +66,7 @@ struct kg_backend {
 	int cpu_clock;
 	int address_space_unbounded; /* the driver reserves terabytes it never backs: no RLIMIT_AS,
 	                              * the per-mmap bound and the cgroup still hold */
+	int data_bounded; /* with it: the policy's memory as RLIMIT_DATA (sandbox.h) */
 	/* An interpreted runner: this script, run by the Python kg_path_python finds, from beside
 	 * kgate-run (it speaks kgate-run's protocol on the same fds). NULL: kgate-run itself. The
 	 * sandbox applies its filter before exec (an interpreter cannot apply one itself), so its

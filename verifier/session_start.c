@@ -42,6 +42,7 @@ static struct kg_sb_spec run_spec(const struct kg_session_opts *o, const struct 
 		.readonly_opens = o->be->readonly_opens,
 	};
 	spec.limits.address_space_unbounded = o->be->address_space_unbounded;
+	spec.limits.data_bounded = o->be->data_bounded;
 	return spec;
 }
 

@@ -199,7 +199,7 @@ static int start(struct worker *w, kg_error *e)
 		.paths = paths,
 		.n_paths = n_paths,
 		.limits = {.wall_s = left < 86400 ? left : 86400, .mem_bytes = 8ull << 30, .output_keep = 64 * 1024,
-			   .address_space_unbounded = be->address_space_unbounded},
+			   .address_space_unbounded = be->address_space_unbounded, .data_bounded = be->data_bounded},
 		.allow_threads = 1,
 		.stdin_fd = -1,
 		.proc = be->proc,

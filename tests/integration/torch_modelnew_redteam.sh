@@ -54,12 +54,30 @@ expect 1 check.stale_result $D/softmax.py $C/rt_phase_switch.py --dims batch_siz
 # hostile, caught: the work in a thread of its own (threads are off under ci) and a forged claim
 expect 1 sandbox.thread $D/softmax.py $C/rt_worker_thread.py $SM $Q
 
-# Found, not fixed (trusted-side C; see each file's comment). With the fixes these hold:
-#   expect 1 compile.error $D/softmax.py $C/rt_symlink_so.py $SM $Q       (build output a symlink: host file in the report)
-#   expect 1 check.mismatch $D/softmax.py $C/rt_swap_source.py $SM $Q --no-cache   (cold build runs another module: accepted)
-#   expect 1 compile.error $D/softmax.py $C/rt_fill_disk.py $SM $Q        (and the writes stopped at a bound)
-#   expect 1 sandbox.memory $D/softmax.py $C/rt_memory_hog.py $SM $Q      (6 GiB held under a 4096 MiB policy: accepted)
-#   expect 1 load.error $D/softmax.py $C/rt_seed_cmdline.py $SM $Q --seed 0123  (and no seed in the report)
+# Found by the red team and fixed on the trusted side (each file's comment says how it worked):
+# the build's output a symbolic link to a host file (compile.c lstat's it; torch_modelnew.sh
+# asserts nothing of the file is shown) ...
+expect 1 compile.error $D/softmax.py $C/rt_symlink_so.py $SM $Q --no-cache
+# ... the source the run loads swapped by the build (the run loads kgate's own copy, and the
+# module's top level runs where it can write no file: its unlink fails, a compile error) ...
+expect 1 compile.error $D/softmax.py $C/rt_swap_source.py $SM $Q --no-cache
+# ... the disk filled from the build (no byte written) ...
+"$KGATE" verify $D/softmax.py $C/rt_fill_disk.py $SM $Q --no-cache --report json:"$tmp/fill.json" >/dev/null 2>&1
+ok "a build that fills the disk: rejected, nothing written" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 1 and "compile.error" in [r["code"] for r in d["reasons"]], d["reasons"]
+assert "wrote 0 MiB" in d["compile_log"], d["compile_log"][-400:]' "$tmp/fill.json"
+# ... memory past the policy's bound (RLIMIT_DATA: the allocation fails at LOAD) ...
+expect 1 load.error $D/softmax.py $C/rt_memory_hog.py $SM $Q
+# ... and the master seed read from the sandbox's first process's argv (wiped there)
+"$KGATE" verify $D/softmax.py $C/rt_seed_cmdline.py $SM $Q --seed 123456789 --report json:"$tmp/seed.json" >"$tmp/seed.out" 2>&1
+ok "the seed given on the command line is not in the candidate's reach" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+msg = " ".join(r["message"] for r in d["reasons"])
+assert d["exit_code"] == 1 and "master seed seen by the candidate: xxxxxxxxx" in msg, msg
+assert "123456789" not in msg' "$tmp/seed.json"
 # By KernelBench's rules honest, by kgate's (parameters are per-trial inputs) rejected: weights
 # prepared once in __init__ (rt_honest_init_precompute.py, check.mismatch).
 

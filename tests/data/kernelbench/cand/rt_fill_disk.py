@@ -4,6 +4,8 @@
 # run for 600 s. This example stops itself at N files (1 GiB) and reports the host disk's free space
 # before and after; an attacker would go on until the host's disk is full. Right verdict: rejected
 # (compile.error) with the writes stopped at a bound well below the host's free space.
+# Now: the top level runs in a child that can write no file (RLIMIT_FSIZE 0, Landlock): nothing is
+# written, compile.error.
 import os
 import sys
 

@@ -3,6 +3,8 @@
 # sandbox sets no RLIMIT_AS (address_space_unbounded) and its seccomp rule only bounds each mmap's
 # length, so where no cgroup is writable nothing bounds the sum; an attacker would take the host's
 # memory (and the OOM killer's choice) instead. Right verdict: rejected (sandbox.memory).
+# Now: the torch sandboxes bound RLIMIT_DATA by the policy's memory; the allocation fails at LOAD
+# (load.error).
 import sys
 
 import torch

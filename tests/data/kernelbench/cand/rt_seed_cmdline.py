@@ -5,6 +5,7 @@
 # public): their answers can be computed at LOAD, untimed. Here it only quotes what it found, in
 # its LOAD error. Right verdict: rejected (load.error) without the seed in its words: the candidate
 # must not be able to read the master seed.
+# Now: kgate wipes --seed's text from its argv before anything is spawned; the candidate reads x's.
 import sys
 
 import torch

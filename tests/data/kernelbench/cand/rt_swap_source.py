@@ -4,6 +4,8 @@
 # cold build runs a module that is not the one kgate was given, and accepts it. A warm run (compile
 # cache hit: the builder does not run) runs this module and rejects it.
 # Right verdict: rejected (check.mismatch), cold or warm.
+# Now (kgate after the red team): the run loads kgate's own copy of the source, and the top level
+# runs where it can write no file (its unlink fails): compile.error.
 import sys
 
 import torch

@@ -5,6 +5,8 @@
 # lands in the report. Here the target is kgate's own working directory's file through
 # /proc/self/cwd (on a CI runner: .git/config with the checkout's token, ~/.aws/credentials ...).
 # Right verdict: rejected (compile: the build output is not a regular file), nothing of the host shown.
+# Now: the build's output is lstat'ed (a link is a compile error) and the top level can create no
+# file at all.
 import os
 import sys
 
