@@ -269,8 +269,8 @@ int kg_report_text_file(const struct kg_verdict *v, FILE *f)
 			fprintf(f, "  baseline  %-9s %s\n", ts(&tp, b->name), ts(&tp, b->status));
 	}
 	if (v->input_order[0] && !v->accepted && !strcmp(v->backend, "torch"))
-		fprintf(f, "note: ModelNew's parameters and buffers take the Model's, in state_dict order; with the "
-			   "forward's inputs first, the task's tensors are: %s\n",
+		fprintf(f, "note: ModelNew's parameters and buffers take the Model's, in state_dict order (by name where "
+			   "ModelNew has buffers of its own); with the forward's inputs first, the task's tensors are: %s\n",
 			ts(&tp, v->input_order));
 	else if (v->input_order[0] && !v->accepted)
 		fprintf(f, "note: kg_forward gets this task's inputs in this order (the Model's parameters and buffers "

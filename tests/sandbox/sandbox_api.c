@@ -127,6 +127,30 @@ static void test_big_parent_small_bound(void **state)
 	munmap(hold, big);
 }
 
+/* An interpreter reserves far more address space than it uses (no RLIMIT_AS), but what it writes
+ * is bounded: data_bounded sets RLIMIT_DATA to mem_bytes (red team: a torch candidate held 6 GiB
+ * under a 4 GiB policy); without it, nothing. The shell reports the limits it was given, in KiB. */
+static void test_data_bounded(void **state)
+{
+	(void)state;
+	static const char *const argv[] = {"/bin/sh", "-c", "ulimit -d; ulimit -v", NULL};
+	for (int bounded = 0; bounded <= 1; bounded++) {
+		struct kg_sb_path paths[1];
+		struct kg_sb_spec s;
+		struct sb_run r;
+		sb_spec(&s, paths, KG_SB_PROFILE_RUN, argv);
+		s.limits.mem_bytes = 1ull << 30;
+		s.limits.address_space_unbounded = 1;
+		s.limits.data_bounded = bounded;
+		sb_run_spec(&s, &r);
+		if (r.rc)
+			fail_msg("spawn failed: %s", r.e.msg);
+		assert_int_equal(r.o.end, KG_SB_END_EXIT);
+		assert_string_equal(r.out, bounded ? "1048576\nunlimited\n" : "unlimited\nunlimited\n");
+		sb_run_free(&r);
+	}
+}
+
 static void test_exit_code(void **state)
 {
 	(void)state;
@@ -823,6 +847,7 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_seal_memory),
 		cmocka_unit_test(test_true_and_layers),
+		cmocka_unit_test(test_data_bounded),
 		cmocka_unit_test(test_exit_code),
 		cmocka_unit_test(test_big_parent_small_bound),
 		cmocka_unit_test(test_output_both_streams),
