@@ -32,6 +32,27 @@ FACTORIES = ("empty", "empty_strided", "zeros", "ones", "full", "rand", "randn",
              "hamming_window", "hann_window", "kaiser_window")
 
 
+def halve(start, names, total, limit):
+    """start with the dims among names halved, the largest first, while total (elements, None for
+    a size the module refuses) stays above limit; a halving that does not lower it blocks that name.
+    (dims, total) at the end."""
+    dims, cur, blocked = dict(start), total(start), set()
+    for _ in range(64 * max(1, len(names))):
+        if cur is None or cur <= limit:
+            break
+        cands = [n for n in names if n not in blocked and dims[n] >= 4]
+        if not cands:
+            break
+        n = max(cands, key=lambda m: dims[m])
+        trial = dict(dims, **{n: dims[n] // 2})
+        t = total(trial)
+        if t is None or t >= cur:
+            blocked.add(n)
+        else:
+            dims, cur = trial, t
+    return dims, cur
+
+
 class Failed(Exception):
     """The module raised while running at one stage (module, inputs, init, forward)."""
 
@@ -290,19 +311,7 @@ class Deriver:
                 t, k = t + prod(vals[k:k + r]), k + r
             return t
 
-        dims, cur, blocked = dict(base), total(base), set()
-        while cur is not None and cur > limit:
-            cands = [n for n in var if n not in blocked and dims[n] >= 4]
-            if not cands:
-                break
-            n = max(cands, key=lambda m: dims[m])
-            trial = dict(dims, **{n: dims[n] // 2})
-            t = total(trial)
-            if t is None or t >= cur:
-                blocked.add(n)
-            else:
-                dims, cur = trial, t
-        return dims, cur
+        return halve(base, var, total, limit)
 
     def shrink_more(self, at, small, names, limit):
         """small with other names halved too (those no expression follows: a frozen spatial size),
@@ -314,21 +323,7 @@ class Deriver:
                 return None
             return None if any(s < 1 for t in ts for s in t[3]) else sum(prod(t[3]) for t in ts)
 
-        dims, cur, blocked = dict(small), total(small), set()
-        for _ in range(64):
-            if cur is None or cur <= limit:
-                break
-            cands = [n for n in names if n not in blocked and dims[n] >= 4]
-            if not cands:
-                break
-            n = max(cands, key=lambda m: dims[m])
-            trial = dict(dims, **{n: dims[n] // 2})
-            t = total(trial)
-            if t is None or t >= cur:
-                blocked.add(n)
-            else:
-                dims, cur = trial, t
-        return dims, cur
+        return halve(small, names, total, limit)
 
     def mismatch(self, want, got):
         """Where the tensors got (a real run) differ from want (meta at the same dims), else None."""

@@ -50,6 +50,19 @@ r and print("     >", r[0]["message"][:300])' "$json" "$want_code" 2>/dev/null
 	fi
 }
 
+# need_torch: the script is skipped (exit 77) where kgate finds no Python with torch, and the
+# KernelBench test modules and candidates (D, C) and their small dims (SM, CV) are set
+need_torch() {
+	if ! "$KGATE" doctor 2>/dev/null | grep -q "python    torch: /"; then
+		echo "no Python with torch (scripts/deps.sh installs python3-torch)"
+		exit 77
+	fi
+	D=tests/data/kernelbench
+	C=$D/cand
+	SM="--dims batch_size=4,features=64"
+	CV="--dims batch_size=2,in_channels=3,out_channels=4,height=10,width=10"
+}
+
 ok() { # ok DESCRIPTION COMMAND...: one assertion that is not a verification
 	what=$1; shift
 	checked=$((checked + 1))

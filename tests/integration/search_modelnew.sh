@@ -9,13 +9,7 @@
 set -u
 . tests/integration/lib.sh
 . tests/agents/search_lib.sh
-if ! "$KGATE" doctor 2>/dev/null | grep -q "python    torch: /"; then
-	echo "no Python with torch (scripts/deps.sh installs python3-torch)"
-	exit 77
-fi
-D=tests/data/kernelbench
-C=$D/cand
-SM="--dims batch_size=4,features=64"
+need_torch
 Q="--policy ci --iterations 3 --finalists 0"
 
 mn() { # mn OUTDIR PYTHON-EXPRESSION over c (candidate lines), meta (search.json), byname(FILE)

@@ -8,14 +8,7 @@
 # missing.
 set -u
 . tests/integration/lib.sh
-if ! "$KGATE" doctor 2>/dev/null | grep -q "python    torch: /"; then
-	echo "no Python with torch (scripts/deps.sh installs python3-torch)"
-	exit 77
-fi
-D=tests/data/kernelbench
-C=$D/cand
-SM="--dims batch_size=4,features=64"
-CV="--dims batch_size=2,in_channels=3,out_channels=4,height=10,width=10"
+need_torch
 Q="--policy ci --iterations 0"
 
 # honest: nn.functional, nn.Sequential, a KernelBench answer's layout (Model copy, get_inputs, __main__)

@@ -12,13 +12,7 @@
 # Debian's python3-torch).
 set -u
 . tests/integration/lib.sh
-if ! "$KGATE" doctor 2>/dev/null | grep -q "python    torch: /"; then
-	echo "no Python with torch (scripts/deps.sh installs python3-torch)"
-	exit 77
-fi
-D=tests/data/kernelbench
-C=$D/cand
-SM="--dims batch_size=4,features=64"
+need_torch
 LN="--dims batch_size=2,features=4,dim1=8,dim2=8"
 # conv2d_relu_bias.py writes height = width = 32: each name of the chain set on its own
 CV="--dims batch_size=2,in_channels=3,out_channels=4,height=10,width=12"
