@@ -293,6 +293,13 @@ def build(exts, out, work):
     import torch
     import torch.utils.cpp_extension as ce
 
+    for e in exts:
+        # the torch runner hosts a ModelNew on the CPU, on host tensors: a CUDA kernel of its would
+        # get host pointers (and the torch here may have no CUDA to link against at all)
+        if e["cu"]:
+            raise BuildError("extension %s has CUDA sources: kgate runs ModelNew modules on the CPU so "
+                             "far (the torch backend; torch %s here), so a CUDA ModelNew cannot be verified "
+                             "yet" % (e["name"], torch.__version__))
     if not exts:
         # not an ELF file: the runner then serves no extension (and the compile cache keeps it)
         with open(out, "w") as fh:

@@ -48,6 +48,14 @@ RT_TARGET="$(pwd)/README.md" expect 1 compile.error $D/softmax.py $C/rt_symlink_
 ok "  the log says the link was refused, and the README's words appear nowhere" sh -c \
 	'grep -q -e "is not a regular file (a symbolic link)" -e "PermissionError" "$0" && ! grep -q "hardened verification gate" "$0" "$1"' \
 	"$tmp/sl.json" "$tmp/sl.out"
+# a CUDA ModelNew: not verifiable on the CPU path yet, and said so (a compile error: the module's
+# own claim of CUDA sources must not make its verdict "not verified")
+"$KGATE" verify $D/matmul.py $C/matmul_cuda_inline.py --dims N=64 $Q --report json:"$tmp/cu.json" >/dev/null 2>&1
+ok "a CUDA ModelNew: compile.error saying why" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 1 and [r["code"] for r in d["reasons"]] == ["compile.error"], d["reasons"]
+assert "a CUDA ModelNew cannot be verified yet" in d["compile_log"], d["compile_log"][-300:]' "$tmp/cu.json"
 # a ModelNew for a task that is not a module: a usage error
 "$KGATE" verify softmax $C/softmax_modelnew.py --policy ci >"$tmp/notmod.out" 2>&1
 rc=$?
