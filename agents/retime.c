@@ -129,14 +129,7 @@ int kg_search_retime(struct search *s, const struct kg_rec **w, const json_t **f
 		}
 		kg_search_say(s, "finalists: re-verifying %d candidate%s %d times each, interleaved, one at a time\n",
 			      nf, nf == 1 ? "" : "s", reps);
-		struct kg_verify_opts vo = {
-			.task = o->task,
-			.dims = o->dims,
-			.policy = o->policy,
-			.iterations = o->iterations,
-			.trials = o->trials,
-			.no_cache = o->no_cache,
-		};
+		struct kg_verify_opts vo = kg_search_verify_opts(o);
 		struct final_ctx d = {.s = s, .jobs = jobs, .f = f, .nf = nf};
 		rc = kg_search_run_jobs(s, &vo, jobs, be, n, 1, final_done, &d, e);
 		for (int j = 0; j < n; j++)

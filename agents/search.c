@@ -279,6 +279,18 @@ static int store_candidate(struct search *s, const char *src, const struct kg_ba
 	return kg_write_atomic(path, src, strlen(src), e);
 }
 
+struct kg_verify_opts kg_search_verify_opts(const struct kg_search_opts *o)
+{
+	return (struct kg_verify_opts){
+		.task = o->task,
+		.dims = o->dims,
+		.policy = o->policy,
+		.iterations = o->iterations,
+		.trials = o->trials,
+		.no_cache = o->no_cache,
+	};
+}
+
 int kg_search_run_jobs(struct search *s, const struct kg_verify_opts *base, struct kg_vjob *jobs,
 		       const struct kg_backend *const *be, int n, int workers, kg_vjob_done_fn done, void *ctx,
 		       kg_error *e)
@@ -382,14 +394,7 @@ static int verify_round(struct search *s, int round, kg_error *e)
 	int workers = o->jobs > 0 ? o->jobs : s->x->ops->default_jobs(s->x, n ? s->job_be[0] : s->be);
 	kg_search_say(s, "round %d: %zu proposed, %d to verify (%d already verified)", round, r->n_candidates, n, reused);
 	kg_search_say(s, n > 1 ? ", %d at a time\n" : "\n", workers < n ? workers : n);
-	struct kg_verify_opts vo = {
-		.task = o->task,
-		.dims = o->dims,
-		.policy = o->policy,
-		.iterations = o->iterations,
-		.trials = o->trials,
-		.no_cache = o->no_cache,
-	};
+	struct kg_verify_opts vo = kg_search_verify_opts(o);
 	struct done_ctx d = {.s = s, .jobs = jobs, .parallel = workers > 1 && n > 1};
 	s->round = round;
 	s->round_todo = n;

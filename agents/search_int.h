@@ -54,6 +54,8 @@ void kg_search_outpath(const struct search *s, char *out, size_t outsz, const ch
 /* The backend a proposal is verified as: a ModelNew module (Python) for a task given as a PyTorch
  * module is torch's, whatever the search's backend; anything else is the search's. */
 const struct kg_backend *kg_search_cand_backend(const struct search *s, Kgate__V1__Language lang);
+/* What every verification of the search shares: the task, its dims, the policy and its overrides. */
+struct kg_verify_opts kg_search_verify_opts(const struct kg_search_opts *o);
 /* Verifies jobs[0..n), job i as be[i]: each run of consecutive jobs of one backend goes to the
  * executor at once (it runs one backend at a time: its GPU pinning, the command it submits), with
  * workers at a time (0: the executor's default for that backend). */

@@ -191,13 +191,13 @@ def prebuilt_loader(ext_path):
     import importlib.util
 
     loaded = {}
+    with open(ext_path, "rb") as fh:
+        built = fh.read(4) == b"\x7fELF"  # else the builder's one line: no extensions
 
     def load_inline(name, *a, **k):
         if name in loaded:
             return loaded[name]
-        with open(ext_path, "rb") as fh:
-            elf = fh.read(4) == b"\x7fELF"
-        if not isinstance(name, str) or not elf:
+        if not isinstance(name, str) or not built:
             raise ImportError("extension %r was not built before the run" % (name,))
         loader = importlib.machinery.ExtensionFileLoader(name, ext_path)
         spec = importlib.util.spec_from_file_location(name, ext_path, loader=loader)

@@ -162,9 +162,9 @@ int kg_phase_build(struct kg_run *r)
 	else
 		kg_verdict_add_check(v, "compile", KG_CHECK_PASS, cr->seconds, "built in %.2f s%s%s%s", cr->seconds,
 				     cr->cache_note[0] ? " (" : "", cr->cache_note, cr->cache_note[0] ? ")" : "");
-	/* an interpreted candidate's module, as kgate read it, in a directory of kgate's own: the build
-	 * ran the module's code beside its copy there, which may now be anything */
 	if (p->be->runner_script) {
+		/* an interpreted candidate's module, as kgate read it, in a directory of kgate's own: the
+		 * build ran the module's code beside its copy there, which may now be anything */
 		char dir[PATH_MAX + 32];
 		snprintf(dir, sizeof(dir), "%s/module", r->work);
 		snprintf(r->cand_module, sizeof(r->cand_module), "%s/kernel%s", dir, p->be->ext);
@@ -172,16 +172,15 @@ int kg_phase_build(struct kg_run *r)
 			kg_run_internal(r, "staging the candidate's module: %s", ce.msg[0] ? ce.msg : strerror(errno));
 			goto out;
 		}
-	}
-	/* an interpreted candidate's process holds the interpreter and torch, with every symbol they
-	 * bring: its imports are no boundary, and nothing rests on them (the checks and the clock are
-	 * the trusted side's) */
-	if (p->be->runner_script)
+		/* its process holds the interpreter and torch, with every symbol they bring: its imports
+		 * are no boundary, and nothing rests on them (the checks and the clock are the trusted
+		 * side's) */
 		kg_verdict_add_check(v, "static-imports", KG_CHECK_SKIP, 0,
 				     "a Python candidate: its process holds the interpreter and torch, whose imports "
 				     "no allowlist bounds; the verdict rests on the trusted side's checks and clock");
-	else
+	} else {
 		static_check(r);
+	}
 	go_on = kg_run_ok(r);
 out:
 	kg_cache_close(cache);
