@@ -12,5 +12,11 @@ $(BUILD)/torch_%.py: runner/torch_%.py
 	@mkdir -p $(dir $@)
 	cp $< $@
 TORCH_BUILDER := $(BUILD)/torch_build.py
-all: $(RUNNER_BIN) $(TORCH_RUNNER) $(TORCH_DERIVE) $(TORCH_BUILDER)
+# the torch runner on a GPU (torch_device.py, loaded by the runner) and the filter library it
+# applies its sandbox's seccomp profile with, once CUDA is up (pyfilter.c)
+TORCH_DEVICE := $(BUILD)/torch_device.py
+FILTER_LIB := $(BUILD)/libkgate-filter.so
+$(FILTER_LIB): $(BUILD)/runner/pyfilter.o $(BUILD)/runner/fds.o $(SANDBOX_LIB) $(COMMON_LIB)
+	$(CC) $(KG_LDFLAGS) -shared -Wl,--exclude-libs,ALL -o $@ $^ $(PKG_LIBS) -ldl -lpthread
+all: $(RUNNER_BIN) $(TORCH_RUNNER) $(TORCH_DERIVE) $(TORCH_BUILDER) $(TORCH_DEVICE) $(FILTER_LIB)
 CPPCHECK_DIRS += runner

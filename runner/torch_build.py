@@ -192,6 +192,19 @@ def landlock_no_writes():
     return ok
 
 
+def import_refusal(ex):
+    """A module's failed import, named: Triton where the torch here has none is the host's limit (a
+    Triton ModelNew runs on a GPU host whose torch brings Triton), not the module's mistake."""
+    import torch
+
+    name = getattr(ex, "name", None) or ""
+    if name == "triton" or name.startswith("triton."):
+        return ("the module imports Triton, and the torch here (%s) has none: a Triton ModelNew is verified only "
+                "on a GPU host whose torch has Triton (its kernels are compiled there, before the timed calls)" %
+                torch.__version__)
+    return "running the module's top level failed: %s: %s" % (type(ex).__name__, ex)
+
+
 def record_child(path, w):
     """In a child of its own: the module's top level, unable to write a byte of any file (RLIMIT_FSIZE
     0 and Landlock) and bounded in CPU time; what it asked load_inline for goes to the parent."""
@@ -211,6 +224,8 @@ def record_child(path, w):
         out = {"error": str(ex)}
     except SyntaxError as ex:
         out = {"error": "the module does not parse: %s (line %s)" % (ex.msg, ex.lineno)}
+    except ImportError as ex:
+        out = {"error": import_refusal(ex)}
     except BaseException as ex:  # noqa: BLE001 (the module's own failure, named)
         out = {"error": "running the module's top level failed: %s: %s" % (type(ex).__name__, ex)}
     try:
@@ -289,24 +304,45 @@ def cuda_home():
     return h if os.path.isfile(os.path.join(h, "bin", "nvcc")) else None
 
 
+def torch_cuda():
+    """The CUDA version the torch here was built with ("13.0"), None where it has no CUDA."""
+    import torch
+
+    return getattr(torch.version, "cuda", None)
+
+
+def check_cuda(exts):
+    """A CUDA extension is built only where it can run: the torch here has CUDA (its c10_cuda and
+    torch_cuda to link against, and a device runner that hosts the module on kgate-device's memory)
+    and the toolkit's nvcc is here. Each is a compile error naming what is missing, never exit 3: the
+    module's own claim of CUDA sources must not make its verdict "not verified"."""
+    import torch
+
+    for e in exts:
+        if not e["cu"]:
+            continue
+        if not torch_cuda():
+            raise BuildError("extension %s has CUDA sources, and the torch here (%s) has no CUDA: a CUDA ModelNew "
+                             "is built and run only where kgate's Python has a torch with CUDA, on a GPU host" %
+                             (e["name"], torch.__version__))
+        if not cuda_home():
+            raise BuildError("extension %s has CUDA sources and no CUDA toolkit is here (no nvcc under $CUDA_HOME "
+                             "or /usr/local/cuda)" % e["name"])
+
+
 def build(exts, out, work):
     import torch
     import torch.utils.cpp_extension as ce
 
-    for e in exts:
-        # the torch runner hosts a ModelNew on the CPU, on host tensors: a CUDA kernel of its would
-        # get host pointers (and the torch here may have no CUDA to link against at all)
-        if e["cu"]:
-            raise BuildError("extension %s has CUDA sources: kgate runs ModelNew modules on the CPU so "
-                             "far (the torch backend; torch %s here), so a CUDA ModelNew cannot be verified "
-                             "yet" % (e["name"], torch.__version__))
+    check_cuda(exts)
     if not exts:
         # not an ELF file: the runner then serves no extension (and the compile cache keeps it)
         with open(out, "w") as fh:
             fh.write("kgate-build: no extensions\n")
         print("kgate-build: no extensions (a PyTorch-only ModelNew)")
         return
-    incs = ["-I" + p for p in ce.include_paths()] + ["-I" + sysconfig.get_paths()["include"]]
+    cuda_exts = any(e["cu"] for e in exts)
+    incs = ["-I" + p for p in include_paths(ce, cuda_exts)] + ["-I" + sysconfig.get_paths()["include"]]
     libdirs = [p for p in ce.library_paths() if os.path.isdir(p)]
     abi = "-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI)
     objs, cuda = [], False
@@ -336,8 +372,12 @@ def build(exts, out, work):
                 fh.write("#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n" +
                          "\n".join(e["cu"]) + "\n")
             cobj = cu + ".o"
+            # load_inline's own nvcc defaults (torch's COMMON_NVCC_FLAGS): a kernel written for it
+            # builds here as it does there; the extension's flags from the same list as C++'s
             cmd = [os.path.join(home, "bin", "nvcc"), "-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-c",
-                   "--expt-relaxed-constexpr"] + arch_flags() + defs + incs + e["cuflags"] + [cu, "-o", cobj]
+                   "--expt-relaxed-constexpr", "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+                   "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"] + arch_flags() + defs + \
+                incs + e["cuflags"] + [cu, "-o", cobj]
             sh(cmd)
             mine.append(cobj)
         # torch's load_inline makes a shared object of each extension, so two of them may each define
@@ -357,6 +397,17 @@ def build(exts, out, work):
          ["-Wl,-rpath," + d for d in libdirs] + libs + extra
     sh(ld)
     print("kgate-build: %d extension(s) built: %s" % (len(exts), ", ".join(e["name"] for e in exts)))
+
+
+def include_paths(ce, cuda):
+    """torch's header directories, with CUDA's where an extension has CUDA sources (torch 2's
+    include_paths(device_type=), 1.x's include_paths(cuda=))."""
+    if not cuda:
+        return ce.include_paths()
+    try:
+        return ce.include_paths(device_type="cuda")
+    except TypeError:
+        return ce.include_paths(cuda=True)
 
 
 def own_symbols(name, objs, work):

@@ -17,6 +17,7 @@ CMD = struct.Struct("<IIQQII" + TENSOR * 16 + "II512sIIQ")
 REPLY = struct.Struct("<IIQiiQQQII400s")
 MAGIC = 0x6B67775A
 HELLO, LOAD, SETUP, UPLOAD, _RETIRED_FLUSH, RUN, DOWNLOAD, SETTLE, NOP, QUIT = range(1, 11)
+ENTRY_COMPILED = 2  # KG_ENTRY_COMPILED: a baseline's torch.compile of the module (a device runner's)
 WS_OK, WS_ERROR, WS_NOSYM = 0, 1, 3
 CTL_FD, ARENA_FD, INPUT_FD = 3, 4, 5
 MAX_TENSORS = 8  # KG_MAX_TENSORS: inputs, and outputs, each
@@ -289,7 +290,7 @@ def cpp_extension_module():
 
 
 class Runner:
-    def __init__(self, candidate=False):
+    def __init__(self, candidate=False, dev=None):
         import torch
 
         self.torch = torch
@@ -299,6 +300,12 @@ class Runner:
         self.model_cls = None
         self.model_state = None  # (dims, the Model's state_dict names there): candidate_binding's
         self.kg, self.tdt, _ = dtype_tables()
+        self.dev = dev  # on a GPU: kgate-device's arena, imported (torch_device.py); no host arena
+        if dev is not None:
+            self.in_size, self.inmap, self.outmap = 0, None, None
+            self.src = self.dims = self.model = self.views = None
+            self.n_in = self.n_out = 0
+            return
         self.out_size = os.fstat(ARENA_FD).st_size
         try:
             self.in_size = os.fstat(INPUT_FD).st_size
@@ -318,6 +325,8 @@ class Runner:
         os.write(CTL_FD, REPLY.pack(MAGIC, op, seq, status, rc, elapsed, info, 0, 0, 0, msg.encode()[:399]))
 
     def view(self, off, dt, shape):
+        if self.dev is not None:
+            return self.dev.view(off, self.tdt[dt], shape)
         n = math.prod(shape)
         tdt = self.tdt[dt]
         if self.inmap is not None and off < self.in_size:
@@ -350,6 +359,8 @@ class Runner:
             self.n_x, pairs = self.candidate_binding(sd, dims)
         elif self.n_x < 0:
             raise Unmappable("the task has %d inputs; the Model has %d parameters and buffers" % (self.n_in, len(state)))
+        self.bound = pairs  # a device runner's batched calls bind each set's (torch_device.py)
+        self.table = [(t[0], t[1], tuple(t[3:3 + t[2]])) for t in ts]
         # the Model's parameters and buffers become the arena's tensors, in state_dict order
         for name, v in pairs:
             mod_name, _, attr = name.rpartition(".")
@@ -413,6 +424,10 @@ class Runner:
                 o.copy_(r)
         return time.perf_counter_ns() - t0
 
+    def dev_run(self, sets, stride, entry):
+        """A RUN on the device (torch_device.py): a batch of `sets` calls, or one."""
+        return self.device_mod.run(self, sets, stride, entry)
+
     def load_candidate(self, path):
         """The candidate's module run once, its load_inline served from the prebuilt extensions
         beside it (kernel.so), and the problem module read for the constructor's arguments."""
@@ -434,7 +449,7 @@ class Runner:
             if len(data) != CMD.size:
                 return 2
             f = CMD.unpack(data)
-            sets, f = f[-3], f[:-3]  # RUN's batch (sets, pad, stride): one call only, here
+            sets, stride, f = f[-3], f[-1], f[:-3]  # RUN's batch (sets, pad, stride)
             if f[0] != MAGIC:
                 return 2
             op, seq = f[1], f[2]
@@ -450,8 +465,13 @@ class Runner:
                     self.setup(f)
                     self.reply(op, seq)
                 elif op == RUN:
-                    if f[-2] != 0:  # KG_ENTRY_TERMS: a module's forward has no error-terms entry
+                    if f[-2] not in (0, ENTRY_COMPILED) or (f[-2] == ENTRY_COMPILED and self.candidate):
                         self.reply(op, seq, WS_NOSYM, msg="a PyTorch module exports no kg_error_terms")
+                    elif self.dev is not None and self.src is not None:
+                        ns, tail = self.dev_run(sets, stride, f[-2])
+                        self.reply(op, seq, elapsed=ns, info=tail)
+                    elif f[-2] == ENTRY_COMPILED:
+                        self.reply(op, seq, WS_NOSYM, msg="torch.compile is timed on a GPU runner only")
                     elif sets > 1:
                         self.reply(op, seq, WS_ERROR, msg="a batched RUN (%d sets): not served by this runner" % sets)
                     elif self.src is None:  # calibration before LOAD: a call that does nothing
@@ -482,6 +502,16 @@ def main(argv):
 
         here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_derive.py")
         spec = importlib.util.spec_from_file_location("kgate_torch_derive", here)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod.main(argv, sys.modules[__name__])
+    if "--device-arena" in argv or "--warmup" in argv:
+        # on a GPU: kgate-device's arena imported, the filter applied once CUDA is up, a Triton
+        # candidate's warm-up (torch_device.py beside this file)
+        import importlib.util
+
+        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_device.py")
+        spec = importlib.util.spec_from_file_location("kgate_torch_device", here)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         return mod.main(argv, sys.modules[__name__])

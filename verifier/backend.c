@@ -245,8 +245,42 @@ static const struct kg_backend backends[KG_BACKEND_COUNT_] = {
 	},
 };
 
+/* What torch with CUDA calls on a device besides the run profile's: the CPU torch runner's calls,
+ * the driver's (cuda_syscalls), and the Python runtime's own polling of its threads. Extend from the
+ * syscall names that denials report on a GPU host. */
+static const char *const torch_device_syscalls[] = {
+	"get_mempolicy", "set_mempolicy", "mbind", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
+	"mlock", "munlock", "statfs", "fstatfs", "sched_getparam", "sched_getscheduler", "sched_setaffinity",
+	"sched_get_priority_max", "sched_get_priority_min", "readlinkat", "pipe2", "eventfd2", "select", "pselect6",
+	NULL,
+};
+
+/* The torch backend on the device: the CUDA runner's sandbox (the driver's nodes, /proc read-write
+ * for its thread names, /sys read-only) for a Python runner that imports kgate-device's arena
+ * (runner/torch_device.py) and applies its own filter after CUDA is up (script_filters_itself). */
+static const struct kg_backend torch_device = {
+	.id = KG_BACKEND_TORCH,
+	.sandbox_name = "run-torch-cuda",
+	.needs_gpu = 1,
+	.probe = kg_gpu_probe,
+	.module_tasks_only = 1,
+	.runner_script = "torch_runner.py",
+	.script_filters_itself = 1,
+	.compile_wall_s = 600,
+	.compile_cmd = torch_cmd,
+	.devices = cuda_devices,
+	.proc = KG_SB_PROC_RW,
+	.sys_ro = 1,
+	.syscalls = torch_device_syscalls,
+	.readonly_opens = 1,
+	/* the driver and the interpreter reserve far more than they use, and the driver's mappings of
+	 * device memory are no heap: host memory is bounded by the cgroup where there is one */
+	.address_space_unbounded = 1,
+};
+
 /* The names come from the vocabulary table, the rest from this one, joined once. */
 static struct kg_backend joined[KG_BACKEND_COUNT_];
+static struct kg_backend joined_torch_device;
 static pthread_once_t join_once = PTHREAD_ONCE_INIT;
 
 static void join_tables(void)
@@ -257,6 +291,16 @@ static void join_tables(void)
 		joined[i].ext = kg_backend_ext((enum kg_backend_id)i);
 		joined[i].ref_key = kg_backend_ref_key((enum kg_backend_id)i);
 	}
+	joined_torch_device = torch_device;
+	joined_torch_device.name = joined[KG_BACKEND_TORCH].name;
+	joined_torch_device.ext = joined[KG_BACKEND_TORCH].ext;
+	joined_torch_device.ref_key = joined[KG_BACKEND_TORCH].ref_key;
+}
+
+const struct kg_backend *kg_backend_torch_device(void)
+{
+	pthread_once(&join_once, join_tables);
+	return &joined_torch_device;
 }
 
 const struct kg_backend *kg_backend_get(enum kg_backend_id id)

@@ -18,7 +18,7 @@ struct kg_compile_cmd {
 	const char *argv[KG_COMPILE_MAX_ARGS];
 	int argc;
 	const char *envp[10];
-	struct kg_sb_path paths[3]; /* toolchain trees to show besides /usr (a CUDA under /opt) */
+	struct kg_sb_path paths[4]; /* toolchain trees to show besides /usr (a CUDA under /opt) */
 	int n_paths;
 	/* An interpreted builder (torch_build.py): its host path, whose content keys the compile
 	 * cache beside the interpreter's (argv[0]); NULL for a compiler binary. */
@@ -72,6 +72,11 @@ struct kg_backend {
 	 * sandbox applies its filter before exec (an interpreter cannot apply one itself), so its
 	 * syscalls are the interpreter's and its libraries' as well. */
 	const char *runner_script;
+	/* An interpreted runner on a device: its sandbox applies only the baseline deny filter before
+	 * exec, and the runner applies the profile's filter itself once the driver's device nodes are
+	 * open (kgate's filter library, libkgate-filter.so beside kgate-run), which is the only way
+	 * their ioctls can be allowed by fd. */
+	int script_filters_itself;
 	/* A candidate of this backend needs a task given as a PyTorch module (a KernelBench ModelNew
 	 * is built from the problem's constructor arguments and bound to its Model's parameters). */
 	int module_tasks_only;
@@ -85,6 +90,11 @@ struct kg_backend {
 const struct kg_backend *kg_backend_get(enum kg_backend_id id);
 /* By name; NULL when unknown. */
 const struct kg_backend *kg_backend_find(const char *name);
+
+/* The torch backend placed on the GPU: the same backend (id, name, builder, module tasks) whose
+ * runner hosts the module on kgate-device's memory (runner/torch_device.py) in the CUDA runner's
+ * sandbox. kg_torch_placement says when a run takes it. */
+const struct kg_backend *kg_backend_torch_device(void);
 
 /* 1 when the backend's own lists allow an import (denied: -1, not listed: 0). */
 int kg_backend_symbol_verdict(const struct kg_backend *b, const char *sym);

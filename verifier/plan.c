@@ -3,6 +3,7 @@
 #include "verifier/plan.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,6 +84,27 @@ static int draw_shapes(struct kg_plan *p, const kg_dims *base, kg_error *e)
 	return 0;
 }
 
+/* A module's torch (a ModelNew, the Model as reference) runs on the GPU where there is one and
+ * kgate's torch has CUDA: the candidate's and, beside a device candidate, the reference's. A host
+ * candidate (C) keeps a host reference. */
+static void torch_placement(struct kg_plan *p)
+{
+	char py[PATH_MAX], ver[160];
+	struct kg_gpu_info g;
+	if (p->be->id != KG_BACKEND_TORCH && p->ref_be->id != KG_BACKEND_TORCH)
+		return;
+	if (kg_path_python(py, sizeof(py), ver, sizeof(ver))) {
+		snprintf(p->torch_where, sizeof(p->torch_where), "%s", ver);
+		return;
+	}
+	if (!kg_torch_placement(ver, &g, p->torch_where, sizeof(p->torch_where)))
+		return;
+	if (p->be->id == KG_BACKEND_TORCH)
+		p->be = kg_backend_torch_device();
+	if (p->ref_be->id == KG_BACKEND_TORCH && p->be->needs_gpu)
+		p->ref_be = kg_backend_torch_device();
+}
+
 int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e)
 {
 	int rc;
@@ -109,6 +131,7 @@ int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e
 		return kg_err_wrap(e, rc, "--reference");
 	if (!p->task.ref[p->ref_be->id][0])
 		return kg_err(e, -EINVAL, "task '%s' has no %s reference", p->task.name, p->ref_be->name);
+	torch_placement(p);
 	if ((rc = kg_ufile_read(p->task.ref[p->ref_be->id], "reference", KG_SOURCE_MAX, &p->ref_src, e)))
 		return rc;
 	for (int i = 0; i < o->n_flags; i++)

@@ -25,6 +25,9 @@ struct kg_plan {
 	struct kg_policy pol; /* the policy as loaded, with --trials and --shapes applied */
 	const struct kg_backend *be; /* the candidate's */
 	const struct kg_backend *ref_be; /* the reference's (the same, or cpu with --reference cpu) */
+	/* where a module's torch runs (kg_torch_placement's words): "NVIDIA H100 ..., torch 2.11.0 ..."
+	 * when on the GPU, else why not; "" where no torch side runs */
+	char torch_where[200];
 	const char *candidate;
 	struct kg_ufile cand_src, ref_src; /* read once each through kg_ufile: what is compiled */
 	const char *const *flags;

@@ -317,8 +317,14 @@ static char py_path[PATH_MAX], py_ver[160];
 
 static void find_python(void)
 {
-	static const char code[] = "import torch\nprint('torch %s%s' % (torch.__version__, '' if "
-				   "hasattr(torch, 'compile') else ' (no torch.compile)'))";
+	/* what it has for a module on a GPU: torch.compile, CUDA (the version torch was built with),
+	 * Triton (found, not imported: importing it takes a second) */
+	static const char code[] =
+		"import torch, importlib.util as u\n"
+		"c = getattr(torch.version, 'cuda', None)\n"
+		"t = u.find_spec('triton') is not None\n"
+		"print('torch %s%s%s%s' % (torch.__version__, '' if hasattr(torch, 'compile') else ' (no torch.compile)',"
+		" ' (CUDA %s)' % c if c else ' (no CUDA)', ', Triton' if t else ''))";
 	const char *env = getenv("KGATE_PYTHON");
 	const char *cands[] = {env && *env ? env : NULL, "/usr/bin/python3", "python3"};
 	char tried[400] = "";
@@ -363,19 +369,61 @@ int kg_path_python(char *out, size_t outsz, char *version, size_t versz)
 	return rc;
 }
 
+/* PREFIX of PREFIX/bin/python3, into out (of outsz) */
+static void strip_bin(const char *exe, char *out, size_t outsz)
+{
+	snprintf(out, outsz, "%s", exe);
+	for (int up = 0; up < 2; up++) {
+		char *slash = strrchr(out, '/');
+		if (slash && slash != out)
+			*slash = '\0';
+	}
+}
+
+static int under_usr(const char *p)
+{
+	return !strncmp(p, "/usr", 4) && (!p[4] || p[4] == '/');
+}
+
 void kg_python_sandbox_paths(const char *py, const char *script, char *prefix, size_t prefix_sz,
 			     struct kg_sb_path *paths, int *n)
 {
 	if (strncmp(script, "/usr/", 5))
 		paths[(*n)++] = (struct kg_sb_path){.host = script, .inside = NULL, .flags = 0};
+	/* the interpreter's own prefix (its binary, resolved), in the first half of the caller's
+	 * buffer; a virtual environment's (PREFIX/pyvenv.cfg beside the bin/ it was named in, whose
+	 * python3 links to another prefix's binary) in the second: its site-packages hold torch */
+	size_t half = prefix_sz / 2;
+	char *venv = prefix + half;
 	char *real = realpath(py, NULL);
-	snprintf(prefix, prefix_sz, "%s", real ? real : py);
+	strip_bin(real ? real : py, prefix, half);
 	free(real);
-	for (int up = 0; up < 2; up++) { /* PREFIX/bin/python3 -> PREFIX */
-		char *slash = strrchr(prefix, '/');
-		if (slash && slash != prefix)
-			*slash = '\0';
-	}
-	if (strncmp(prefix, "/usr", 4) || (prefix[4] && prefix[4] != '/'))
+	if (!under_usr(prefix))
 		paths[(*n)++] = (struct kg_sb_path){.host = prefix, .inside = NULL, .flags = KG_SB_PATH_EXEC};
+	strip_bin(py, venv, half);
+	char cfg[PATH_MAX + 16];
+	snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", venv);
+	if (py[0] == '/' && strcmp(venv, prefix) && !under_usr(venv) && !access(cfg, R_OK))
+		paths[(*n)++] = (struct kg_sb_path){.host = venv, .inside = NULL, .flags = KG_SB_PATH_EXEC};
+}
+
+int kg_torch_placement(const char *version, struct kg_gpu_info *gpu, char *why, size_t whysz)
+{
+	const char *force = getenv("KGATE_TORCH_DEVICE");
+	memset(gpu, 0, sizeof(*gpu));
+	if (force && !strcmp(force, "cpu")) {
+		snprintf(why, whysz, "KGATE_TORCH_DEVICE=cpu");
+		return 0;
+	}
+	if (!version || !strstr(version, "(CUDA ")) {
+		snprintf(why, whysz, "kgate's torch has no CUDA (%s)", version ? version : "no Python with torch");
+		return 0;
+	}
+	kg_gpu_probe(gpu);
+	if (!gpu->present) {
+		snprintf(why, whysz, "no GPU (%s)", gpu->why);
+		return 0;
+	}
+	snprintf(why, whysz, "%s, %s", gpu->name, version);
+	return 1;
 }

@@ -47,12 +47,20 @@ int kg_path_include(char *out, size_t outsz); /* the directory holding kgate/ker
 int kg_path_runner_script(const char *name, char *out, size_t outsz);
 /* The Python that has torch: $KGATE_PYTHON, else /usr/bin/python3 (Debian's python3-torch), else
  * python3 on PATH; each checked once per process with `import torch`. out gets its path, version
- * (when not NULL) what it said: "torch 1.13.0 (no torch.compile)". -ENOENT, with why in version,
+ * (when not NULL) what it said: "torch 1.13.0 (no torch.compile) (no CUDA)", "torch
+ * 2.11.0+cu130 (CUDA 13.0), Triton". -ENOENT, with why in version,
  * when none has torch. */
 int kg_path_python(char *out, size_t outsz, char *version, size_t versz);
+/* Where a module's torch runs: 1 on the GPU (a device is present, the torch that version describes,
+ * kg_path_python's words, has CUDA, and KGATE_TORCH_DEVICE is not "cpu"), 0 on the host; why says
+ * which device and torch, or why not; gpu gets the probe's findings. */
+struct kg_gpu_info;
+int kg_torch_placement(const char *version, struct kg_gpu_info *gpu, char *why, size_t whysz);
 /* What a Python runner's sandbox shows beside /usr: the script where it is not under /usr, and a
- * Python installed elsewhere (a virtual environment, pyenv) with its whole prefix, executable.
- * Appends to paths[*n] (room for two more); prefix is the caller's storage for the latter. */
+ * Python installed elsewhere (pyenv, a standalone build) with its whole prefix, executable, and a
+ * virtual environment's prefix besides, whose python3 links to another interpreter's binary.
+ * Appends to paths[*n] (room for three more); prefix is the caller's storage for the latter two
+ * (each gets half of it). */
 struct kg_sb_path;
 void kg_python_sandbox_paths(const char *py, const char *script, char *prefix, size_t prefix_sz,
 			     struct kg_sb_path *paths, int *n);

@@ -52,6 +52,14 @@ struct kg_session_opts {
 	 * (0: the arena's size) */
 	uint32_t dev_sets;
 	uint64_t dev_stride;
+	/* A Python runner on a device (be->script_filters_itself): a trusted baseline's runner applies
+	 * no run filter (torch.compile starts compiler processes); every other one must have applied it
+	 * before HELLO, which the parent checks from outside. */
+	int unfiltered;
+	/* A Python runner on a device: the run's JIT cache (Triton's, inductor's), a directory kgate
+	 * made for this run, shown at /kgate/jit (read-only, or writable where jit_rw), NULL: none */
+	const char *jit_dir;
+	int jit_rw;
 };
 
 struct kg_session {
@@ -97,6 +105,7 @@ struct kg_session {
 	 * the device's bytes, to be checked there. */
 	int inputs_same;
 	uint64_t in_diff; /* where not inputs_same after a keeper's END: the first byte that differs */
+	int must_filter; /* a runner that applies its own run filter: checked in place before LOAD */
 };
 
 enum {

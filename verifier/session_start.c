@@ -51,24 +51,75 @@ static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o,
 /* An interpreted runner (torch_runner.py): the Python kg_path_python found runs the script from
  * beside kgate-run on the same fds, under the run profile plus the backend's calls, applied by the
  * sandbox before exec. What it loads is a module's source, shown read-only. */
+/* The environment of a Python runner: a device runner's also sees the GPUs kgate was given and the
+ * run's JIT cache (Triton's and inductor's directories under /kgate/jit, compiled there ahead of the
+ * timed calls, one compiler thread in-process), into env (room for 16). */
+static void script_env(const struct kg_session_opts *o, const char **env, char *cvd, size_t cvdsz)
+{
+	static const char *const base[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp", "USER=kgate",
+					   "OMP_NUM_THREADS=1", NULL};
+	static const char *const jit[] = {"TRITON_CACHE_DIR=/kgate/jit/triton", "TRITON_CACHE_AUTOTUNING=1",
+					  "TORCHINDUCTOR_CACHE_DIR=/kgate/jit/inductor", "TORCHINDUCTOR_COMPILE_THREADS=1",
+					  "PYTHONUNBUFFERED=1", NULL};
+	int n = 0;
+	for (int i = 0; base[i]; i++)
+		env[n++] = base[i];
+	const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+	if (o->be->needs_gpu && vis && strlen(vis) < 120) {
+		snprintf(cvd, cvdsz, "CUDA_VISIBLE_DEVICES=%s", vis);
+		env[n++] = cvd;
+	}
+	for (int i = 0; o->jit_dir && jit[i]; i++)
+		env[n++] = jit[i];
+	env[n] = NULL;
+}
+
+/* A device runner's arena: kgate-device's, attached for this session and exported (dev_fd, the
+ * caller's to close); "--device-arena BYTES" for its argv in dev_arg. 0, or an error. */
+static int script_device(struct kg_session *s, const struct kg_session_opts *o, struct kg_arena *a, int *dev_fd,
+			 char *dev_arg, size_t argsz, kg_error *e)
+{
+	size_t dev_bytes = 0;
+	if (!o->keeper)
+		return kg_err(e, -EINVAL, "a device runner needs kgate-device (the keeper of its arena)");
+	int rc = kg_keeper_attach(o->keeper, a->fd, a->capacity, o->dev_sets, o->dev_stride, &s->dev_slot, dev_fd,
+				  &dev_bytes, e);
+	if (rc)
+		return rc;
+	s->keeper = o->keeper;
+	snprintf(dev_arg, argsz, "%zu", dev_bytes);
+	return 0;
+}
+
+/* An interpreted runner (torch_runner.py): the Python kg_path_python found runs the script from
+ * beside kgate-run on the same fds, under the run profile plus the backend's calls, applied by the
+ * sandbox before exec (on a device: by the runner itself once CUDA is up, through kgate's filter
+ * library, and checked from outside before LOAD). What it loads is a module's source, shown
+ * read-only; on a device its arena is kgate-device's, imported. */
 static int start_script(struct kg_session *s, const struct kg_session_opts *o, kg_error *e)
 {
-	char py[PATH_MAX], why[160], script[PATH_MAX], prefix[PATH_MAX];
+	char py[PATH_MAX], why[160], script[PATH_MAX], prefix[PATH_MAX], flib[PATH_MAX], dev_arg[32], cvd[160];
 	if (kg_path_python(py, sizeof(py), why, sizeof(why)))
 		return kg_err(e, -ENOENT, "%s", why);
 	if (kg_path_runner_script(o->be->runner_script, script, sizeof(script)))
 		return kg_err(e, -ENOENT, "%s not found beside kgate-run (install kgate, or set KGATE_RUNNER)",
 			      o->be->runner_script);
+	int device = o->be->needs_gpu && !o->tool_argv, filtered = device && o->be->script_filters_itself && !o->unfiltered;
+	if (filtered && kg_path_runner_script("libkgate-filter.so", flib, sizeof(flib)))
+		return kg_err(e, -ENOENT, "libkgate-filter.so not found beside kgate-run (the run filter of a Python "
+					  "runner on a device)");
 	/* a candidate's runner is told so: it builds a ModelNew from the problem's constructor
 	 * arguments instead of the problem's Model */
-	const char *argv[] = {py, "-I", "-B", script, "--backend", o->be->name, o->cand_module ? "--candidate" : NULL, NULL};
-	/* USER spares the interpreter a passwd lookup (a socket to nscd) */
-	static const char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp", "USER=kgate",
-					   "OMP_NUM_THREADS=1", NULL};
+	const char *argv[16] = {py, "-I", "-B", script, "--backend", o->be->name};
+	int ac = 6;
+	if (o->cand_module)
+		argv[ac++] = "--candidate";
+	const char *envp[20];
+	script_env(o, envp, cvd, sizeof(cvd));
 	/* a reference: its module as problem.py; a candidate: the problem module there too, its own
 	 * module and the extensions its build made (mapped executable) beside it */
-	struct kg_sb_path paths[5] = {{.host = o->cand_module ? o->problem_module : o->so_path,
-				       .inside = "/kgate/lib/problem.py", .flags = 0}};
+	struct kg_sb_path paths[10] = {{.host = o->cand_module ? o->problem_module : o->so_path,
+					.inside = "/kgate/lib/problem.py", .flags = 0}};
 	int n_paths = 1;
 	const char *load_path = "/kgate/lib/problem.py";
 	if (o->cand_module) {
@@ -79,6 +130,14 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 						       .flags = KG_SB_PATH_EXEC};
 		load_path = "/kgate/cand/kernel.py";
 	}
+	if (filtered) {
+		paths[n_paths++] = (struct kg_sb_path){.host = flib, .inside = NULL, .flags = KG_SB_PATH_EXEC};
+		argv[ac++] = "--filter-lib";
+		argv[ac++] = flib;
+	}
+	if (device && o->jit_dir)
+		paths[n_paths++] = (struct kg_sb_path){.host = o->jit_dir, .inside = "/kgate/jit",
+						       .flags = KG_SB_PATH_EXEC | (o->jit_rw ? KG_SB_PATH_RW : 0)};
 	kg_python_sandbox_paths(py, script, prefix, sizeof(prefix), paths, &n_paths);
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
@@ -86,24 +145,64 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 	int one = 1;
 	setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 	struct kg_arena *a = s->arena;
-	int fds[4] = {sv[1], a->fd, a->fd_in, a->fd_map};
+	int dev_fd = -1, rc;
+	if (device) {
+		if ((rc = script_device(s, o, a, &dev_fd, dev_arg, sizeof(dev_arg), e))) {
+			close(sv[0]);
+			close(sv[1]);
+			return rc;
+		}
+		argv[ac++] = "--device-arena";
+		argv[ac++] = dev_arg;
+	}
+	argv[ac] = NULL;
+	int fds[4] = {sv[1], dev_fd >= 0 ? dev_fd : a->fd, dev_fd >= 0 ? -1 : a->fd_in, dev_fd >= 0 ? -1 : a->fd_map};
 	struct kg_sb_spec spec = run_spec(o, a, argv, envp, fds, paths, n_paths);
 	spec.allow_threads = 1; /* the interpreter's own threads; its filter applies before exec */
+	/* on a device the runner applies the run filter itself, once CUDA is up (a trusted baseline's
+	 * never does: only the sandbox's deny list holds there) */
+	spec.seccomp_deferred = device && o->be->script_filters_itself;
 	/* importing torch takes seconds on a small machine: HELLO may come late */
 	double keep = s->call_timeout_s;
 	if (s->call_timeout_s < 120)
 		s->call_timeout_s = 120;
-	int rc = kg_sb_spawn(&spec, &s->sb, e);
+	rc = kg_sb_spawn(&spec, &s->sb, e);
 	close(sv[1]);
+	if (dev_fd >= 0)
+		close(dev_fd);
 	if (rc) {
 		close(sv[0]);
 		s->call_timeout_s = keep;
 		return rc;
 	}
 	s->ctl = sv[0];
+	s->must_filter = filtered;
 	rc = hello_and_load(s, o, load_path, e);
 	s->call_timeout_s = keep;
 	return rc;
+}
+
+/* A runner that applies its own run filter (a Python one on a device) did so before HELLO: its
+ * process has the sandbox's deny list and the profile's, as the kernel counts them. Read before
+ * LOAD, so that nothing of a candidate's ever runs under the deny list alone. 0, or
+ * KG_SESSION_FAILED with msg. */
+static int check_filtered(struct kg_session *s)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)s->runner_pid);
+	FILE *f = fopen(path, "re");
+	int n = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Seccomp_filters:", 16))
+			n = atoi(line + 16);
+	if (f)
+		fclose(f);
+	/* a kernel before 5.9 has no count: the profile's own denials still name what it refuses */
+	if (n < 0 || n >= 2)
+		return KG_SESSION_OK;
+	snprintf(s->msg, sizeof(s->msg), "the runner did not apply its run filter before HELLO (%d filter%s in place)", n,
+		 n == 1 ? "" : "s");
+	return KG_SESSION_FAILED;
 }
 
 int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, struct kg_arena *a, kg_error *e)
@@ -276,6 +375,8 @@ static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o,
 		if ((rc = kg_sess_hold(s, KG_OP_HELLO)))
 			return rc;
 	}
+	if (s->must_filter && s->runner_pid > 0 && (rc = check_filtered(s)))
+		return rc;
 	/* nobody times a run under a tool */
 	if (!o->tool_argv && (rc = kg_sess_calibrate(s, e)))
 		return rc;

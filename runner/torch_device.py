@@ -1,0 +1,297 @@
+"""kgate's torch runner on a GPU: what torch_runner.py does with --device-arena BYTES.
+
+The device arena is kgate-device's allocation (CUDA VMM, exported as a POSIX fd, fd 4), imported into
+torch's own primary context with the driver API through ctypes, as runner/cuda.c does in C
+(cuMemImportFromShareableHandle, cuMemAddressReserve, cuMemMap, cuMemSetAccess), and every tensor of
+the task is a zero-copy torch view of it (__cuda_array_interface__): this process holds no host copy
+of anything kgate judges by. A call runs on a stream made here before HELLO, between two events (the
+runner's claim), and the whole device is synchronised before the RUN reply; kgate-device stages the
+inputs, flushes the L2, snapshots the outputs and keeps the clock (the span from the inputs on the
+device to its snapshot). A batched RUN calls the module back to back on every staged set.
+
+The sandbox starts this process with its baseline deny filter only (seccomp_deferred): the run
+profile's filter allows ioctl on the driver's device nodes by fd, and those are open only once CUDA
+is up here. apply_filter() loads it through libkgate-filter.so (runner/pyfilter.c) before HELLO, before
+anything of a candidate's is loaded; the parent checks from outside that it is in place.
+
+A warm-up (--warmup): a Triton ModelNew's kernels are compiled (and autotuned) in a process of their
+own before the run, at every planned shape, on tensors of its own (the problem's get_inputs, drawn by
+torch: nothing of the run's secret), into a cache directory kgate made for this run; the run's process
+then finds every kernel there and compiles nothing (it may start no process)."""
+import ctypes
+import os
+import sys
+import time
+
+CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1
+CU_MEM_LOCATION_TYPE_DEVICE = 1
+CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3
+ENTRY_FORWARD, ENTRY_TERMS, ENTRY_COMPILED = 0, 1, 2  # runner/wire.h's KG_ENTRY_*
+
+
+class _Location(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class _AccessDesc(ctypes.Structure):
+    _fields_ = [("location", _Location), ("flags", ctypes.c_int)]
+
+
+class _Blob:
+    """Raw device bytes as the CUDA array interface describes them (no stream: no synchronisation)."""
+
+    def __init__(self, ptr, nbytes):
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False),
+                                         "version": 3, "strides": None}
+
+
+class DeviceError(Exception):
+    pass
+
+
+class Device:
+    """torch's CUDA context, kgate-device's arena mapped into it, the stream and events of a call."""
+
+    def __init__(self, fd, nbytes):
+        import torch
+
+        self.torch = torch
+        if not torch.cuda.is_available():
+            raise DeviceError("torch %s sees no CUDA device" % torch.__version__)
+        torch.cuda.set_device(0)
+        torch.cuda.init()
+        # the primary context exists once torch has run something on the device
+        torch.zeros(1, device="cuda").add_(1)
+        torch.cuda.synchronize()
+        self.cu = ctypes.CDLL("libcuda.so.1")
+        self.nbytes = int(nbytes)
+        self.base = self._import(fd, self.nbytes)
+        self.stream = torch.cuda.Stream()
+        self.ev0 = torch.cuda.Event(enable_timing=True)
+        self.ev1 = torch.cuda.Event(enable_timing=True)
+
+    def _check(self, rc, what):
+        if rc:
+            s = ctypes.c_char_p()
+            self.cu.cuGetErrorString(rc, ctypes.byref(s))
+            raise DeviceError("%s: CUDA error %d (%s)" % (what, rc, (s.value or b"unknown").decode()))
+
+    def _import(self, fd, nbytes):
+        cu, c = self.cu, ctypes
+        dev = c.c_int()
+        self._check(cu.cuCtxGetDevice(c.byref(dev)), "cuCtxGetDevice")
+        h = c.c_ulonglong()
+        self._check(cu.cuMemImportFromShareableHandle(c.byref(h), c.c_void_p(fd),
+                                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                    "cuMemImportFromShareableHandle (kgate-device's arena)")
+        ptr = c.c_ulonglong()
+        self._check(cu.cuMemAddressReserve(c.byref(ptr), c.c_size_t(nbytes), c.c_size_t(0), c.c_ulonglong(0),
+                                           c.c_ulonglong(0)), "cuMemAddressReserve")
+        self._check(cu.cuMemMap(ptr, c.c_size_t(nbytes), c.c_size_t(0), h, c.c_ulonglong(0)),
+                    "cuMemMap (kgate-device's arena)")
+        desc = _AccessDesc(_Location(CU_MEM_LOCATION_TYPE_DEVICE, dev.value), CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+        self._check(cu.cuMemSetAccess(ptr, c.c_size_t(nbytes), c.byref(desc), c.c_size_t(1)), "cuMemSetAccess")
+        cu.cuMemRelease(h)  # the mapping holds it
+        os.close(fd)  # one import, not a second later
+        return ptr.value
+
+    def prime(self):
+        """What torch sets up on first use, done before the filter: the stream's cuBLAS handle and
+        workspace, the allocator's first blocks, the events."""
+        torch = self.torch
+        with torch.cuda.stream(self.stream):
+            a = torch.ones(64, 64, device="cuda")
+            (a @ a).softmax(-1).sum().item()
+            self.ev0.record(self.stream)
+            self.ev1.record(self.stream)
+        torch.cuda.synchronize()
+        self.ev0.elapsed_time(self.ev1)
+
+    def view(self, off, dtype, shape):
+        """The arena's bytes at off as a tensor of dtype and shape, no copy."""
+        torch = self.torch
+        n = 1
+        for d in shape:
+            n *= d
+        nbytes = n * torch.empty((), dtype=dtype).element_size()
+        if off < 0 or off + nbytes > self.nbytes:
+            raise DeviceError("tensor at %d (%d bytes) lies outside the arena" % (off, nbytes))
+        if nbytes == 0:
+            return torch.empty(shape, dtype=dtype, device="cuda")
+        raw = torch.as_tensor(_Blob(self.base + off, nbytes), device="cuda")
+        return raw.view(dtype).view(shape)
+
+    def call(self, fn):
+        """fn on the call's stream between the runner's events, then the whole device synchronised:
+        (the events' ns, the ns the device stayed busy after the stream). Both are claims."""
+        torch = self.torch
+        with torch.cuda.stream(self.stream):
+            self.ev0.record(self.stream)
+            fn()
+            self.ev1.record(self.stream)
+        self.ev1.synchronize()
+        ns = int(self.ev0.elapsed_time(self.ev1) * 1e6)
+        t0 = time.perf_counter_ns()
+        torch.cuda.synchronize()
+        return ns, time.perf_counter_ns() - t0
+
+
+def apply_filter(lib):
+    """The run profile's filter, applied to every thread once CUDA is up (libkgate-filter.so)."""
+    f = ctypes.CDLL(lib)
+    err = ctypes.create_string_buffer(400)
+    rc = f.kg_pyfilter_apply(err, ctypes.c_size_t(len(err)))
+    if rc:
+        raise DeviceError("the run filter: %s" % err.value.decode("utf-8", "replace"))
+
+
+def bind_state(model, pairs):
+    """The module's parameters and buffers bound to arena tensors, as the runner's setup does."""
+    for name, v in pairs:
+        mod_name, _, attr = name.rpartition(".")
+        mod = model.get_submodule(mod_name) if mod_name else model
+        if attr in mod._parameters:
+            mod._parameters[attr].data = v
+        else:
+            mod._buffers[attr] = v
+
+
+def set_views(runner, sets, stride):
+    """Each set's tensors, stride bytes apart (made once a layout and batch, then kept)."""
+    key = (id(runner.views), sets, stride)
+    if getattr(runner, "_sets_key", None) != key:
+        index = {id(v): i for i, v in enumerate(runner.views)}
+        runner._bound_at = [(name, index[id(v)]) for name, v in runner.bound]
+        runner._sets = [runner.views if k == 0 else
+                        [runner.dev.view(off + k * stride, runner.tdt[dt], shape) for off, dt, shape in runner.table]
+                        for k in range(sets)]
+        runner._sets_key = key
+    return runner._sets
+
+
+def compiled(runner):
+    """A baseline runner's torch.compile of its module (the default mode, as KernelBench's), made
+    once per module; its first calls compile (the warm-up, untimed)."""
+    if getattr(runner, "_compiled_of", None) is not runner.model:
+        runner._compiled = runner.torch.compile(runner.model)
+        runner._compiled_of = runner.model
+    return runner._compiled
+
+
+_shared = None  # torch_runner.py's module (flat_outputs, Unmappable): install()
+
+
+def install(shared):
+    global _shared
+    _shared = shared
+
+
+def forward_into(fn, xs, outs):
+    res = _shared.flat_outputs(fn(*xs))
+    if len(res) != len(outs):
+        raise _shared.Unmappable("forward returned %d outputs, the task has %d" % (len(res), len(outs)))
+    for o, r in zip(outs, res):
+        if tuple(r.shape) != tuple(o.shape):
+            raise _shared.Unmappable("output shape %s, the task says %s" % (tuple(r.shape), tuple(o.shape)))
+        o.copy_(r)
+
+
+def run(runner, sets, stride, entry):
+    """One RUN on the device: the module called on each of `sets` sets back to back (1: the layout
+    as set up), its outputs copied into the arena's (torch allocates its own), on the call's stream;
+    the runner's events' ns (a claim) and the tail after the stream."""
+    torch = runner.torch
+    fn = compiled(runner) if entry == ENTRY_COMPILED else runner.model
+    if sets <= 1:
+        views = [runner.views]
+        bound = None
+    else:
+        views = set_views(runner, sets, stride)
+        bound = runner._bound_at
+
+    def body():
+        with torch.no_grad():
+            for k, vs in enumerate(views):
+                if bound is not None:
+                    bind_state(runner.model, [(name, vs[i]) for name, i in bound])
+                forward_into(fn, vs[:runner.n_x], vs[runner.n_in:])
+
+    ns, tail = runner.dev.call(body)
+    if bound is not None:  # the layout's own tensors again, for a lone call after the batch
+        bind_state(runner.model, runner.bound)
+    return ns, tail
+
+
+def _arg(argv, name):
+    i = argv.index(name) if name in argv else -1
+    return argv[i + 1] if 0 <= i < len(argv) - 1 else None
+
+
+def _dims(text):
+    return dict((kv.split("=", 1)[0], int(kv.split("=", 1)[1])) for kv in text.split() if "=" in kv)
+
+
+def warmup(argv, shared):
+    """--warmup "DIMS;DIMS..." --candidate: the candidate's forward once at every planned shape, on
+    tensors of this process's own (the problem's get_inputs at those dims, made on the device: nothing
+    of the run's secret), so that Triton compiles and autotunes every kernel into the run's cache now.
+    One line a shape; exit 1 with the first failure's words."""
+    import torch
+
+    try:
+        torch.cuda.set_device(0)
+        with open("/kgate/cand/kernel.py") as fh:
+            src = fh.read()
+        with open(shared.PROBLEM) as fh:
+            problem = fh.read()
+        ce = shared.cpp_extension_module()
+        ce.load_inline, ce.load = shared.prebuilt_loader("/kgate/cand/kernel.so")
+        cls = shared.exec_module(src).get("ModelNew")
+        if not isinstance(cls, type):
+            raise shared.Unmappable("the candidate defines no class ModelNew")
+        for text in (_arg(argv, "--warmup") or "").split(";"):
+            dims = _dims(text)
+            ns = shared.problem_namespace(problem, dims)
+            torch.manual_seed(0)
+            model = cls(*ns["get_init_inputs"]()).cuda()
+            model.eval()
+            with torch.device("cuda"):
+                xs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in ns["get_inputs"]()]
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                model(*xs)
+            torch.cuda.synchronize()
+            print("kgate-warmup: %s: %.1f s" % (text.strip() or "(no dims)", time.perf_counter() - t0))
+            sys.stdout.flush()
+            del xs, model
+            torch.cuda.empty_cache()
+    except Exception as ex:  # noqa: BLE001 (the candidate's failure, named by kgate)
+        print("kgate-warmup: failed: %s: %s" % (type(ex).__name__, ex))
+        return 1
+    return 0
+
+
+def main(argv, shared):
+    """torch_runner.py's entry on a GPU: the device and its arena up, the filter applied (where
+    --filter-lib names kgate's library: a trusted baseline runs without it, for torch.compile's
+    compiler processes), then the runner's protocol as on the host."""
+    install(shared)
+    if "--warmup" in argv:
+        return warmup(argv, shared)
+    try:
+        dev = Device(shared.ARENA_FD, int(_arg(argv, "--device-arena") or 0))
+        dev.prime()
+        lib = _arg(argv, "--filter-lib")
+        if lib:
+            apply_filter(lib)
+        r = shared.Runner(candidate="--candidate" in argv, dev=dev)
+        r.device_mod = sys.modules[__name__]
+    except Exception as ex:  # noqa: BLE001 (the runner could not start: HELLO says why)
+        try:
+            os.write(shared.CTL_FD, shared.REPLY.pack(shared.MAGIC, shared.HELLO, 0, 4, 0, 0, 0, 0, 0, 0,
+                                                      ("torch device runner: %s" % ex).encode()[:399]))
+        except OSError:
+            pass
+        return 1
+    r.torch.set_num_threads(1)
+    return r.serve()
