@@ -151,6 +151,20 @@ int kg_keeper_attach(struct kg_keeper *k, int host_fd, size_t bytes, uint32_t se
 	return 0;
 }
 
+int kg_keeper_export(struct kg_keeper *k, int slot, int *dev_fd, size_t *dev_bytes, kg_error *e)
+{
+	struct kg_dev_cmd c = {.op = KG_DEV_EXPORT, .slot = (uint32_t)slot};
+	struct kg_dev_reply r;
+	*dev_fd = -1;
+	int rc = command(k, &c, -1, &r, dev_fd, e);
+	if (rc)
+		return rc;
+	if (*dev_fd < 0)
+		return kg_err(e, -EPROTO, "kgate-device exported an arena but passed no device fd");
+	*dev_bytes = r.dev_bytes;
+	return 0;
+}
+
 int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, const struct kg_keeper_stage *st,
 		    uint64_t *t0, kg_error *e)
 {

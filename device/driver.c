@@ -66,6 +66,8 @@ static int load_api(struct kg_dev_reply *r)
 		{"cuModuleGetFunction", offsetof(struct cu_api, module_get_function)},
 		{"cuLaunchKernel", offsetof(struct cu_api, launch_kernel)},
 		{"cuDeviceTotalMem_v2", offsetof(struct cu_api, total_mem)},
+		{"cuMemRetainAllocationHandle", offsetof(struct cu_api, retain_handle)},
+		{"cuMemRelease", offsetof(struct cu_api, mem_release)},
 	};
 	const size_t n_required = 27;
 	const char *missing = kg_cu_resolve(lib, syms, sizeof(syms) / sizeof(syms[0]), n_required, &kg_dev.cu);

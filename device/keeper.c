@@ -80,6 +80,30 @@ static int do_attach(const struct kg_dev_cmd *c, int host_fd, struct kg_dev_repl
 	return 0;
 }
 
+/* EXPORT: the slot's mirror exported again. kgate asks only once the slot's runner is gone (its
+ * process reaped, its context with it); the next runner's calls start with a START as any do. */
+static int do_export(const struct kg_dev_cmd *c, struct kg_dev_reply *r, int *out_fd)
+{
+	if (c->slot >= KG_DEV_MAX_SLOTS || !kg_dev.slot[c->slot].used) {
+		snprintf(r->msg, sizeof(r->msg), "bad EXPORT record");
+		return r->status = -EINVAL;
+	}
+	if (!kg_dev.cu.retain_handle || !kg_dev.cu.mem_release) {
+		snprintf(r->msg, sizeof(r->msg), "this driver cannot export an arena again (no cuMemRetainAllocationHandle)");
+		return r->status = -ENOSYS;
+	}
+	struct slot *s = &kg_dev.slot[c->slot];
+	CUmemGenericAllocationHandle h = 0;
+	CU_OK(kg_dev.cu.retain_handle(&h, (void *)(uintptr_t)s->mirror), "cuMemRetainAllocationHandle");
+	CUresult rc = kg_dev.cu.mem_export(out_fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+	kg_dev.cu.mem_release(h); /* the mapping and the new fd hold it */
+	if (rc)
+		return kg_dev_cu_fail(rc, "cuMemExportToShareableHandle (again)", r);
+	r->slot = c->slot;
+	r->dev_bytes = s->dev_bytes;
+	return 0;
+}
+
 static struct slot *slot_of(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 {
 	if (c->slot >= KG_DEV_MAX_SLOTS || !kg_dev.slot[c->slot].used || c->bytes > kg_dev.slot[c->slot].host_bytes ||
@@ -542,6 +566,8 @@ int main(int argc, char **argv)
 			do_check(&c, &r);
 		} else if (c.op == KG_DEV_FETCH) {
 			do_fetch(&c, &r);
+		} else if (c.op == KG_DEV_EXPORT) {
+			do_export(&c, &r, &out_fd);
 		} else if (c.op == KG_DEV_QUIT) {
 			send_reply(ctl, &r, -1);
 			return 0;

@@ -40,6 +40,9 @@ int kg_keeper_start(struct kg_keeper *k, const char *path, kg_error *e);
  * the host arena's size). */
 int kg_keeper_attach(struct kg_keeper *k, int host_fd, size_t bytes, uint32_t sets, uint64_t stride, int *slot,
 		     int *dev_fd, size_t *dev_bytes, kg_error *e);
+/* EXPORT: slot's device arena exported again (*dev_fd, the caller's; *dev_bytes its size), for a
+ * runner that takes the slot over; only once the slot's last runner is gone. */
+int kg_keeper_export(struct kg_keeper *k, int slot, int *dev_fd, size_t *dev_bytes, kg_error *e);
 /* What START stages on the device rather than from the host arena (wire.h's ranges): outputs
  * poisoned there, inputs drawn there (under key) or copied from another slot's staged copy
  * (src_slot's). */

@@ -41,6 +41,9 @@ struct cu_api {
 	CUresult (*address_reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
 	CUresult (*mem_map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
 	CUresult (*set_access)(CUdeviceptr, size_t, const struct kg_cu_access_desc *, size_t);
+	/* optional: an arena exported again (EXPORT) */
+	CUresult (*retain_handle)(CUmemGenericAllocationHandle *, void *);
+	CUresult (*mem_release)(CUmemGenericAllocationHandle);
 	/* optional: the persisting-L2 controls */
 	CUresult (*ctx_set_limit)(int, size_t);
 	CUresult (*reset_persisting_l2)(void);

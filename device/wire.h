@@ -106,6 +106,9 @@ enum kg_dev_op {
 	/* [out_lo, out_hi) of the slot's snapshot into its host arena (what END's keep left there);
 	 * of a batch's set `sets` (0: the first), at the same offsets of the host arena */
 	KG_DEV_FETCH,
+	/* a slot's device arena exported again (a new fd, the reply's), for a runner that takes the
+	 * slot over once kgate has ended the one before: the same memory, the same room for a batch */
+	KG_DEV_EXPORT,
 };
 
 struct kg_dev_cmd {
@@ -170,7 +173,7 @@ struct kg_dev_reply {
 
 static inline const char *kg_dev_op_name(uint32_t op)
 {
-	static const char *const names[] = {"?", "HELLO", "ATTACH", "START", "END", "SETTLE", "QUIT", "CHECK", "FETCH"};
+	static const char *const names[] = {"?", "HELLO", "ATTACH", "START", "END", "SETTLE", "QUIT", "CHECK", "FETCH", "EXPORT"};
 	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "an unknown command";
 }
 

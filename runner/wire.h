@@ -108,6 +108,9 @@ struct kg_wire_reply {
  * it only of a reference whose task says `terms: reference`, never of a candidate. */
 #define KG_ENTRY_FORWARD 0u
 #define KG_ENTRY_TERMS 1u
+/* A trusted torch runner on a device hosting a baseline: torch.compile of its module (the first
+ * call compiles); KG_ENTRY_FORWARD is its eager forward. Never asked of a candidate. */
+#define KG_ENTRY_COMPILED 2u
 
 /* RUN flags: the candidate left a persisting-L2 set-aside (cuCtxSetLimit) or an access-policy
  * window on the given stream behind; the runner reset both (and every persisting line) already. */

@@ -166,17 +166,8 @@ static json_t *verdict_json(const struct kg_verdict *v)
 		json_object_set_new(root, "timing", t);
 	}
 	if (v->n_baselines) {
-		/* what the speed was measured against: each baseline, timed or why not, and the best */
-		json_t *bl = json_array();
-		for (int i = 0; i < v->n_baselines; i++) {
-			const struct kg_baseline *b = &v->baselines[i];
-			json_array_append_new(bl, json_pack("{s:o,s:b,s:o,s:o,s:o}", "name", kg_report_jstr(&rc, b->name),
-							    "timed", b->timed, "median_ms",
-							    b->timed ? json_real(b->median_ms) : json_null(), "speedup",
-							    b->timed ? json_real(b->speedup) : json_null(), "status",
-							    kg_report_jstr(&rc, b->status)));
-		}
-		json_object_set_new(root, "baselines", bl);
+		/* what the speed was measured against: each baseline, timed or why not, and the one quoted */
+		json_object_set_new(root, "baselines", kg_report_baselines(&rc, v));
 		json_object_set_new(root, "best_baseline",
 				    v->best_baseline >= 0 ? kg_report_jstr(&rc, v->baselines[v->best_baseline].name)
 							  : json_null());
@@ -238,6 +229,27 @@ int kg_report_dump(json_t *root, const char *path, kg_error *e)
 	json_decref(root);
 	int rc2 = kg_report_close(f, path, e);
 	return rc ? kg_err(e, rc, "%s: write failed", path) : rc2;
+}
+
+json_t *kg_report_baselines(struct kg_rctx *rc, const struct kg_verdict *v)
+{
+	json_t *bl = json_array();
+	for (int i = 0; i < v->n_baselines; i++) {
+		const struct kg_baseline *b = &v->baselines[i];
+		json_t *o = json_pack("{s:o,s:b,s:o,s:o,s:o,s:o}", "name", kg_report_jstr(rc, b->name), "timed", b->timed,
+				      "median_ms", b->timed ? json_real(b->median_ms) : json_null(), "speedup",
+				      b->timed ? json_real(b->speedup) : json_null(), "status", kg_report_jstr(rc, b->status),
+				      "how", kg_report_jstr(rc, b->how));
+		if (b->timed) {
+			json_object_set_new(o, "p10_ms", json_real(b->p10_ms));
+			json_object_set_new(o, "p90_ms", json_real(b->p90_ms));
+			json_object_set_new(o, "spread", json_real(b->spread));
+			json_object_set_new(o, "n", json_integer(b->n));
+			json_object_set_new(o, "batch", json_integer(b->batch));
+		}
+		json_array_append_new(bl, o);
+	}
+	return bl;
 }
 
 int kg_report_json(const struct kg_verdict *v, const char *path, kg_error *e)

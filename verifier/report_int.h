@@ -24,6 +24,8 @@ const char *kg_report_verdict_word(const struct kg_verdict *v);
 json_t *kg_report_jstr(struct kg_rctx *rc, const char *s);
 /* The reason as the JSON report has it (docs/report.md). */
 json_t *kg_report_reason_obj(struct kg_rctx *rc, const struct kg_reason *r);
+/* The verdict's baselines block: each row (reference, eager, compile), timed or why not, and how. */
+json_t *kg_report_baselines(struct kg_rctx *rc, const struct kg_verdict *v);
 FILE *kg_report_open(const char *path, kg_error *e);
 int kg_report_close(FILE *f, const char *path, kg_error *e);
 int kg_report_dump(json_t *root, const char *path, kg_error *e);

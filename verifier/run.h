@@ -125,6 +125,10 @@ double kg_secs_since(uint64_t t0);
 int kg_run_alloc(struct kg_run *r, kg_error *e);
 void kg_run_free(struct kg_run *r);
 void kg_run_start_sessions(struct kg_run *r);
+/* baseline.c: eager and torch.compile of the task's torch baseline, timed once the candidate's
+ * timing passed (the candidate's runner ends first), and the baselines block of the verdict
+ * (reference, eager, compile; the quoted one) whatever ran */
+void kg_phase_baselines(struct kg_run *r);
 /* Lays out arena a for shape s (and makes s the current shape). */
 int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e);
 /* Lays out both arenas for shape s and tells both runners; 0, or -1 after recording why. */

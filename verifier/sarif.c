@@ -186,6 +186,12 @@ int kg_report_sarif(const struct kg_verdict *v, const char *path, kg_error *e)
 				  kg_report_verdict_word(v), "backend", kg_report_jstr(&rc, v->backend));
 	if (v->compile_log[0])
 		json_object_set_new(props, "compile_log", kg_report_jstr(&rc, v->compile_log));
+	/* what the speed was measured against (the JSON report's block), for a code-scanning reader */
+	if (v->n_baselines) {
+		json_object_set_new(props, "baselines", kg_report_baselines(&rc, v));
+		if (v->best_baseline >= 0)
+			json_object_set_new(props, "best_baseline", kg_report_jstr(&rc, v->baselines[v->best_baseline].name));
+	}
 	if (rc.escaped)
 		json_object_set_new(props, "notes", json_pack("[s]", KG_REPORT_ESCAPE_NOTE));
 	json_t *root_obj =

@@ -56,6 +56,9 @@ struct kg_session_opts {
 	 * no run filter (torch.compile starts compiler processes); every other one must have applied it
 	 * before HELLO, which the parent checks from outside. */
 	int unfiltered;
+	/* With the keeper: 1 + the slot whose device arena this session takes over (exported again;
+	 * its last runner must be gone), instead of attaching its host arena afresh; 0: attach */
+	int take_slot;
 	/* A Python runner on a device: the run's JIT cache (Triton's, inductor's), a directory kgate
 	 * made for this run, shown at /kgate/jit (read-only, or writable where jit_rw), NULL: none */
 	const char *jit_dir;

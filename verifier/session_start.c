@@ -82,8 +82,11 @@ static int script_device(struct kg_session *s, const struct kg_session_opts *o, 
 	size_t dev_bytes = 0;
 	if (!o->keeper)
 		return kg_err(e, -EINVAL, "a device runner needs kgate-device (the keeper of its arena)");
-	int rc = kg_keeper_attach(o->keeper, a->fd, a->capacity, o->dev_sets, o->dev_stride, &s->dev_slot, dev_fd,
-				  &dev_bytes, e);
+	int rc = o->take_slot ? kg_keeper_export(o->keeper, o->take_slot - 1, dev_fd, &dev_bytes, e)
+			      : kg_keeper_attach(o->keeper, a->fd, a->capacity, o->dev_sets, o->dev_stride, &s->dev_slot,
+						 dev_fd, &dev_bytes, e);
+	if (!rc && o->take_slot)
+		s->dev_slot = o->take_slot - 1;
 	if (rc)
 		return rc;
 	s->keeper = o->keeper;

@@ -263,8 +263,11 @@ int kg_report_text_file(const struct kg_verdict *v, FILE *f)
 	for (int i = 0; v->timed && i < v->n_baselines; i++) {
 		const struct kg_baseline *b = &v->baselines[i];
 		if (b->timed)
-			fprintf(f, "  baseline  %-9s %.4f ms, speedup %.3fx%s\n", ts(&tp, b->name), b->median_ms, b->speedup,
-				i == v->best_baseline ? " (best baseline)" : "");
+			fprintf(f, "  baseline  %-9s %10.4f ms  [spread %.1f%%] speedup %.3fx%s\n", ts(&tp, b->name), b->median_ms,
+				100 * b->spread, b->speedup,
+				i == v->best_baseline ? (i ? " (the faster of eager and compile: the speedup to quote)"
+							    : " (the speedup to quote: no torch baseline timed)")
+						      : "");
 		else
 			fprintf(f, "  baseline  %-9s %s\n", ts(&tp, b->name), ts(&tp, b->status));
 	}

@@ -311,7 +311,7 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 {
 	static const char *const keys[] = {"kgate_task", "name", "description", "dims", "shapes", "variants",
 					   "random_shapes", "inputs", "outputs", "tolerance", "cost", "reference",
-					   "nonfinite", "exclude_classes", NULL};
+					   "nonfinite", "exclude_classes", "baseline", NULL};
 	yaml_node_t *root = kg_yaml_root(y);
 	int rc = kg_yaml_check_keys(y, root, keys, "task", e);
 	if (rc)
@@ -431,6 +431,14 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 
 	if ((rc = parse_references(y, kg_yaml_get(y, root, "reference"), t, e)))
 		return rc;
+	yaml_node_t *bl = kg_yaml_get(y, root, "baseline");
+	if (bl) {
+		static const char *const bl_keys[] = {"torch", NULL};
+		if ((rc = kg_yaml_check_keys(y, bl, bl_keys, "baseline", e)) ||
+		    (rc = resolve_ref(y, kg_yaml_get(y, bl, "torch"), t, "baseline.torch", t->baseline_torch,
+				      sizeof(t->baseline_torch), e)))
+			return rc;
+	}
 
 	yaml_node_t *nf = kg_yaml_get(y, root, "nonfinite");
 	if (nf && (rc = kg_yaml_bool(y, nf, "nonfinite", &t->nonfinite, e)))

@@ -89,7 +89,11 @@ struct kg_task {
 	 * keys from kg_vocab.h), absolute; "" where the task has none. The C one is required. */
 	char ref[KG_BACKEND_COUNT_][PATH_MAX];
 	int n_ref_libs[KG_BACKEND_COUNT_];
-	char ref_libs[KG_BACKEND_COUNT_][4][KG_NAME_LEN]; /* `<key>_libs`: what a reference links ("cublas") */
+	char ref_libs[KG_BACKEND_COUNT_][4][KG_NAME_LEN];
+	/* `baseline: {torch: FILE.py}`: the existing implementation a candidate's speed is quoted
+	 * against, a KernelBench-format module whose Model takes the task's inputs in order (eager and
+	 * torch.compile, baseline.c); a module task's is the module itself. "" when none. */
+	char baseline_torch[PATH_MAX]; /* `<key>_libs`: what a reference links ("cublas") */
 	int nonfinite; /* the reference defines NaN/Inf inputs (propagates them) */
 	unsigned classes_excluded; /* input classes that make no sense for this task (bitmask) */
 };

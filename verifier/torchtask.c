@@ -93,6 +93,7 @@ int kg_torch_task_load(const char *module, const char *dims, struct kg_task *t, 
 		return kg_err(e, -errno, "%s: %s", module, strerror(errno));
 	snprintf(t->path, sizeof(t->path), "%s", abs);
 	snprintf(t->ref[KG_BACKEND_TORCH], sizeof(t->ref[KG_BACKEND_TORCH]), "%s", abs);
+	snprintf(t->baseline_torch, sizeof(t->baseline_torch), "%s", abs); /* eager and compile of its Model */
 	kg_dirname(abs, t->dir, sizeof(t->dir));
 	free(abs);
 	return 0;

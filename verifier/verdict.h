@@ -100,9 +100,16 @@ struct kg_verdict {
 		char name[24]; /* "reference", "eager", "compile" */
 		int timed;
 		double median_ms, speedup;
+		double p10_ms, p90_ms, spread; /* as kg_timing's */
+		int n, batch; /* measurements, calls back to back in each */
 		char status[120]; /* "" when timed, else why not ("unavailable: torch 1.13 has none") */
+		/* what it is and how it was timed: "torch 2.11.0 eager of 23_Softmax.py's Model, on
+		 * NVIDIA H100, kgate-device's span" */
+		char how[240];
 	} baselines[3];
-	int best_baseline; /* index into baselines; -1 when none was timed */
+	/* index into baselines of the speedup to quote: the faster of eager and compile where either
+	 * was timed, else the reference; -1 when none was timed */
+	int best_baseline;
 	/* a module task: its inputs in the order kg_forward gets them (activations, then the Model's
 	 * parameters and buffers in state_dict order), named in a rejection */
 	char input_order[400];

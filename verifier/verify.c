@@ -112,33 +112,6 @@ static int sessions_phase(struct kg_run *r)
 	return kg_run_ok(r) ? 0 : -1;
 }
 
-/* The baselines (verdict.h): the reference always; for a module task it is eager PyTorch, and
- * torch.compile is said to be unavailable or not timed here. */
-static void baselines(struct kg_run *r)
-{
-	struct kg_verdict *v = r->v;
-	int torch = r->plan->ref_be->id == KG_BACKEND_TORCH;
-	v->best_baseline = -1;
-	struct kg_baseline *b = &v->baselines[v->n_baselines++];
-	snprintf(b->name, sizeof(b->name), "%s", torch ? "eager" : "reference");
-	b->timed = v->timed;
-	b->median_ms = v->ref.median_ms;
-	b->speedup = v->speedup;
-	if (!v->timed)
-		snprintf(b->status, sizeof(b->status), "not timed");
-	else
-		v->best_baseline = 0;
-	if (!torch)
-		return;
-	char py[PATH_MAX], ver[160];
-	b = &v->baselines[v->n_baselines++];
-	snprintf(b->name, sizeof(b->name), "compile");
-	if (kg_path_python(py, sizeof(py), ver, sizeof(ver)) || strstr(ver, "no torch.compile"))
-		snprintf(b->status, sizeof(b->status), "unavailable: %s", ver);
-	else
-		snprintf(b->status, sizeof(b->status), "not timed: the CPU runner times eager mode only (%s)", ver);
-}
-
 /* A module task's inputs in kg_forward's order, for a rejection to name: a kernel written for the
  * order the Model's constructor suggests gets the weights wrong. */
 static void input_order(struct kg_run *r)
@@ -158,7 +131,7 @@ static void input_order(struct kg_run *r)
 static void finish(struct kg_run *r, uint64_t t_start)
 {
 	struct kg_verdict *v = r->v;
-	baselines(r);
+	kg_phase_baselines(r); /* while the candidate's arena is still there */
 	if (r->plan->ref_be->id == KG_BACKEND_TORCH)
 		input_order(r);
 	if (r->cs_up)
