@@ -173,6 +173,13 @@ void kg_run_start_sessions(struct kg_run *r)
 	}
 	so.threads = p->pol.threads;
 	so.watched = 1; /* a black box from LOAD on */
+	/* a JIT module on a GPU: its kernels compiled ahead, into the run's cache, read-only to it */
+	char jit[PATH_MAX + 32];
+	if (p->be->runner_script && p->be->needs_gpu && kg_torch_needs_warmup(p->cand_src.data, p->cand_src.len)) {
+		if (kg_run_warmup(r, &so, jit, sizeof(jit)))
+			return;
+		so.jit_dir = jit;
+	}
 	rc = kg_session_start(&r->cs, &so, &r->ca, &e);
 	kg_prof_add(KG_PROF_CAND_UP, t0);
 	r->cs_up = 1;

@@ -129,6 +129,14 @@ void kg_run_start_sessions(struct kg_run *r);
  * timing passed (the candidate's runner ends first), and the baselines block of the verdict
  * (reference, eager, compile; the quoted one) whatever ran */
 void kg_phase_baselines(struct kg_run *r);
+/* warmup.c: a JIT candidate on a GPU (Triton, torch.compile in its module: kg_torch_needs_warmup)
+ * has its kernels compiled ahead of the run, at every planned shape, in a sandboxed process of
+ * their own, into the run's cache directory (jit, for the candidate's session, read-only there).
+ * 0, or -1 after recording why (compile.error: the candidate's; an internal error: kgate's). */
+int kg_torch_needs_warmup(const char *src, size_t len);
+int kg_torch_warmup(const struct kg_session_opts *o, const char *shapes, const char *jit_dir, double wall_s,
+		    char *log, size_t logsz, kg_error *e);
+int kg_run_warmup(struct kg_run *r, const struct kg_session_opts *o, char *jit, size_t jitsz);
 /* Lays out arena a for shape s (and makes s the current shape). */
 int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e);
 /* Lays out both arenas for shape s and tells both runners; 0, or -1 after recording why. */

@@ -138,6 +138,10 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 		argv[ac++] = "--filter-lib";
 		argv[ac++] = flib;
 	}
+	/* torch_runner.py loads its device half from beside itself */
+	char helper[PATH_MAX];
+	if (device && !kg_path_runner_script("torch_device.py", helper, sizeof(helper)))
+		paths[n_paths++] = (struct kg_sb_path){.host = helper, .inside = NULL, .flags = 0};
 	if (device && o->jit_dir)
 		paths[n_paths++] = (struct kg_sb_path){.host = o->jit_dir, .inside = "/kgate/jit",
 						       .flags = KG_SB_PATH_EXEC | (o->jit_rw ? KG_SB_PATH_RW : 0)};
