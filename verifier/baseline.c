@@ -293,15 +293,19 @@ void kg_phase_baselines(struct kg_run *r)
 		snprintf(why, sizeof(why), "%s", rc == KG_SESSION_FAILED ? bs->msg : rc < 0 ? e.msg : "its runner ended");
 		snprintf(row(v, ROW_EAGER)->status, sizeof(row(v, ROW_EAGER)->status), "failed to start: %s", why);
 	} else {
-		char how[240], name[64];
+		char how[240], name[64], what[160];
 		kg_torch_task_name(p->task.baseline_torch, name, sizeof(name));
+		if (!strcmp(p->task.baseline_torch, p->task.ref[KG_BACKEND_TORCH]))
+			snprintf(what, sizeof(what), "the module's Model");
+		else
+			snprintf(what, sizeof(what), "the Model of task %s's %s.py", p->task.name, name);
 		const char *where = be->needs_gpu ? v->device : "the host";
-		snprintf(how, sizeof(how), "%s eager of %s.py's Model on %s, %s", ver, name, where,
+		snprintf(how, sizeof(how), "%s eager, %s, on %s, %s", tv, what, where,
 			 be->needs_gpu ? "kgate-device's span" : "the runner's clock");
 		time_row(r, bs, ROW_EAGER, KG_ENTRY_FORWARD, how);
 		if (compile_ok) {
-			snprintf(how, sizeof(how), "%s torch.compile (default mode) of %s.py's Model on %s, kgate-device's span",
-				 ver, name, where);
+			snprintf(how, sizeof(how), "%s torch.compile (default mode), %s, on %s, kgate-device's span", tv, what,
+				 where);
 			time_row(r, bs, ROW_COMPILE, KG_ENTRY_COMPILED, how);
 		}
 	}

@@ -12,6 +12,7 @@
 #include <errno.h>
 
 #include "verifier/backend.h"
+#include "verifier/run.h"
 #include "verifier/resolve.h"
 
 static int has_arg(const struct kg_compile_cmd *c, const char *arg)
@@ -67,6 +68,36 @@ static void test_table(void **state)
 	for (const char *const *s = cu->syscalls; *s; s++)
 		epoll |= !strcmp(*s, "epoll_wait");
 	assert_true(epoll);
+	/* torch on the GPU: the same backend (id, name, builder, module tasks) in the CUDA runner's
+	 * sandbox, its Python applying the run filter itself once CUDA is up; never in the table */
+	const struct kg_backend *td = kg_backend_torch_device();
+	assert_int_equal(td->id, KG_BACKEND_TORCH);
+	assert_string_equal(td->name, "torch");
+	assert_string_equal(td->ext, ".py");
+	assert_true(td->needs_gpu && td->module_tasks_only && td->script_filters_itself);
+	assert_string_equal(td->runner_script, "torch_runner.py");
+	assert_ptr_equal(td->compile_cmd, th->compile_cmd);
+	assert_string_equal(td->devices[0], "/dev/nvidia*");
+	assert_int_equal(td->proc, KG_SB_PROC_RW);
+	assert_true(td->readonly_opens && td->sys_ro && td->address_space_unbounded);
+	assert_false(td->cpu_clock || td->data_bounded || th->script_filters_itself);
+	assert_non_null(td->probe);
+	assert_ptr_equal(kg_backend_find("torch"), th);
+	assert_string_equal(td->sandbox_name, "run-torch-cuda");
+}
+
+/* a module that compiles kernels at run time gets a warm-up process ahead of its run */
+static void test_warmup_words(void **state)
+{
+	(void)state;
+	static const char tri[] = "import triton\nimport triton.language as tl\n";
+	static const char comp[] = "self.f = torch.compile(self.f)\n";
+	static const char plain[] = "import torch\nclass ModelNew: pass\n";
+	assert_true(kg_torch_needs_warmup(tri, sizeof(tri) - 1));
+	assert_true(kg_torch_needs_warmup(comp, sizeof(comp) - 1));
+	assert_false(kg_torch_needs_warmup(plain, sizeof(plain) - 1));
+	/* the length bounds the search: a word past it is not there */
+	assert_false(kg_torch_needs_warmup(tri, 3));
 }
 
 static void test_imports(void **state)
@@ -153,6 +184,7 @@ int main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_imports),
 		cmocka_unit_test(test_commands),
+		cmocka_unit_test(test_warmup_words),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -108,6 +108,74 @@ static void test_json(void **state)
 	kg_verdict_free(&v);
 }
 
+/* The baselines block: a timed row with its spread, batch and how it was timed, one not timed with
+ * why, and the quoted one by name; in JSON and in the SARIF run's properties alike. */
+static void add_baselines(struct kg_verdict *v)
+{
+	v->n_baselines = 3;
+	struct kg_baseline *b = &v->baselines[0];
+	snprintf(b->name, sizeof(b->name), "reference");
+	b->timed = 1;
+	b->median_ms = 1.3;
+	snprintf(b->how, sizeof(b->how), "kgate's cuda reference");
+	b = &v->baselines[1];
+	snprintf(b->name, sizeof(b->name), "eager");
+	b->timed = 1;
+	b->median_ms = 1.05;
+	b->speedup = 0.83;
+	b->spread = 0.004;
+	b->n = 7;
+	b->batch = 21;
+	snprintf(b->how, sizeof(b->how), "torch 2.11.0 eager \x1b[31m");
+	b = &v->baselines[2];
+	snprintf(b->name, sizeof(b->name), "compile");
+	snprintf(b->status, sizeof(b->status), "unavailable: torch 1.13.0 has no torch.compile");
+	v->best_baseline = 1;
+}
+
+static void check_baselines(json_t *bl, json_t *best)
+{
+	assert_int_equal(json_array_size(bl), 3);
+	json_t *eager = json_array_get(bl, 1);
+	assert_true(json_is_true(json_object_get(eager, "timed")));
+	assert_true(json_real_value(json_object_get(eager, "spread")) == 0.004);
+	assert_int_equal(json_integer_value(json_object_get(eager, "batch")), 21);
+	assert_int_equal(json_integer_value(json_object_get(eager, "n")), 7);
+	/* a runner's words are escaped like any other */
+	assert_string_equal(json_string_value(json_object_get(eager, "how")), "torch 2.11.0 eager \\x1b[31m");
+	json_t *comp = json_array_get(bl, 2);
+	assert_true(json_is_false(json_object_get(comp, "timed")));
+	assert_true(json_is_null(json_object_get(comp, "median_ms")));
+	assert_null(json_object_get(comp, "spread"));
+	assert_non_null(strstr(json_string_value(json_object_get(comp, "status")), "no torch.compile"));
+	assert_string_equal(json_string_value(best), "eager");
+}
+
+static void test_baselines(void **state)
+{
+	(void)state;
+	struct kg_verdict v;
+	make_verdict(&v);
+	add_baselines(&v);
+	char *p = tmpfile_path(".json");
+	char spec[128];
+	snprintf(spec, sizeof(spec), "json:%s", p);
+	assert_int_equal(kg_report_write(&v, spec, NULL), 0);
+	json_error_t err;
+	json_t *root = json_load_file(p, 0, &err);
+	assert_non_null(root);
+	check_baselines(json_object_get(root, "baselines"), json_object_get(root, "best_baseline"));
+	json_decref(root);
+	assert_int_equal(kg_report_sarif(&v, p, NULL), 0);
+	root = json_load_file(p, 0, &err);
+	assert_non_null(root);
+	json_t *props = json_object_get(json_array_get(json_object_get(root, "runs"), 0), "properties");
+	check_baselines(json_object_get(props, "baselines"), json_object_get(props, "best_baseline"));
+	json_decref(root);
+	unlink(p);
+	kg_verdict_free(&v);
+}
+
 static void test_sarif(void **state)
 {
 	(void)state;
@@ -460,6 +528,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_sarif),
+		cmocka_unit_test(test_baselines),
 		cmocka_unit_test(test_junit),
 		cmocka_unit_test(test_text_and_errors),
 		cmocka_unit_test(test_hostile_text),

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "sandbox/sandbox.h"
+#include "verifier/gpu.h"
 #include "verifier/resolve.h"
 
 struct seen {
@@ -123,11 +125,69 @@ static void test_policy_and_backend(void **state)
 	free(t);
 }
 
+/* Where a module's torch runs: the host unless a GPU is present and the torch has CUDA, and never
+ * on the GPU when KGATE_TORCH_DEVICE=cpu; each "not" says why. */
+static void test_torch_placement(void **state)
+{
+	(void)state;
+	struct kg_gpu_info g;
+	char why[200];
+	unsetenv("KGATE_TORCH_DEVICE");
+	assert_int_equal(kg_torch_placement("torch 1.13.0a0 (no torch.compile) (no CUDA)", &g, why, sizeof(why)), 0);
+	assert_non_null(strstr(why, "has no CUDA"));
+	assert_int_equal(kg_torch_placement(NULL, &g, why, sizeof(why)), 0);
+	assert_non_null(strstr(why, "no Python with torch"));
+	setenv("KGATE_NO_GPU", "1", 1);
+	assert_int_equal(kg_torch_placement("torch 2.11.0+cu130 (CUDA 13.0), Triton", &g, why, sizeof(why)), 0);
+	assert_non_null(strstr(why, "no GPU (KGATE_NO_GPU is set)"));
+	unsetenv("KGATE_NO_GPU");
+	setenv("KGATE_TORCH_DEVICE", "cpu", 1);
+	assert_int_equal(kg_torch_placement("torch 2.11.0+cu130 (CUDA 13.0), Triton", &g, why, sizeof(why)), 0);
+	assert_string_equal(why, "KGATE_TORCH_DEVICE=cpu");
+	unsetenv("KGATE_TORCH_DEVICE");
+}
+
+/* A virtual environment whose python3 links to another interpreter: its own prefix is shown (its
+ * site-packages hold torch) beside the interpreter's; a plain interpreter under /usr shows none. */
+static void test_python_venv_paths(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/kgate-test-venv-XXXXXX", p[600], prefix[4096];
+	assert_non_null(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/bin", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/bin/python3", dir);
+	assert_int_equal(symlink("/usr/bin/python3", p), 0);
+	char cfg[600];
+	snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", dir);
+	FILE *f = fopen(cfg, "w");
+	assert_non_null(f);
+	fputs("home = /usr/bin\n", f);
+	fclose(f);
+	struct kg_sb_path paths[4];
+	int n = 0;
+	kg_python_sandbox_paths(p, "/usr/lib/kgate/torch_runner.py", prefix, sizeof(prefix), paths, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(paths[0].host, dir);
+	assert_true(paths[0].flags & KG_SB_PATH_EXEC);
+	/* without pyvenv.cfg it is no environment: nothing but /usr */
+	unlink(cfg);
+	n = 0;
+	kg_python_sandbox_paths(p, "/usr/lib/kgate/torch_runner.py", prefix, sizeof(prefix), paths, &n);
+	assert_int_equal(n, 0);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/bin", dir);
+	rmdir(p);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_task_dirs),
 		cmocka_unit_test(test_policy_and_backend),
+		cmocka_unit_test(test_torch_placement),
+		cmocka_unit_test(test_python_venv_paths),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

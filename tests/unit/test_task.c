@@ -183,6 +183,13 @@ static void test_malformed(void **state)
 		 {"random_shapes.count", NULL, NULL}},
 		{"  - {C: 1}\n", "  - {C: 1}\nrandom_shapes: {count: 2, ranges: {C: [1, 40], C: [1, 50]}}\n",
 		 {"random_shapes.ranges", NULL, NULL}},
+		/* a torch baseline: a file of the task's own directory, under its one key */
+		{"reference: {c: ref.c}\n", "reference: {c: ref.c}\nbaseline: {torch: nothere.py}\n",
+		 {":17:", "baseline.torch", "nothere.py"}},
+		{"reference: {c: ref.c}\n", "reference: {c: ref.c}\nbaseline: {torch: ../ref.c}\n",
+		 {":17:", "baseline.torch", "without '..'"}},
+		{"reference: {c: ref.c}\n", "reference: {c: ref.c}\nbaseline: {cuda: ref.c}\n",
+		 {"unknown key 'cuda' in 'baseline'", NULL, NULL}},
 	};
 	struct kg_task *t = malloc(sizeof(*t));
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -199,6 +206,23 @@ static void test_malformed(void **state)
 			if (!strstr(e.msg, cases[i].expect[k]))
 				fail_msg("case %zu: '%s' not in: %s", i, cases[i].expect[k], e.msg);
 	}
+	free(t);
+}
+
+/* `baseline: {torch: FILE}`: the task directory's file, as a path kgate opens; none: "" */
+static void test_baseline(void **state)
+{
+	(void)state;
+	struct kg_task *t = malloc(sizeof(*t));
+	kg_error e;
+	assert_int_equal(load_text(good, t, &e), 0);
+	assert_string_equal(t->baseline_torch, "");
+	char text[4096];
+	snprintf(text, sizeof(text), "%sbaseline: {torch: ref.c}\n", good);
+	assert_int_equal(load_text(text, t, &e), 0);
+	char want[300];
+	snprintf(want, sizeof(want), "%s/ref.c", dir);
+	assert_string_equal(t->baseline_torch, want);
 	free(t);
 }
 
@@ -232,6 +256,9 @@ static void test_shipped_tasks(void **state)
 			fail_msg("%s: %s", names[i], e.msg);
 		assert_non_null(kg_task_shapeset(t, "ci"));
 		assert_true(t->cost_bytes[0] && t->cost_flops[0]);
+		/* each names the torch module its candidates' speed is quoted against */
+		assert_non_null(strstr(t->baseline_torch, "/baseline.py"));
+		assert_int_equal(access(t->baseline_torch, R_OK), 0);
 	}
 	free(t);
 }
@@ -241,6 +268,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_baseline),
 		cmocka_unit_test(test_garbage_never_crashes),
 		cmocka_unit_test(test_shipped_tasks),
 	};
