@@ -432,6 +432,9 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 	if ((rc = parse_references(y, kg_yaml_get(y, root, "reference"), t, e)))
 		return rc;
 	yaml_node_t *bl = kg_yaml_get(y, root, "baseline");
+	/* a task whose reference is a PyTorch module (imported from one) is its own torch baseline */
+	if (!bl && t->ref[KG_BACKEND_TORCH][0])
+		snprintf(t->baseline_torch, sizeof(t->baseline_torch), "%s", t->ref[KG_BACKEND_TORCH]);
 	if (bl) {
 		static const char *const bl_keys[] = {"torch", NULL};
 		if ((rc = kg_yaml_check_keys(y, bl, bl_keys, "baseline", e)) ||

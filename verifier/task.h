@@ -92,7 +92,8 @@ struct kg_task {
 	char ref_libs[KG_BACKEND_COUNT_][4][KG_NAME_LEN];
 	/* `baseline: {torch: FILE.py}`: the existing implementation a candidate's speed is quoted
 	 * against, a KernelBench-format module whose Model takes the task's inputs in order (eager and
-	 * torch.compile, baseline.c); a module task's is the module itself. "" when none. */
+	 * torch.compile, baseline.c); a module task's (and an imported one's: `reference: torch:`
+	 * without `baseline:`) is the module itself. "" when none. */
 	char baseline_torch[PATH_MAX]; /* `<key>_libs`: what a reference links ("cublas") */
 	int nonfinite; /* the reference defines NaN/Inf inputs (propagates them) */
 	unsigned classes_excluded; /* input classes that make no sense for this task (bitmask) */

@@ -48,14 +48,27 @@ RT_TARGET="$(pwd)/README.md" expect 1 compile.error $D/softmax.py $C/rt_symlink_
 ok "  the log says the link was refused, and the README's words appear nowhere" sh -c \
 	'grep -q -e "is not a regular file (a symbolic link)" -e "PermissionError" "$0" && ! grep -q "hardened verification gate" "$0" "$1"' \
 	"$tmp/sl.json" "$tmp/sl.out"
-# a CUDA ModelNew: not verifiable on the CPU path yet, and said so (a compile error: the module's
-# own claim of CUDA sources must not make its verdict "not verified")
-"$KGATE" verify $D/matmul.py $C/matmul_cuda_inline.py --dims N=64 $Q --report json:"$tmp/cu.json" >/dev/null 2>&1
-ok "a CUDA ModelNew: compile.error saying why" python3 -c '
+# a CUDA ModelNew where kgate's torch has no CUDA (Debian's 1.13), and a Triton one where it has no
+# Triton: each a compile error that names the torch and what it lacks (the module's own claim of
+# CUDA sources or Triton kernels must not make its verdict "not verified"); where the torch has
+# CUDA and a GPU is here, tests/gpu/kernelbench35.sh runs them
+if "$KGATE" doctor 2>/dev/null | grep -q "python    torch: .*(no CUDA)"; then
+	"$KGATE" verify $D/matmul.py $C/matmul_cuda_inline.py --dims N=64 $Q --report json:"$tmp/cu.json" >/dev/null 2>&1
+	ok "a CUDA ModelNew where torch has no CUDA: compile.error saying why" python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["exit_code"] == 1 and [r["code"] for r in d["reasons"]] == ["compile.error"], d["reasons"]
-assert "a CUDA ModelNew cannot be verified yet" in d["compile_log"], d["compile_log"][-300:]' "$tmp/cu.json"
+assert "has CUDA sources, and the torch here (" in d["compile_log"], d["compile_log"][-300:]
+assert "has no CUDA: a CUDA ModelNew is built and run only where" in d["compile_log"], d["compile_log"][-300:]' "$tmp/cu.json"
+	"$KGATE" verify $D/softmax.py tests/data/kernelbench/gpu/softmax_triton.py $SM $Q --report json:"$tmp/tri.json" >/dev/null 2>&1
+	ok "a Triton ModelNew where torch has no Triton: compile.error saying why" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 1 and [r["code"] for r in d["reasons"]] == ["compile.error"], d["reasons"]
+assert "the module imports Triton, and the torch here (" in d["compile_log"], d["compile_log"][-300:]' "$tmp/tri.json"
+else
+	echo "skip the no-CUDA refusals: kgate's torch has CUDA (tests/gpu/kernelbench35.sh runs these modules)"
+fi
 # a ModelNew for a task that is not a module: a usage error
 "$KGATE" verify softmax $C/softmax_modelnew.py --policy ci >"$tmp/notmod.out" 2>&1
 rc=$?

@@ -2,8 +2,8 @@
 # Integration: KernelBench-format PyTorch modules as tasks (tests/data/kernelbench, written for
 # kgate), their Model the trusted reference in the torch runner's sandbox. Honest C candidates are
 # accepted at small --dims, zero and constant ones rejected, an honest one written for the wrong
-# weight order rejected with the expected order named; eager PyTorch is the timed baseline and
-# torch.compile said unavailable where the installed torch lacks it; task import writes manifests:
+# weight order rejected with the expected order named; eager PyTorch is a timed baseline beside
+# kgate's reference and torch.compile said unavailable where the installed torch lacks it; task import writes manifests:
 # the module's sizes as KernelBench writes them (a chain, expressions, a name given another name),
 # a directory's modules through a batch of sandboxed derivations without building any model at its
 # size (softmax at 4096 x 393216), a forward without meta kernels fitted from small real runs, a
@@ -31,7 +31,8 @@ expect 1 sandbox.crash $D/conv2d_relu_bias.py $C/conv_wrong_order.c $CV $Q
 ok "wrong weight order: the summary names the expected order" grep -q \
 	"in this order.*: x \[batch_size,in_channels,height,width\], bias \[out_channels,1,1\], conv_weight \[out_channels,in_channels,kernel_size,kernel_size\], conv_bias \[out_channels\]" "$tmp/order.out"
 
-# timed: eager PyTorch is the baseline, torch.compile unavailable on torch 1.13
+# timed: eager PyTorch is a baseline timed in the same run beside kgate's reference (here the same
+# Model in kgate's runner), torch.compile unavailable on torch 1.13
 "$KGATE" verify $D/matmul.py $C/matmul.c --dims N=64 --policy ci --report json:"$tmp/mm.json" >"$tmp/mm.out" 2>&1
 rc=$?
 ok "matmul N=64: accepted or, on a loaded host, only timing noise (exit $rc)" python3 -c '
@@ -40,9 +41,11 @@ d = json.load(open(sys.argv[1]))
 codes = [r["code"] for r in d["reasons"]]
 assert d["exit_code"] == 0 or set(codes) <= {"timing.tampered"}, codes
 b = {x["name"]: x for x in d["baselines"]}
-assert set(b) == {"eager", "compile"}, b
+assert set(b) == {"reference", "eager", "compile"}, b
 if d["exit_code"] == 0:
     assert b["eager"]["timed"] and b["eager"]["median_ms"] > 0 and d["best_baseline"] == "eager", b
+    assert b["reference"]["timed"] and b["eager"]["n"] == d["timing"]["candidate"]["n"], b
+    assert "eager, the module\x27s Model, on the host" in b["eager"]["how"], b["eager"]
 import subprocess
 v = subprocess.run(["/usr/bin/python3", "-c", "import torch; print(hasattr(torch, \"compile\"))"], capture_output=True, text=True).stdout.strip()
 if v == "False":

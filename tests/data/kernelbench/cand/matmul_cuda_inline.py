@@ -1,7 +1,8 @@
-# kgate test candidate (KernelBench ModelNew with a CUDA kernel through load_inline): an honest tiled
-# matmul. kgate hosts ModelNew modules on the CPU so far: its build says a CUDA ModelNew cannot be
-# verified yet (a compile error, never "not verified": the module's own words decide that it has
-# CUDA sources, and a candidate must not turn its rejection into exit 3 by claiming some).
+# kgate test candidate (KernelBench ModelNew with a CUDA kernel through load_inline): an honest
+# matmul. Where kgate's torch has no CUDA (Debian's torch 1.13) its build says so (a compile error,
+# never "not verified": the module's own words decide that it has CUDA sources, and a candidate must
+# not turn its rejection into exit 3 by claiming some); on a GPU host it is built with nvcc and run on
+# kgate-device's memory (tests/gpu/kernelbench35.sh).
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline

@@ -1,0 +1,34 @@
+# KernelBench level1/23_Softmax.py, copied unchanged below this note from Stanford's KernelBench (MIT License,
+# Copyright (c) 2023 Anne Ouyang, Simon Guo, Azalia Mirhoseini): a problem at its own shapes for
+# kgate's GPU tests (tests/gpu/kernelbench35.sh).
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """
+    Simple model that performs a Softmax activation.
+    """
+    def __init__(self):
+        super(Model, self).__init__()
+    
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """
+        Applies Softmax activation to the input tensor.
+
+        Args:
+            x (torch.Tensor): Input tensor of shape (batch_size, num_features).
+
+        Returns:
+            torch.Tensor: Output tensor with Softmax applied, same shape as input.
+        """
+        return torch.softmax(x, dim=1)
+
+batch_size = 4096
+dim = 393216
+
+def get_inputs():
+    x = torch.rand(batch_size, dim)
+    return [x]
+
+def get_init_inputs():
+    return []  # No special initialization inputs needed
