@@ -359,8 +359,7 @@ def build(exts, out, work):
         with open(cpp, "w") as fh:
             fh.write("\n".join(main) + "\n")
         obj = cpp + ".o"
-        cmd = ["c++", "-O3", "-std=c++17", "-fPIC", "-c", "-w"] + defs + incs + e["cflags"] + [cpp, "-o", obj]
-        sh(cmd)
+        cmds = [["c++", "-O3", "-std=c++17", "-fPIC", "-c", "-w"] + defs + incs + e["cflags"] + [cpp, "-o", obj]]
         mine = [obj]
         if e["cu"]:
             home = cuda_home()
@@ -374,12 +373,13 @@ def build(exts, out, work):
             cobj = cu + ".o"
             # load_inline's own nvcc defaults (torch's COMMON_NVCC_FLAGS): a kernel written for it
             # builds here as it does there; the extension's flags from the same list as C++'s
-            cmd = [os.path.join(home, "bin", "nvcc"), "-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-c",
-                   "--expt-relaxed-constexpr", "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
-                   "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"] + arch_flags() + defs + \
-                incs + e["cuflags"] + [cu, "-o", cobj]
-            sh(cmd)
+            cmds.append([os.path.join(home, "bin", "nvcc"), "-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-c",
+                         "--expt-relaxed-constexpr", "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+                         "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"] + arch_flags() +
+                        defs + incs + e["cuflags"] + [cu, "-o", cobj])
             mine.append(cobj)
+        # the C++ and the CUDA halves at once: each takes tens of seconds behind torch's headers
+        sh_all(cmds)
         # torch's load_inline makes a shared object of each extension, so two of them may each define
         # a `forward`; in the one kernel.so each extension's own definitions are made local to it
         objs += [own_symbols(e["name"], mine, work)] if len(exts) > 1 else mine
@@ -439,6 +439,22 @@ def arch_flags():
     if re.match(r"^[0-9]{2,3}a?$", a):
         return ["-gencode=arch=compute_%s,code=sm_%s" % (a, a)]
     return []
+
+
+def sh_all(cmds):
+    """Each command at once; their output in order; the first failure raised."""
+    for c in cmds:
+        print("$ " + " ".join(c))
+    sys.stdout.flush()
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for c in cmds]
+    failed = 0
+    for p in procs:
+        out = p.communicate()[0].decode("utf-8", "replace")
+        if out:
+            print(out[-6000:])
+        failed = failed or p.returncode
+    if failed:
+        raise BuildError("the compiler exited with %d" % failed)
 
 
 def sh(cmd):

@@ -76,4 +76,14 @@ expect 0 - softmax $C/softmax/online.cu $Z
 expect 0 - layernorm $C/layernorm/welford.cu $Z
 expect 0 - matmul $C/matmul/tiled.cu $Z
 expect 0 - conv_relu_pool $C/conv_relu_pool/fused.cu $Z
+
+# issue #35: KernelBench ModelNew candidates (CUDA, Triton) on kgate-device's memory, KernelBench's
+# adversarial kernels and problems at their own shapes, eager and torch.compile beside, the seed
+# table; skipped (77) where kgate's torch has no CUDA; KB35=0 leaves it out
+if [ "${KB35:-1}" != 0 ]; then
+	sh tests/gpu/kernelbench35.sh
+	rc=$?
+	checked=$((checked + 1))
+	[ $rc = 0 ] || [ $rc = 77 ] || failures=$((failures + 1))
+fi
 finish

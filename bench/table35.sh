@@ -1,0 +1,84 @@
+#!/bin/sh
+# The seed table (issue #35), measured in one device run on the machine it runs on:
+#   KGATE_BUILD=build sh bench/table35.sh            (tests/gpu/kernelbench35.sh calls it)
+# For each seed task at its nominal shape: kgate's CUDA reference, eager PyTorch and torch.compile
+# of the task's torch baseline (tasks/*/baseline.py), each timed by kgate-device's span in the same
+# kgate run as an honest .cu candidate (examples/cuda); then an honest CUDA ModelNew and a Triton one
+# (tests/data/kernelbench/gpu) verified against the same torch module as their task, at the same
+# shape, on the same warm machine. Each time is the median of the policy's timed calls with its
+# spread ((p90 - p10) / median); the speedup is against the faster of eager and torch.compile, named.
+# Prints the table, then the JSON reports' directory. Exit 0 when every row was measured.
+set -u
+B=${KGATE_BUILD:-build}
+KGATE="$B/kgate"
+out=${TABLE35_OUT:-$(mktemp -d /tmp/kgate-table35-XXXXXX)}
+export KGATE_CACHE_DIR="${KGATE_CACHE_DIR:-$out/cache}"
+P="--policy tests/data/gpu.yaml --shapes nominal"
+G=tests/data/kernelbench/gpu
+status=0
+for t in softmax matmul layernorm conv_relu_pool; do
+	case $t in
+	softmax) cu=examples/cuda/softmax/online.cu mn=softmax ;;
+	matmul) cu=examples/cuda/matmul/tiled.cu mn=matmul ;;
+	layernorm) cu=examples/cuda/layernorm/welford.cu mn=layernorm ;;
+	conv_relu_pool) cu=examples/cuda/conv_relu_pool/fused.cu mn=conv ;;
+	esac
+	lib=""
+	[ $t = matmul ] && lib="--flag -lcublas"
+	# kgate's reference, eager and compile, beside an honest .cu candidate
+	KGATE_BASELINES=all "$KGATE" verify $t $cu $P $lib --quiet --report "json:$out/$t-ref.json" >"$out/$t-ref.out" 2>&1 || status=1
+	# the ModelNew candidates against the same torch module (their task), baselines already measured
+	KGATE_BASELINES=none "$KGATE" verify tasks/$t/baseline.py $G/${mn}_cuda.py $P --quiet \
+		--report "json:$out/$t-cuda.json" >"$out/$t-cuda.out" 2>&1 || status=1
+	KGATE_BASELINES=none "$KGATE" verify tasks/$t/baseline.py $G/${mn}_triton.py $P --quiet \
+		--report "json:$out/$t-triton.json" >"$out/$t-triton.out" 2>&1 || status=1
+done
+python3 - "$out" <<'PY' || status=1
+import json, os, sys
+out = sys.argv[1]
+def load(name):
+    try:
+        return json.load(open(os.path.join(out, name)))
+    except (OSError, ValueError):
+        return None
+def cell(ms, spread):
+    return "%9.4f ms %5.1f%%" % (ms, 100 * spread) if ms else "%18s" % "-"
+device = None
+rows, bad = [], 0
+for t in ("softmax", "matmul", "layernorm", "conv_relu_pool"):
+    ref = load("%s-ref.json" % t)
+    base = {b["name"]: b for b in (ref or {}).get("baselines", [])}
+    device = device or (ref or {}).get("device")
+    def row_ms(b):
+        return (b["median_ms"], b.get("spread", 0)) if b and b.get("timed") else (None, 0)
+    r_ms, r_sp = row_ms(base.get("reference"))
+    e_ms, e_sp = row_ms(base.get("eager"))
+    c_ms, c_sp = row_ms(base.get("compile"))
+    timed = [(n, m) for n, m in (("eager", e_ms), ("compile", c_ms)) if m]
+    best = min(timed, key=lambda x: x[1]) if timed else None
+    line = "%-15s %s %s %s" % (t, cell(r_ms, r_sp), cell(e_ms, e_sp), cell(c_ms, c_sp))
+    for kind in ("cuda", "triton"):
+        d = load("%s-%s.json" % (t, kind))
+        tm = (d or {}).get("timing")
+        if d and d["exit_code"] == 0 and tm:
+            ms = tm["candidate"]["median_ms"]
+            sp = "%6.2fx" % (best[1] / ms) if best else "    -  "
+            line += " %s %s" % (cell(ms, tm["candidate"]["spread"]), sp)
+        else:
+            bad += 1
+            why = "rejected" if d and d["exit_code"] == 1 else "not verified" if d else "no report"
+            line += " %18s %7s" % (why, "")
+    line += "  vs %s" % (best[0] if best else "-")
+    if not (r_ms and e_ms):
+        bad += 1
+    rows.append(line)
+print("seed table (issue #35) on %s: median over the policy's timed calls, spread (p90-p10)/median;" % (device or "?"))
+print("speedup against the faster of eager and torch.compile (named); kgate's reference a row of its own")
+print("%-15s %18s %18s %18s %18s %7s %18s %7s" % ("task", "kgate reference", "eager", "torch.compile",
+                                                 "CUDA ModelNew", "speedup", "Triton ModelNew", "speedup"))
+for l in rows:
+    print(l)
+print("reports: %s" % out)
+sys.exit(1 if bad else 0)
+PY
+exit $status
