@@ -7,13 +7,30 @@
 # (tests/data/kernelbench/gpu) verified against the same torch module as their task, at the same
 # shape, on the same warm machine. Each time is the median of the policy's timed calls with its
 # spread ((p90 - p10) / median); the speedup is against the faster of eager and torch.compile, named.
-# Prints the table, then the JSON reports' directory. Exit 0 when every row was measured.
+# Prints the table, then the JSON reports' directory. Exit 0 when every row was measured. Each kgate
+# run is bounded (TABLE35_STEP_S, default 180 s); none starts after TABLE35_DEADLINE (epoch seconds).
 set -u
 B=${KGATE_BUILD:-build}
 KGATE="$B/kgate"
 out=${TABLE35_OUT:-$(mktemp -d /tmp/kgate-table35-XXXXXX)}
 export KGATE_CACHE_DIR="${KGATE_CACHE_DIR:-$out/cache}"
-P="--policy tests/data/gpu.yaml --shapes nominal"
+P="--policy tests/data/gpu35.yaml --shapes nominal"
+step=${TABLE35_STEP_S:-180}
+# one bounded kgate run (LABEL ARGS...): skipped past the deadline, its report at $out/LABEL.json
+one() {
+	label=$1
+	shift
+	lim=$step
+	if [ -n "${TABLE35_DEADLINE:-}" ]; then
+		l=$((TABLE35_DEADLINE - $(date +%s)))
+		[ $l -lt $lim ] && lim=$l
+	fi
+	if [ $lim -lt 20 ]; then
+		echo "skipped: past the deadline" >"$out/$label.out"
+		return 1
+	fi
+	timeout -k 10 $lim "$KGATE" verify "$@" --quiet --report "json:$out/$label.json" >"$out/$label.out" 2>&1
+}
 G=tests/data/kernelbench/gpu
 status=0
 for t in softmax matmul layernorm conv_relu_pool; do
@@ -26,12 +43,12 @@ for t in softmax matmul layernorm conv_relu_pool; do
 	lib=""
 	[ $t = matmul ] && lib="--flag -lcublas"
 	# kgate's reference, eager and compile, beside an honest .cu candidate
-	KGATE_BASELINES=all "$KGATE" verify $t $cu $P $lib --quiet --report "json:$out/$t-ref.json" >"$out/$t-ref.out" 2>&1 || status=1
+	export KGATE_BASELINES=all
+	one $t-ref $t $cu $P $lib || status=1
 	# the ModelNew candidates against the same torch module (their task), baselines already measured
-	KGATE_BASELINES=none "$KGATE" verify tasks/$t/baseline.py $G/${mn}_cuda.py $P --quiet \
-		--report "json:$out/$t-cuda.json" >"$out/$t-cuda.out" 2>&1 || status=1
-	KGATE_BASELINES=none "$KGATE" verify tasks/$t/baseline.py $G/${mn}_triton.py $P --quiet \
-		--report "json:$out/$t-triton.json" >"$out/$t-triton.out" 2>&1 || status=1
+	export KGATE_BASELINES=none
+	one $t-cuda tasks/$t/baseline.py $G/${mn}_cuda.py $P || status=1
+	one $t-triton tasks/$t/baseline.py $G/${mn}_triton.py $P || status=1
 done
 python3 - "$out" <<'PY' || status=1
 import json, os, sys
