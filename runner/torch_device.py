@@ -141,6 +141,48 @@ class Device:
         return ns, time.perf_counter_ns() - t0
 
 
+def libcuda_dir():
+    """The directory of the libcuda this process loaded (its maps), for Triton (TRITON_LIBCUDA_PATH):
+    otherwise Triton asks `ldconfig -p` for it, a process the run filter does not let start."""
+    try:
+        with open("/proc/self/maps") as fh:
+            for line in fh:
+                path = line.split()[-1] if line.count("/") else ""
+                if os.path.basename(path).startswith("libcuda.so"):
+                    return os.path.dirname(path)
+    except OSError:
+        pass
+    return None
+
+
+def prime_triton():
+    """What Triton computes once a process and would start a process for, computed here before the
+    run filter (nothing of the candidate's has run yet): ptxas's version, in every compile key
+    (backend.hash()), libcuda's directory, and its driver's helper module (from the run's cache,
+    compiled by the warm-up). Then a kernel's first launch under the filter finds everything in
+    memory or in the cache and starts nothing. Best effort: what this Triton lacks is skipped, and a
+    launch that still needs a process fails the candidate's run, named."""
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is None:
+        return
+    d = libcuda_dir()
+    if d:
+        os.environ.setdefault("TRITON_LIBCUDA_PATH", d)
+    try:
+        from triton.runtime import driver
+
+        target = driver.active.get_current_target()
+        try:
+            from triton.compiler.compiler import make_backend
+        except ImportError:
+            from triton.compiler import make_backend
+        make_backend(target).hash()
+    except Exception as ex:  # noqa: BLE001 (said, not fatal: the launch names what is missing)
+        print("kgate torch runner: priming Triton: %s: %s" % (type(ex).__name__, ex))
+        sys.stdout.flush()
+
+
 def apply_filter(lib):
     """The run profile's filter, applied to every thread once CUDA is up (libkgate-filter.so)."""
     f = ctypes.CDLL(lib)
@@ -245,6 +287,10 @@ def warmup(argv, shared):
 
     try:
         torch.cuda.set_device(0)
+        torch.zeros(1, device="cuda")
+        d = libcuda_dir()
+        if d:  # as the run's process will have it (prime_triton)
+            os.environ.setdefault("TRITON_LIBCUDA_PATH", d)
         with open("/kgate/cand/kernel.py") as fh:
             src = fh.read()
         with open(shared.PROBLEM) as fh:
@@ -258,10 +304,10 @@ def warmup(argv, shared):
             dims = _dims(text)
             ns = shared.problem_namespace(problem, dims)
             torch.manual_seed(0)
-            model = cls(*ns["get_init_inputs"]()).cuda()
-            model.eval()
             with torch.device("cuda"):
+                model = cls(*ns["get_init_inputs"]()).cuda()
                 xs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in ns["get_inputs"]()]
+            model.eval()
             t0 = time.perf_counter()
             with torch.no_grad():
                 model(*xs)
@@ -276,16 +322,34 @@ def warmup(argv, shared):
     return 0
 
 
+def on_device(shared):
+    """The runner's SETUP with torch's default device the GPU: the module's constructor makes its
+    parameters there (an MLP's gigabytes initialised in milliseconds, not seconds on the host), where
+    the arena's tensors then replace them; forward runs as written, outside this."""
+    import torch
+
+    setup = shared.Runner.setup
+
+    def setup_on_device(self, f):
+        with torch.device("cuda"):
+            return setup(self, f)
+
+    shared.Runner.setup = setup_on_device
+
+
 def main(argv, shared):
     """torch_runner.py's entry on a GPU: the device and its arena up, the filter applied (where
     --filter-lib names kgate's library: a trusted baseline runs without it, for torch.compile's
     compiler processes), then the runner's protocol as on the host."""
     install(shared)
+    on_device(shared)
     if "--warmup" in argv:
         return warmup(argv, shared)
     try:
         dev = Device(shared.ARENA_FD, int(_arg(argv, "--device-arena") or 0))
         dev.prime()
+        if os.environ.get("TRITON_CACHE_DIR"):  # a JIT candidate's run: its kernels in the cache
+            prime_triton()
         lib = _arg(argv, "--filter-lib")
         if lib:
             apply_filter(lib)

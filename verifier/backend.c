@@ -246,13 +246,15 @@ static const struct kg_backend backends[KG_BACKEND_COUNT_] = {
 };
 
 /* What torch with CUDA calls on a device besides the run profile's: the CPU torch runner's calls,
- * the driver's (cuda_syscalls), and the Python runtime's own polling of its threads. Extend from the
- * syscall names that denials report on a GPU host. */
+ * the driver's (cuda_syscalls), and Triton's cache lookup, which makes its key's directory whether
+ * or not it is there (os.makedirs: mkdir answers EEXIST in the run's read-only cache, or makes a
+ * directory in the process's own private /tmp; nothing else is writable). Extend from the syscall
+ * names that denials report on a GPU host. */
 static const char *const torch_device_syscalls[] = {
 	"get_mempolicy", "set_mempolicy", "mbind", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
 	"mlock", "munlock", "statfs", "fstatfs", "sched_getparam", "sched_getscheduler", "sched_setaffinity",
 	"sched_get_priority_max", "sched_get_priority_min", "readlinkat", "pipe2", "eventfd2", "select", "pselect6",
-	NULL,
+	"mkdir", "mkdirat", NULL,
 };
 
 /* The torch backend on the device: the CUDA runner's sandbox (the driver's nodes, /proc read-write
