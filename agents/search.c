@@ -288,6 +288,9 @@ struct kg_verify_opts kg_search_verify_opts(const struct kg_search_opts *o)
 		.iterations = o->iterations,
 		.trials = o->trials,
 		.no_cache = o->no_cache,
+		/* a round's candidates are ranked by their speedup over the reference: no torch.compile
+		 * warm-up per candidate */
+		.baselines = KG_BASELINES_NONE,
 	};
 }
 

@@ -21,7 +21,7 @@ $(KG_PATHS_SRCS:%.c=$(BUILD)/%.o): $(KG_PATHS_STAMP)
 # copies (two copies at once race under make -j). Examples are the candidate sources; the vendor
 # agent is install-agents'.
 KG_INST_HEADERS := $(filter-out include/kgate/agent.h,$(wildcard include/kgate/*.h))
-KG_INST_TASKS := $(wildcard tasks/*/task.yaml tasks/*/reference.c tasks/*/reference.cu)
+KG_INST_TASKS := $(wildcard tasks/*/task.yaml tasks/*/reference.c tasks/*/reference.cu tasks/*/baseline.py)
 KG_INST_EXAMPLES := $(filter-out examples/vendor-agent/%,$(wildcard examples/*/*.c examples/*/*.cu \
 	examples/*/*/*.c examples/*/*/*.cu))
 KG_MAN1 := packaging/man/kgate.1
@@ -38,6 +38,8 @@ install-kgate: all
 	install -m 0644 runner/torch_runner.py $(DESTDIR)$(LIBEXECDIR)/torch_runner.py
 	install -m 0644 runner/torch_build.py $(DESTDIR)$(LIBEXECDIR)/torch_build.py
 	install -m 0644 runner/torch_derive.py $(DESTDIR)$(LIBEXECDIR)/torch_derive.py
+	install -m 0644 runner/torch_device.py $(DESTDIR)$(LIBEXECDIR)/torch_device.py
+	install -m 0755 $(FILTER_LIB) $(DESTDIR)$(LIBEXECDIR)/libkgate-filter.so
 	install -m 0644 $(KG_INST_HEADERS) $(DESTDIR)$(INCLUDEDIR)/kgate/
 	install -m 0644 include/kgate/kernel.h $(DESTDIR)$(DATADIR)/include/kgate/
 	install -m 0644 policy/default.yaml policy/strict.yaml policy/ci.yaml $(DESTDIR)$(SYSCONFDIR)/

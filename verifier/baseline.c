@@ -186,15 +186,26 @@ static void time_row(struct kg_run *r, struct kg_session *bs, int i, uint32_t en
 	free(ms);
 }
 
-/* Which baselines the environment asks for: KGATE_BASELINES=none|eager|all (default all). */
-static int wanted(void)
+/* Which baselines to time (2 all, 1 eager, 0 none): the options', else $KGATE_BASELINES, else all
+ * beside a device candidate and a module task's eager beside a host one (its Model is the reference
+ * already there); a manifest task's torch baseline on the host only when asked (a torch process a
+ * run). why says so where none. */
+static int wanted(const struct kg_plan *p, char *why, size_t whysz)
 {
 	const char *w = getenv("KGATE_BASELINES");
-	if (w && !strcmp(w, "none"))
-		return 0;
-	if (w && !strcmp(w, "eager"))
-		return 1;
-	return 2;
+	enum kg_baselines b = p->baselines;
+	if (b == KG_BASELINES_AUTO && w && *w)
+		b = !strcmp(w, "none") ? KG_BASELINES_NONE : !strcmp(w, "eager") ? KG_BASELINES_EAGER : KG_BASELINES_ALL;
+	if (b == KG_BASELINES_AUTO)
+		b = p->be->needs_gpu ? KG_BASELINES_ALL
+		    : !strcmp(p->task.baseline_torch, p->task.ref[KG_BACKEND_TORCH]) ? KG_BASELINES_EAGER
+										      : KG_BASELINES_NONE;
+	if (b == KG_BASELINES_NONE)
+		snprintf(why, whysz, "%s",
+			 p->baselines == KG_BASELINES_NONE ? "not timed: not asked for (a search's rounds)"
+			 : w && !strcmp(w, "none")	   ? "not timed: KGATE_BASELINES=none"
+							   : "not timed on the host unless asked (KGATE_BASELINES=eager)");
+	return b == KG_BASELINES_ALL ? 2 : b == KG_BASELINES_EAGER ? 1 : 0;
 }
 
 void kg_phase_baselines(struct kg_run *r)
@@ -210,9 +221,10 @@ void kg_phase_baselines(struct kg_run *r)
 		rows_untimed(r, "none: the task names no torch baseline (`baseline: torch: FILE.py` in its manifest)");
 		return;
 	}
-	int want = wanted();
+	char why0[120];
+	int want = wanted(p, why0, sizeof(why0));
 	if (!want) {
-		rows_untimed(r, "not timed: KGATE_BASELINES=none");
+		rows_untimed(r, why0);
 		return;
 	}
 	if (kg_path_python(py, sizeof(py), ver, sizeof(ver))) {
@@ -244,7 +256,7 @@ void kg_phase_baselines(struct kg_run *r)
 			 "unavailable: %s has no torch.compile", tv);
 	else if (!compile_ok)
 		snprintf(row(v, ROW_COMPILE)->status, sizeof(row(v, ROW_COMPILE)->status), "%s",
-			 want < 2 ? "not timed: KGATE_BASELINES=eager"
+			 want < 2 ? "not timed: eager only asked for"
 				  : "not timed: torch.compile is timed on a GPU runner only (its compiler starts processes)");
 	kg_error e = {0};
 	int rc = stage_module(r, module, sizeof(module), &e);

@@ -185,6 +185,7 @@ int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e
 	p->progress = o->progress;
 	p->keep_workdir = o->keep_workdir;
 	p->no_cache = o->no_cache;
+	p->baselines = o->baselines;
 	return 0;
 }
 

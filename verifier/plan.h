@@ -28,6 +28,7 @@ struct kg_plan {
 	/* where a module's torch runs (kg_torch_placement's words): "NVIDIA H100 ..., torch 2.11.0 ..."
 	 * when on the GPU, else why not; "" where no torch side runs */
 	char torch_where[200];
+	enum kg_baselines baselines; /* the options' (verify.h) */
 	const char *candidate;
 	struct kg_ufile cand_src, ref_src; /* read once each through kg_ufile: what is compiled */
 	const char *const *flags;

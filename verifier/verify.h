@@ -10,6 +10,11 @@
 
 enum { KG_PROGRESS_NONE = 0, KG_PROGRESS_LINE = 1, KG_PROGRESS_HEARTBEAT = 2 };
 
+/* KG_BASELINES_AUTO: $KGATE_BASELINES (all, eager, none), else every baseline beside a device
+ * candidate, a module task's eager beside a host one (a manifest task's torch baseline on the host
+ * only when asked: a torch process a run) */
+enum kg_baselines { KG_BASELINES_AUTO = 0, KG_BASELINES_NONE, KG_BASELINES_EAGER, KG_BASELINES_ALL };
+
 struct kg_verify_opts {
 	const char *task; /* name, manifest path, or a KernelBench-format module (PROBLEM.py) */
 	const char *candidate; /* source: .c (CPU backend) or .cu (CUDA backend) */
@@ -32,6 +37,8 @@ struct kg_verify_opts {
 		       * kg_heartbeat, common/kg_heartbeat.h); 0 none */
 	int keep_workdir;
 	int no_cache; /* compile without the compile cache (verifier/cache.h), neither read nor written */
+	/* which baselines are timed beside a candidate whose timing passed (verifier/baseline.c) */
+	enum kg_baselines baselines;
 };
 
 /* Runs the verification and fills v (exit_code says accepted / rejected / internal error).
