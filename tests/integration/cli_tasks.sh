@@ -10,7 +10,7 @@ src=$(pwd)/tasks/softmax
 
 # ./tasks only: KGATE_HOME points at a tree without tasks, KGATE_TASKS is unset
 mkdir -p "$tmp/home" "$tmp/work/tasks/local_softmax"
-cp "$src/task.yaml" "$src/reference.c" "$src/reference.cu" "$tmp/work/tasks/local_softmax/"
+cp "$src/task.yaml" "$src/reference.c" "$src/reference.cu" "$src/baseline.py" "$tmp/work/tasks/local_softmax/"
 out=$(cd "$tmp/work" && env -u KGATE_TASKS KGATE_HOME="$tmp/home" "$K" tasks 2>&1)
 rc=$?
 ok "tasks from ./tasks: exit 0 (got $rc)" [ $rc -eq 0 ]

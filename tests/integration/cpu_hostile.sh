@@ -134,6 +134,7 @@ ok "stall_commands.c: timed out within 20 s (took $((t1 - t0)) s)" test $((t1 - 
 # (exit 3), never a verdict widened or narrowed by guesswork.
 mkdir "$tmp/noterms"
 grep -v 'cuda: reference.cu' tasks/layernorm/task.yaml >"$tmp/noterms/task.yaml"
+cp tasks/layernorm/baseline.py "$tmp/noterms/"
 sed '/^\/\* Plain fp32 orders of a row/,$d' tasks/layernorm/reference.c >"$tmp/noterms/reference.c"
 "$KGATE" verify "$tmp/noterms/task.yaml" $H/onepass_var.c $P --seed 1 >"$tmp/noterms.out" 2>&1
 rc=$?

@@ -71,6 +71,7 @@ for at in 1000 1; do
 	t="$tmp/badref-$at"
 	mkdir -p "$t"
 	grep -v 'cuda: reference.cu' tasks/softmax/task.yaml >"$t/task.yaml"
+	cp tasks/softmax/baseline.py "$t/"
 	sed "s/^	if (n_in != 1 || n_out != 1/	if (in[0].shape[1] == $at)\n		return -5;\n&/" tasks/softmax/reference.c \
 		>"$t/reference.c"
 	"$KGATE" verify "$t/task.yaml" examples/softmax/online.c --policy policy/ci.yaml --iterations 5 \

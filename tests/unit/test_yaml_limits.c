@@ -36,7 +36,10 @@ static int setup(void **state)
 	snprintf(p, sizeof(p), "%s/reference.c", dir);
 	kg_write_file(p, "/* empty */\n", 12, 0644, &e);
 	snprintf(p, sizeof(p), "%s/reference.cu", dir);
-	return kg_write_file(p, "/* empty */\n", 12, 0644, &e);
+	kg_write_file(p, "/* empty */\n", 12, 0644, &e);
+	/* the manifest's torch baseline (baseline: torch:) beside the references */
+	snprintf(p, sizeof(p), "%s/baseline.py", dir);
+	return kg_write_file(p, "# empty\n", 8, 0644, &e);
 }
 
 static int teardown(void **state)
