@@ -22,6 +22,8 @@ $(BUILD)/tests/bin/sandbox_%: $(BUILD)/tests/sandbox/sandbox_%.o $(SANDBOX_LINK)
 	$(CC) $(KG_LDFLAGS) $(filter %.o %.a,$^) -o $@ $(CMOCKA_LIBS) $(PKG_LIBS) -lm
 
 TEST_BINS += $(BUILD)/tests/bin/sandbox_api $(BUILD)/tests/bin/sandbox_syscalls $(BUILD)/tests/bin/sandbox_spec \
-	$(BUILD)/tests/bin/sandbox_cuda
+	$(BUILD)/tests/bin/sandbox_cuda $(BUILD)/tests/bin/sandbox_pyfilter
+# the run filter a Python runner applies itself: the library it loads, beside kgate-run
+$(BUILD)/tests/bin/sandbox_pyfilter: $(BUILD)/libkgate-filter.so
 
 include bench/sandbox.mk
