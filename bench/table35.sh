@@ -40,11 +40,9 @@ for t in softmax matmul layernorm conv_relu_pool; do
 	layernorm) cu=examples/cuda/layernorm/welford.cu mn=layernorm ;;
 	conv_relu_pool) cu=examples/cuda/conv_relu_pool/fused.cu mn=conv ;;
 	esac
-	lib=""
-	[ $t = matmul ] && lib="--flag -lcublas"
 	# kgate's reference, eager and compile, beside an honest .cu candidate
 	export KGATE_BASELINES=all
-	one $t-ref $t $cu $P $lib || status=1
+	one $t-ref $t $cu $P || status=1
 	# the ModelNew candidates against the same torch module (their task), baselines already measured
 	export KGATE_BASELINES=none
 	one $t-cuda tasks/$t/baseline.py $G/${mn}_cuda.py $P || status=1

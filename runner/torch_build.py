@@ -345,6 +345,7 @@ def build(exts, out, work):
     incs = ["-I" + p for p in include_paths(ce, cuda_exts)] + ["-I" + sysconfig.get_paths()["include"]]
     libdirs = [p for p in ce.library_paths() if os.path.isdir(p)]
     abi = "-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    std = cxx_std(ce)
     objs, cuda = [], False
     for e in exts:
         defs = ["-DTORCH_EXTENSION_NAME=%s" % e["name"], "-DTORCH_API_INCLUDE_EXTENSION_H", abi]
@@ -359,7 +360,7 @@ def build(exts, out, work):
         with open(cpp, "w") as fh:
             fh.write("\n".join(main) + "\n")
         obj = cpp + ".o"
-        cmds = [["c++", "-O3", "-std=c++17", "-fPIC", "-c", "-w"] + defs + incs + e["cflags"] + [cpp, "-o", obj]]
+        cmds = [["c++", "-O3", std, "-fPIC", "-c", "-w"] + defs + incs + e["cflags"] + [cpp, "-o", obj]]
         mine = [obj]
         if e["cu"]:
             home = cuda_home()
@@ -373,7 +374,7 @@ def build(exts, out, work):
             cobj = cu + ".o"
             # load_inline's own nvcc defaults (torch's COMMON_NVCC_FLAGS): a kernel written for it
             # builds here as it does there; the extension's flags from the same list as C++'s
-            cmds.append([os.path.join(home, "bin", "nvcc"), "-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-c",
+            cmds.append([os.path.join(home, "bin", "nvcc"), "-O3", std, "-Xcompiler", "-fPIC", "-c",
                          "--expt-relaxed-constexpr", "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
                          "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"] + arch_flags() +
                         defs + incs + e["cuflags"] + [cu, "-o", cobj])
@@ -397,6 +398,18 @@ def build(exts, out, work):
          ["-Wl,-rpath," + d for d in libdirs] + libs + extra
     sh(ld)
     print("kgate-build: %d extension(s) built: %s" % (len(exts), ", ".join(e["name"] for e in exts)))
+
+
+def cxx_std(ce):
+    """The C++ standard torch's own load_inline compiles with (its headers may need it: C++17 up to
+    torch 2.x, C++20 where a later torch asks for it), read from torch.utils.cpp_extension itself."""
+    import inspect
+
+    try:
+        src = inspect.getsource(ce)
+    except (OSError, TypeError):
+        return "-std=c++17"
+    return "-std=c++20" if "-std=c++20" in src else "-std=c++17"
 
 
 def include_paths(ce, cuda):
