@@ -166,6 +166,10 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 	int fds[4] = {sv[1], dev_fd >= 0 ? dev_fd : a->fd, dev_fd >= 0 ? -1 : a->fd_in, dev_fd >= 0 ? -1 : a->fd_map};
 	struct kg_sb_spec spec = run_spec(o, a, argv, envp, fds, paths, n_paths);
 	spec.allow_threads = 1; /* the interpreter's own threads; its filter applies before exec */
+	/* on a device: the driver's nodes, opened several times a context, its eventfds and pipes,
+	 * beside the interpreter's own files */
+	if (device && !spec.limits.nofile)
+		spec.limits.nofile = 256;
 	/* on a device the runner applies the run filter itself, once CUDA is up (a trusted baseline's
 	 * never does: only the sandbox's deny list holds there) */
 	spec.seccomp_deferred = device && o->be->script_filters_itself;
