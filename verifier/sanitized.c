@@ -113,6 +113,12 @@ void kg_phase_sanitizers(struct kg_run *r)
 				     "the policy's compute-sanitizer runs apply to GPU candidates only");
 		return;
 	}
+	if (p->be->runner_script) {
+		/* the tool's exact buffers are kgate-run's; a Python runner hosts the interpreter and torch */
+		kg_verdict_add_check(r->v, "compute-sanitizer", KG_CHECK_SKIP, 0,
+				     "compute-sanitizer runs are kgate-run's: not run for a PyTorch module candidate");
+		return;
+	}
 	if (!kg_run_ok(r))
 		return;
 	/* The checked sessions are done; their processes go first, so the GPU and the arena are the
