@@ -24,7 +24,7 @@ ok "verify resolves local_softmax (only the candidate is missing)" grep -q "cand
 # the same name in $KGATE_TASKS and ./tasks: listed once, $KGATE_TASKS first
 mkdir -p "$tmp/env/local_softmax"
 sed 's/^description: .*/description: the copy in KGATE_TASKS/' "$src/task.yaml" >"$tmp/env/local_softmax/task.yaml"
-cp "$src/reference.c" "$src/reference.cu" "$tmp/env/local_softmax/"
+cp "$src/reference.c" "$src/reference.cu" "$src/baseline.py" "$tmp/env/local_softmax/"
 out=$(cd "$tmp/work" && KGATE_TASKS="$tmp/env" KGATE_HOME="$tmp/home" "$K" tasks 2>&1)
 ok "a name in two directories is listed once" [ "$(echo "$out" | grep -c '^local_softmax ')" -eq 1 ]
 ok "the first directory wins" sh -c 'echo "$1" | grep -q "^local_softmax  *the copy in KGATE_TASKS"' _ "$out"
