@@ -28,7 +28,7 @@ PY
 # same trials: one per input class at softmax 1024x65536 (a 256 MiB tensor), compile included,
 # no timing. The task is the shipped one plus a `bench` shape set, in a scratch copy.
 echo "kgate bench: CPU verification against a plain harness, softmax 1024x65536, one trial per class"
-mkdir -p "$out/task" && cp tasks/softmax/task.yaml tasks/softmax/reference.c tasks/softmax/reference.cu "$out/task/"
+mkdir -p "$out/task" && cp tasks/softmax/task.yaml tasks/softmax/reference.c tasks/softmax/reference.cu tasks/softmax/baseline.py "$out/task/"
 sed -i 's/^  ci: {R: 64, C: 1000}$/&\n  bench: {R: 1024, C: 65536}/' "$out/task/task.yaml"
 ncls=$("$K" verify "$out/task/task.yaml" examples/softmax/online.c --policy bench/cpu.yaml --no-cache --quiet \
 	--report json:"$out/cpu-vs.json"; python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['trials'])" "$out/cpu-vs.json")
