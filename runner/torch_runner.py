@@ -466,7 +466,8 @@ class Runner:
                     self.reply(op, seq)
                 elif op == RUN:
                     if f[-2] not in (0, ENTRY_COMPILED) or (f[-2] == ENTRY_COMPILED and self.candidate):
-                        self.reply(op, seq, WS_NOSYM, msg="a PyTorch module exports no kg_error_terms")
+                        # KG_ENTRY_TERMS, or a baseline's entry asked of a candidate
+                        self.reply(op, seq, WS_NOSYM, msg="a PyTorch module exports no entry %d" % f[-2])
                     elif self.dev is not None and self.src is not None:
                         ns, tail = self.dev_run(sets, stride, f[-2])
                         self.reply(op, seq, elapsed=ns, info=tail)
