@@ -325,14 +325,18 @@ def warmup(argv, shared):
 def on_device(shared):
     """The runner's SETUP with torch's default device the GPU: the module's constructor makes its
     parameters there (an MLP's gigabytes initialised in milliseconds, not seconds on the host), where
-    the arena's tensors then replace them; forward runs as written, outside this."""
+    the arena's tensors then replace them; forward runs as written, outside this. SETUP returns
+    nothing (its reply is the protocol loop's)."""
     import torch
 
     setup = shared.Runner.setup
 
     def setup_on_device(self, f):
         with torch.device("cuda"):
-            return setup(self, f)
+            setup(self, f)
+        # the constructor's own parameters, replaced by the arena's, back to the device (an MLP's
+        # gigabytes would otherwise stay in torch's cache beside the arena's)
+        torch.cuda.empty_cache()
 
     shared.Runner.setup = setup_on_device
 
