@@ -37,6 +37,18 @@ if ! "$KGATE" doctor --gpu >/dev/null 2>&1; then
 	exit 77
 fi
 "$KGATE" doctor 2>&1
+# what the interpreter brings (outside any sandbox): Triton's launcher needs Python.h
+[ -n "${KGATE_PYTHON:-}" ] && timeout 60 "$KGATE_PYTHON" - <<'PY' 2>&1
+import importlib.util, os, sys, sysconfig
+print("python", sys.version.split()[0], sys.executable, "prefix", sys.prefix, "base", sys.base_prefix)
+inc = sysconfig.get_paths()["include"]
+print("Python.h", os.path.exists(os.path.join(inc, "Python.h")), inc)
+import torch
+print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())
+if importlib.util.find_spec("triton"):
+    import triton
+    print("triton", triton.__version__)
+PY
 tv=$("$KGATE" doctor 2>/dev/null | grep "python    torch:")
 case "$tv" in *"(CUDA "*) ;; *)
 	echo "SKIP: kgate's torch has no CUDA (set KGATE_PYTHON to a Python whose torch has): $tv"
