@@ -46,11 +46,12 @@ mv "$rt/usr/share/kgate/examples/vendor-agent" "$dev/usr/share/kgate/examples/"
 mv "$rt/usr/share/pkgconfig" "$dev/usr/share/"
 
 # As dh_strip: no debug info, .comment or .note in the shipped ELF files; executables lose every
-# symbol, the plugins all but the dynamic ones they are loaded by. (No -dbgsym package yet.)
+# symbol, the plugins (and the torch runner's filter library) all but the dynamic ones they are
+# loaded by. (No -dbgsym package yet.)
 for f in "$rt/usr/bin/kgate" "$rt/usr/lib/kgate/kgate-run" "$rt/usr/lib/kgate/kgate-device"; do
 	strip --remove-section=.comment --remove-section=.note "$f"
 done
-for f in "$rt"/usr/lib/kgate/plugins/*.so; do
+for f in "$rt"/usr/lib/kgate/plugins/*.so "$rt/usr/lib/kgate/libkgate-filter.so"; do
 	strip --remove-section=.comment --remove-section=.note --strip-unneeded "$f"
 done
 
@@ -83,7 +84,7 @@ mkdir -p "$rt/DEBIAN" "$dev/DEBIAN"  # dpkg-shlibdeps finds a package's root by 
 (
 	cd "$stage/src"
 	dpkg-shlibdeps -Tdebian/kgate.substvars debian/kgate/usr/bin/kgate debian/kgate/usr/lib/kgate/kgate-run debian/kgate/usr/lib/kgate/kgate-device \
-		debian/kgate/usr/lib/kgate/plugins/*.so
+		debian/kgate/usr/lib/kgate/plugins/*.so debian/kgate/usr/lib/kgate/libkgate-filter.so
 	for p in kgate kgate-dev; do
 		dpkg-gencontrol -p"$p" -Pdebian/"$p" -Tdebian/"$p".substvars
 		(cd "debian/$p" && find . -type f ! -path './DEBIAN/*' ! -path './etc/*' | sed 's|^\./||' |
