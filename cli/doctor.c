@@ -129,6 +129,12 @@ int kg_cmd_doctor(int argc, char **argv)
 		       (double)g.mem_bytes / (1 << 30));
 	else
 		printf("  gpu       none: %s\n", g.why);
+	/* where a module task's torch runs: on the GPU where there is one and the torch has CUDA */
+	char py[PATH_MAX], ver[160], where[200];
+	struct kg_gpu_info tg;
+	if (!kg_path_python(py, sizeof(py), ver, sizeof(ver)))
+		printf("  torch     %s: %s\n", kg_torch_placement(ver, &tg, where, sizeof(where)) ? "on the GPU" : "on the host",
+		       where);
 	printf("sandbox layers (compile, and each backend's run sandbox):\n");
 	probe_sandbox((struct kg_sb_spec){.profile = KG_SB_PROFILE_COMPILE});
 	/* A GPU backend's sandbox binds the driver's device nodes: only meaningful with a GPU. */
