@@ -9,7 +9,7 @@
 # in the same run, and the seed table (bench/table35.sh).
 # Every step is bounded (timeout), a failing one prints its logs and the rest go on; the whole stays
 # within KB35_BUDGET_S seconds (default 280, under five minutes: the steps come in order of what
-# they prove, and those past the budget are skipped and said so; 560 runs all of it on an H100).
+# they prove, and those past the budget are skipped and said so; 560 leaves room for all of it).
 # Needs a GPU and kgate's Python with a torch that has CUDA (KGATE_PYTHON, else /opt/torch/.venv's,
 # else what kgate finds), Triton for the Triton cases; exits 77 (skipped) otherwise. KB35_TABLE=0
 # leaves the table out.
