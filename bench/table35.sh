@@ -12,7 +12,15 @@
 set -u
 B=${KGATE_BUILD:-build}
 KGATE="$B/kgate"
+if ! "$KGATE" doctor --gpu >/dev/null 2>&1; then
+	echo "SKIP: no GPU on this machine"
+	exit 77
+fi
+if [ -z "${KGATE_PYTHON:-}" ] && [ -x /opt/torch/.venv/bin/python3 ]; then
+	export KGATE_PYTHON=/opt/torch/.venv/bin/python3
+fi
 out=${TABLE35_OUT:-$(mktemp -d /tmp/kgate-table35-XXXXXX)}
+mkdir -p "$out"
 export KGATE_CACHE_DIR="${KGATE_CACHE_DIR:-$out/cache}"
 P="--policy tests/data/gpu35.yaml --shapes nominal"
 step=${TABLE35_STEP_S:-180}
