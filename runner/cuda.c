@@ -96,8 +96,8 @@ static struct exact_buf {
 	uint64_t offset;
 	size_t bytes;
 	CUdeviceptr dev;
-} xb[KG_WIRE_MAX_TENSORS];
-static int n_xb;
+} *xb; /* as many as SETUP's table has */
+static int n_xb, cap_xb;
 
 static int cu_fail(CUresult rc, const char *what, char *err, size_t errsz)
 {
@@ -262,6 +262,7 @@ static size_t dtype_bytes(int32_t dt)
 	case KG_I64:
 		return 8;
 	case KG_U8:
+	case KG_BOOL:
 		return 1;
 	default:
 		return 4;
@@ -280,12 +281,12 @@ static int cuda_setup(struct kg_rbackend *b, const struct kg_wire_tensor *t, int
 		      size_t errsz)
 {
 	(void)n_in;
-	size_t bytes[KG_WIRE_MAX_TENSORS];
+	/* the table was checked against the arena's size already (kg_wire_table_get) */
 	for (int i = 0; i < n; i++) {
-		bytes[i] = dtype_bytes(t[i].dtype);
+		size_t bytes = dtype_bytes(t[i].dtype);
 		for (int d = 0; d < t[i].ndim; d++)
-			bytes[i] *= (size_t)t[i].shape[d];
-		if (t[i].offset > cs.arena_size || bytes[i] > cs.arena_size - t[i].offset) {
+			bytes *= (size_t)t[i].shape[d];
+		if (t[i].offset > cs.arena_size || bytes > cs.arena_size - t[i].offset) {
 			snprintf(err, errsz, "tensor %d lies outside the arena", i);
 			return -EINVAL;
 		}
@@ -294,13 +295,25 @@ static int cuda_setup(struct kg_rbackend *b, const struct kg_wire_tensor *t, int
 		return 0;
 	CU_CHECK(cs.cu.ctx_synchronize(), "synchronisation before re-allocating");
 	exact_free();
+	if (n > cap_xb) {
+		struct exact_buf *nx = realloc(xb, (size_t)n * sizeof(*nx));
+		if (!nx) {
+			snprintf(err, errsz, "no memory for %d exact buffers", n);
+			return -ENOMEM;
+		}
+		xb = nx;
+		cap_xb = n;
+	}
 	for (int i = 0; i < n; i++) {
+		size_t bytes = dtype_bytes(t[i].dtype);
+		for (int d = 0; d < t[i].ndim; d++)
+			bytes *= (size_t)t[i].shape[d];
 		xb[i].offset = t[i].offset;
-		xb[i].bytes = bytes[i];
+		xb[i].bytes = bytes;
 		xb[i].dev = 0;
 		n_xb = i + 1;
-		if (bytes[i])
-			CU_CHECK(cs.cu.mem_alloc(&xb[i].dev, bytes[i]), "cuMemAlloc (exact tensor buffer)");
+		if (bytes)
+			CU_CHECK(cs.cu.mem_alloc(&xb[i].dev, bytes), "cuMemAlloc (exact tensor buffer)");
 	}
 	return 0;
 }

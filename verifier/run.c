@@ -68,16 +68,18 @@ int kg_run_alloc(struct kg_run *r, kg_error *e)
 		kg_arena_set_keys(&r->ra, &p->k_canary, &p->k_poison);
 		kg_arena_set_keys(&r->ca, &p->k_canary, &p->k_poison);
 	}
-	/* every shape's tensor pages, for the runners' page maps: nothing is mapped after they start */
+	/* every shape's tensor table (what SETUP names) and, paged, its tensor pages (the runner's page
+	 * map): both given to the runners at start, so nothing is mapped, and no tensor list is sent,
+	 * after they start */
 	struct kg_arena *both[2] = {&r->ra, &r->ca};
 	for (int k = 0; k < 2 && !rc; k++) {
-		if (!both[k]->paged)
-			continue;
 		for (int sh = 0; sh < p->n_shapes && !rc; sh++)
-			if (!(rc = kg_run_layout(r, sh, both[k], e)))
-				kg_arena_map_region(both[k]);
+			if (!(rc = kg_run_layout(r, sh, both[k], e)) && !(rc = kg_arena_table_add(both[k], e)))
+				rc = kg_arena_map_region(both[k], e);
 		if (!rc)
 			rc = kg_arena_map_seal(both[k], e);
+		if (!rc)
+			rc = kg_arena_tables_seal(both[k], e);
 	}
 	r->shape = -1;
 	return rc;
@@ -181,7 +183,7 @@ void kg_run_start_sessions(struct kg_run *r)
 	const uint32_t both = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP;
 	const char *host_inputs = getenv("KGATE_HOST_INPUTS");
 	r->dev_gen = !rc && r->rs.keeper && r->cs.keeper && (r->keeper.caps & both) == both &&
-		     !(host_inputs && *host_inputs == '1');
+		     p->task.n_inputs + p->task.n_outputs <= KG_DEV_MAX_RANGES && !(host_inputs && *host_inputs == '1');
 	/* and the outputs judged there (the reference's never leave the device then), unless
 	 * KGATE_HOST_CHECKS=1 */
 	const char *host_checks = getenv("KGATE_HOST_CHECKS");
@@ -209,24 +211,35 @@ void kg_run_start_sessions(struct kg_run *r)
 int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e)
 {
 	const struct kg_task *t = &r->plan->task;
-	kg_dtype dt[2 * KG_RUN_MAX_T];
-	int nd[2 * KG_RUN_MAX_T];
-	int64_t shp[2 * KG_RUN_MAX_T][KG_MAX_DIMS];
+	int n = t->n_inputs + t->n_outputs;
+	/* on the heap: a whole model's tensors (KG_MAX_TENSORS each way) are 150 KiB of shapes */
+	struct layout_in {
+		kg_dtype dt[2 * KG_RUN_MAX_T];
+		int nd[2 * KG_RUN_MAX_T];
+		int64_t shp[2 * KG_RUN_MAX_T][KG_MAX_DIMS];
+	} *l = calloc(1, sizeof(*l));
+	if (!l)
+		return kg_err(e, -ENOMEM, "out of memory laying out %d tensors", n);
 	r->shape = s;
 	r->ref_staged_draw = 0; /* staged at another layout */
 	r->shortcuts.have = 0;
-	for (int i = 0; i < t->n_inputs + t->n_outputs; i++) {
+	int rc = 0;
+	for (int i = 0; i < n && !rc; i++) {
 		const struct kg_tensor_spec *sp = i < t->n_inputs ? &t->inputs[i] : &t->outputs[i - t->n_inputs];
-		memset(shp[i], 0, sizeof(shp[i]));
-		int rc = kg_task_shape(sp, &r->plan->shapes[s], shp[i], e);
-		if (rc)
-			return rc;
-		dt[i] = sp->dtype;
-		nd[i] = sp->ndim;
+		rc = kg_task_shape(sp, &r->plan->shapes[s], l->shp[i], e);
+		l->dt[i] = sp->dtype;
+		l->nd[i] = sp->ndim;
 	}
-	snprintf(a->dims, sizeof(a->dims), "%s", r->plan->shape_str[s]); /* a torch reference builds per shape */
-	return kg_arena_layout(a, a->paged ? s : 0, t->n_inputs, t->n_outputs, dt, nd,
-			       (const int64_t(*)[KG_MAX_DIMS])shp, e);
+	/* a torch reference builds per shape, and passes a module's constants to its forward */
+	size_t dl = (size_t)snprintf(a->dims, sizeof(a->dims), "%s", r->plan->shape_str[s]);
+	for (int k = 0; k < t->n_consts && dl < sizeof(a->dims); k++)
+		dl += (size_t)snprintf(a->dims + dl, sizeof(a->dims) - dl, " @%d=%c:%s", t->consts[k].at, t->consts[k].type,
+				       t->consts[k].value);
+	if (!rc)
+		rc = kg_arena_layout(a, a->paged ? s : 0, s, t->n_inputs, t->n_outputs, l->dt, l->nd,
+				     (const int64_t(*)[KG_MAX_DIMS])l->shp, e);
+	free(l);
+	return rc;
 }
 
 int kg_run_set_shape(struct kg_run *r, int s, const char *during)

@@ -254,15 +254,10 @@ void kg_sess_fill_cmd(const struct kg_session *s, struct kg_wire_cmd *cmd, enum 
 	cmd->delay_ms = op == KG_OP_SETTLE ? arg : 0;
 	cmd->entry = op == KG_OP_RUN ? arg : 0;
 	cmd->arena_size = s->arena->used;
+	/* the tensors themselves are in the tables the runner got at start (kg_arena_tables_seal) */
 	cmd->n_in = (uint32_t)s->arena->n_in;
 	cmd->n_out = (uint32_t)s->arena->n_out;
-	for (int i = 0; i < s->arena->n_in + s->arena->n_out; i++) {
-		const struct kg_arena_slot *sl = &s->arena->slot[i];
-		cmd->t[i].offset = sl->off;
-		cmd->t[i].dtype = sl->dtype;
-		cmd->t[i].ndim = sl->ndim;
-		memcpy(cmd->t[i].shape, sl->shape, sizeof(cmd->t[i].shape));
-	}
+	cmd->table = (uint32_t)s->arena->table;
 	if (op == KG_OP_SETUP)
 		snprintf(cmd->path, sizeof(cmd->path), "%s", s->arena->dims);
 }

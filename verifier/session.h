@@ -112,6 +112,10 @@ enum {
 int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, struct kg_arena *a, kg_error *e);
 /* Sends SETUP for the arena's current layout. */
 int kg_session_setup(struct kg_session *s, kg_error *e);
+/* Whether kgate-device stages this session's calls itself (its outputs' poison, and inputs drawn or
+ * copied on the device): a keeper's session whose layout fits one START (KG_DEV_MAX_RANGES
+ * tensors). Else every byte comes from the host arena, where the caller writes inputs and poison. */
+int kg_session_dev_stages(const struct kg_session *s);
 /* A device command after the call (kgate-device's checks) ran out of time: work the candidate left
  * running holds the device. Its process is killed for it (the sandbox's timeout), which ends that
  * work; KG_SESSION_ENDED, outcome filled. */

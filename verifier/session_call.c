@@ -146,7 +146,10 @@ uint64_t kg_sess_in_hi(const struct kg_session *s)
 	return hi > lo && end <= lo ? lo : 0;
 }
 
-_Static_assert(KG_ARENA_MAX_SLOTS <= KG_DEV_MAX_RANGES, "every slot of an arena fits one START");
+int kg_session_dev_stages(const struct kg_session *s)
+{
+	return s->keeper && s->arena->n_in + s->arena->n_out <= KG_DEV_MAX_RANGES;
+}
 
 /* What the keeper stages on the device rather than from the host arena: every output poisoned
  * there with the arena's pattern (picked, not written, by kg_arena_poison_pick), and the inputs
@@ -160,7 +163,9 @@ static void stage_plan(const struct kg_session *s, const struct kg_call *c, stru
 	const struct kg_call_draw *d = c->inputs_from <= 0 && s->keeper && (s->keeper->caps & KG_DEV_CAP_GEN) ? c->draw : NULL;
 	if (d)
 		memcpy(st->key, d->key, sizeof(st->key));
-	for (int i = 0; i < a->n_in + a->n_out && st->n < KG_DEV_MAX_RANGES; i++) {
+	/* more tensors than one START stages (a whole model's): all of it from the host arena, where
+	 * the caller wrote the inputs and the poison (kg_session_dev_stages) */
+	for (int i = 0; kg_session_dev_stages(s) && i < a->n_in + a->n_out && st->n < KG_DEV_MAX_RANGES; i++) {
 		const struct kg_arena_slot *sl = &a->slot[i];
 		int out = i >= a->n_in;
 		if (!sl->bytes || (!out && c->inputs_from <= 0 && (!d || i >= d->n)))

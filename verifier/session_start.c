@@ -18,8 +18,8 @@
 
 /* The run sandbox of a runner, kgate-run or a script, from the backend's data: what the two
  * differ in (when the filter applies, threads, sealed opens) the caller sets. */
-static struct kg_sb_spec run_spec(const struct kg_session_opts *o, const struct kg_arena *a, const char *const *argv,
-				  const char *const *envp, const int *fds, const struct kg_sb_path *paths, int n_paths)
+static struct kg_sb_spec run_spec(const struct kg_session_opts *o, const char *const *argv, const char *const *envp,
+				  const int *fds, int n_fds, const struct kg_sb_path *paths, int n_paths)
 {
 	struct kg_sb_spec spec = {
 		.profile = KG_SB_PROFILE_RUN,
@@ -28,7 +28,7 @@ static struct kg_sb_spec run_spec(const struct kg_session_opts *o, const struct 
 		.envp = envp,
 		.cwd = "/tmp",
 		.fds = fds,
-		.n_fds = a->fd_in < 0 ? 2 : a->fd_map < 0 ? 3 : 4,
+		.n_fds = n_fds,
 		.paths = paths,
 		.n_paths = n_paths,
 		.limits = o->limits,
@@ -48,6 +48,25 @@ static struct kg_sb_spec run_spec(const struct kg_session_opts *o, const struct 
 
 static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o, const char *load_path, kg_error *e);
 
+/* The fds a runner gets from 3 on: the control socket, the arena (dev_fd: the device's in place of
+ * the host arena), a paged arena's inputs and page map, then the tensor tables (runner/wire.h),
+ * whose number goes into tables_arg for its command line. The count, or -1 without tables. */
+static int runner_fds(const struct kg_arena *a, int ctl, int dev_fd, int fds[5], char tables_arg[16])
+{
+	int n = 0;
+	fds[n++] = ctl;
+	fds[n++] = dev_fd >= 0 ? dev_fd : a->fd;
+	if (dev_fd < 0 && a->fd_in >= 0 && a->fd_map >= 0) {
+		fds[n++] = a->fd_in;
+		fds[n++] = a->fd_map;
+	}
+	if (a->fd_tables < 0)
+		return -1;
+	snprintf(tables_arg, 16, "%d", 3 + n);
+	fds[n++] = a->fd_tables;
+	return n;
+}
+
 /* An interpreted runner (torch_runner.py): the Python kg_path_python found runs the script from
  * beside kgate-run on the same fds, under the run profile plus the backend's calls, applied by the
  * sandbox before exec. What it loads is a module's source, shown read-only. */
@@ -61,7 +80,20 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 			      o->be->runner_script);
 	/* a candidate's runner is told so: it builds a ModelNew from the problem's constructor
 	 * arguments instead of the problem's Model */
-	const char *argv[] = {py, "-I", "-B", script, "--backend", o->be->name, o->cand_module ? "--candidate" : NULL, NULL};
+	int fds[5];
+	char tables[16];
+	struct kg_arena *a = s->arena;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return kg_err(e, -errno, "socketpair: %s", strerror(errno));
+	int n_fds = runner_fds(a, sv[1], -1, fds, tables);
+	if (n_fds < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return kg_err(e, -EINVAL, "the arena has no tensor tables for the runner");
+	}
+	const char *argv[] = {py,      "-I",	  "-B", script, "--backend", o->be->name, "--tables",
+			      tables, o->cand_module ? "--candidate" : NULL, NULL};
 	/* USER spares the interpreter a passwd lookup (a socket to nscd) */
 	static const char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp", "USER=kgate",
 					   "OMP_NUM_THREADS=1", NULL};
@@ -72,22 +104,20 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 	int n_paths = 1;
 	const char *load_path = "/kgate/lib/problem.py";
 	if (o->cand_module) {
-		if (!o->problem_module)
+		if (!o->problem_module) {
+			close(sv[0]);
+			close(sv[1]);
 			return kg_err(e, -EINVAL, "a candidate module needs its problem module");
+		}
 		paths[n_paths++] = (struct kg_sb_path){.host = o->cand_module, .inside = "/kgate/cand/kernel.py"};
 		paths[n_paths++] = (struct kg_sb_path){.host = o->so_path, .inside = "/kgate/cand/kernel.so",
 						       .flags = KG_SB_PATH_EXEC};
 		load_path = "/kgate/cand/kernel.py";
 	}
 	kg_python_sandbox_paths(py, script, prefix, sizeof(prefix), paths, &n_paths);
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
-		return kg_err(e, -errno, "socketpair: %s", strerror(errno));
 	int one = 1;
 	setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
-	struct kg_arena *a = s->arena;
-	int fds[4] = {sv[1], a->fd, a->fd_in, a->fd_map};
-	struct kg_sb_spec spec = run_spec(o, a, argv, envp, fds, paths, n_paths);
+	struct kg_sb_spec spec = run_spec(o, argv, envp, fds, n_fds, paths, n_paths);
 	spec.allow_threads = 1; /* the interpreter's own threads; its filter applies before exec */
 	/* importing torch takes seconds on a small machine: HELLO may come late */
 	double keep = s->call_timeout_s;
@@ -174,6 +204,9 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 		argv[ac++] = "--device-arena";
 		argv[ac++] = dev_arg;
 	}
+	char tables[16] = "";
+	argv[ac++] = "--tables";
+	argv[ac++] = tables; /* filled with the fds below */
 	argv[ac] = NULL;
 	/* A sanitizer build's runner: ASan's own fault handler would report through /proc/self/maps,
 	 * which the seal ends (a fault named as an open); a fault must end the process as it does in
@@ -199,8 +232,16 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	}
 	envp[ne] = NULL;
 	/* fd 5: a paged arena's inputs, a memfd sealed so that the runner can only map it read-only;
-	 * fd 6: its page map (runner/wire.h) */
-	int fds[4] = {sv[1], dev_fd >= 0 ? dev_fd : a->fd, dev_fd >= 0 ? -1 : a->fd_in, dev_fd >= 0 ? -1 : a->fd_map};
+	 * fd 6: its page map; then the tensor tables (runner/wire.h) */
+	int fds[5];
+	int n_fds = runner_fds(a, sv[1], dev_fd, fds, tables);
+	if (n_fds < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		if (dev_fd >= 0)
+			close(dev_fd);
+		return kg_err(e, -EINVAL, "the arena has no tensor tables for the runner");
+	}
 	/* An installed runner lives under /usr, which every profile already shows read-only; a build
 	 * tree's runner has to be bound in (at the same path, so argv[0] stays valid). */
 	int n_paths = 1;
@@ -219,7 +260,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 			*slash = '\0';
 		paths[n_paths++] = (struct kg_sb_path){.host = tool_dir, .inside = NULL, .flags = KG_SB_PATH_EXEC};
 	}
-	struct kg_sb_spec spec = run_spec(o, a, argv, envp, fds, paths, n_paths);
+	struct kg_sb_spec spec = run_spec(o, argv, envp, fds, n_fds, paths, n_paths);
 	spec.seccomp_deferred = 1; /* kgate-run applies it itself, after sealing, before LOAD */
 	spec.allow_threads = o->threads;
 	spec.sealed_opens = o->be->sealed_opens;

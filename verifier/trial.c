@@ -181,7 +181,7 @@ void kg_run_cand_arena(struct kg_run *r, uint64_t seed)
 	 * under their own keys (plan.c): a canary or poison word tells nothing of the inputs */
 	uint64_t t0 = kg_now_ns();
 	kg_arena_canary_fill(&r->ca, seed);
-	if (r->cs.keeper)
+	if (kg_session_dev_stages(&r->cs))
 		kg_arena_poison_pick(&r->ca, seed); /* the keeper writes it on the device */
 	else
 		kg_arena_poison(&r->ca, seed);

@@ -24,7 +24,7 @@
  * internal error. */
 static void ref_prepare(struct kg_run *r)
 {
-	if (r->rs.keeper) /* written on the device by the keeper's START */
+	if (kg_session_dev_stages(&r->rs)) /* written on the device by the keeper's START */
 		kg_arena_poison_pick(&r->ra, SEED_REF_POISON + r->ref_poison_seq++);
 	else
 		kg_arena_poison(&r->ra, SEED_REF_POISON + r->ref_poison_seq++);
@@ -116,9 +116,10 @@ int kg_run_degenerate(struct kg_run *r, const struct kg_view *v)
 		mean[j] = r->ref_stats[j].n_finite ? r->ref_stats[j].sum / (double)r->ref_stats[j].n_finite : 0.0;
 	if (ref_stats_on_device(r, "", 1, mean, out))
 		return 0;
+	/* one output a constant passes is enough; a scalar is its own mean (kg_check_degenerate) */
 	for (int j = 0; j < r->plan->task.n_outputs; j++)
-		if (!out[j].far[0] || !out[j].far[1])
-			return 1; /* one output a constant passes is enough */
+		if (!out[j].far[0] || (!out[j].far[1] && r->ra.slot[r->plan->task.n_inputs + j].numel > 1))
+			return 1;
 	return 0;
 }
 
@@ -212,10 +213,12 @@ static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, ui
 		/* the tolerance model (compare.h): the task's bounds, the reduction's growth, both scaled
 		 * by this reference output's own magnitude */
 		const struct kg_arena_slot *sl = &a->slot[s];
+		/* a bool has no rounding: judged byte for byte, whatever the task's bounds */
+		int exact = sl->dtype == KG_BOOL;
 		const struct kg_tol_model m = {
-			.atol = p->atol,
-			.rtol = p->rtol,
-			.rms = p->rms_tol,
+			.atol = exact ? 0 : p->atol,
+			.rtol = exact ? 0 : p->rtol,
+			.rms = exact ? 0 : p->rms_tol,
 			.growth = p->growth,
 			.cap = p->growth_cap,
 			.factor_row = p->task.outputs[j].factor_row && sl->ndim > 0 ? sl->shape[sl->ndim - 1] : 0,

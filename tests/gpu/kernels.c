@@ -272,7 +272,7 @@ int main(int argc, char **argv)
 	}
 	close(dfd); /* no runner here: the mirror is the keeper's alone */
 	kg_key key = {{0x01234567, 0x89abcdef, 7, 8, 9, 10, 11, 12}};
-	const kg_dtype dts[] = {KG_F32, KG_F16, KG_BF16, KG_I32, KG_I64, KG_U8};
+	const kg_dtype dts[] = {KG_F32, KG_F16, KG_BF16, KG_I32, KG_I64, KG_U8, KG_BOOL};
 	const int64_t small[3] = {3, 37, 37}, rows[2] = {1000, 1031};
 	int draws = 0;
 	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
