@@ -18,6 +18,9 @@
 			    * verified runs: kgate-device's exported allocation (--device-arena) */
 #define KG_WIRE_INPUT_FD 5 /* a paged arena's inputs: sealed, mapped read-only before the outputs */
 #define KG_WIRE_MAP_FD 6 /* a paged arena's page map (below): what to map at start, the rest guards */
+/* a device runner's gate page (--gate; its arena is kgate-device's, never paged, so fd 5 is free):
+ * device/wire.h's KG_DEV_GATE_* words, which mark each call's ends on the device */
+#define KG_WIRE_GATE_FD 5
 
 /* The page map of a paged arena, a sealed memfd: a header, then count ranges of arena offsets
  * (page-aligned, each within one file): the tensor pages of every shape of the run. The runner maps
@@ -77,6 +80,12 @@ struct kg_wire_cmd {
 	 * offset + k * stride: kgate-device staged that many input sets (a batched timed call) */
 	uint32_t sets, pad;
 	uint64_t stride;
+	/* RUN of a gated call (0: not gated): call k's token is gate + k. The runner queues a wait for
+	 * the gate page's RELEASED >= the token on the stream before call k and a write of DONE = the
+	 * token after it, and stores ARMED = gate from the CPU once the first wait is queued
+	 * (device/wire.h). kgate-device snapshots a set's outputs when its DONE comes: the reply does
+	 * not end the call, the stream's mark does. */
+	uint32_t gate, pad2;
 };
 
 enum kg_wire_status {

@@ -47,7 +47,7 @@ static int one(struct kg_keeper *k, int slot, unsigned char *host, unsigned char
 	kg_inputs_params(&st.range[0].gen, dt, n, shape, ndim, KG_ROLE_ACTIVATION, c, KG_CLASS_ALL, key, 3);
 	memcpy(st.key, key->w, sizeof(st.key));
 	kg_error e = {0};
-	uint64_t t0;
+	struct kg_keeper_begun t0;
 	struct kg_keeper_ended ed;
 	memset(host, 0xab, bytes);
 	if (kg_keeper_begin(k, slot, bytes, 0, &st, &t0, &e) ||
@@ -94,7 +94,7 @@ static void fill_pair(float *x, float *g, size_t n, uint64_t st)
 static void judge(struct kg_keeper *k, int ref, void *rh, int cand, void *ch, size_t n, int64_t row, double atol)
 {
 	kg_error e = {0};
-	uint64_t t0;
+	struct kg_keeper_begun t0;
 	struct kg_keeper_ended ed;
 	size_t bytes = n * 4;
 	fill_pair(rh, ch, n, 0x5eedull + n + (uint64_t)row);
@@ -184,7 +184,7 @@ static void batch(struct kg_keeper *k, const int slot[2], uint32_t sets, size_t 
 	memcpy(st.key, key.w, sizeof(st.key));
 	struct kg_keeper_stage from = {.n = 1, .sets = sets, .stride = stride, .src_slot = slot[0],
 				       .range = {{.off = 0, .bytes = n * 4, .kind = KG_DEV_R_SLOT}}};
-	uint64_t t0;
+	struct kg_keeper_begun t0;
 	struct kg_keeper_ended ed[3];
 	if (kg_keeper_begin(k, slot[0], bytes, 1, &st, &t0, &e) ||
 	    kg_keeper_end(k, slot[0], bytes, n * 4, bytes, 0, 1, &ed[0], &e) ||
@@ -295,7 +295,7 @@ int main(int argc, char **argv)
 	kg_inputs_params(&st.range[0].gen, KG_F32, in_bytes / 4, ishape, 1, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, 0, &key, 0);
 	memcpy(st.key, key.w, sizeof(st.key));
 	memset(host, 0xab, in_bytes + out_bytes);
-	uint64_t t0;
+	struct kg_keeper_begun t0;
 	struct kg_keeper_ended ed;
 	if (kg_keeper_begin(&k, slot, in_bytes + out_bytes, 1, &st, &t0, &e) ||
 	    kg_keeper_end(&k, slot, in_bytes + out_bytes, in_bytes, in_bytes + out_bytes, in_bytes, 0, &ed, &e))

@@ -235,7 +235,7 @@ static void test_call_cycle(void **state)
 	assert_true(d != MAP_FAILED);
 	h[100] = 42;
 	h[4096] = 7;
-	uint64_t t0 = 0;
+	struct kg_keeper_begun t0;
 	struct kg_keeper_ended ed;
 	/* an output of 1024 fp32 at 4096 poisoned on the device: the host arena's byte there is not
 	 * sent, the bytes around it are */
@@ -249,7 +249,7 @@ static void test_call_cycle(void **state)
 	assert_int_equal(d[4096], 0xef);
 	assert_int_equal(kg_keeper_end(&k, slot, 8192, 100, 200, 0, 0, &ed, &e), 0);
 	assert_int_equal(ed.in_state, KG_DEV_IN_UNCHECKED);
-	assert_true(ed.t_ns > t0);
+	assert_true(ed.t_ns > t0.t0);
 	assert_int_equal(ed.copy_ns, 20);
 	assert_int_equal(ed.dev_ns, 450);
 	assert_int_equal(h[100], 42 ^ 0xff); /* the host arena holds what the device held */
@@ -283,7 +283,7 @@ static void test_batch(void **state)
 	struct kg_keeper_stage st = {.n = 1, .sets = 3, .stride = 8192, .range = {{.off = 0, .bytes = 4000, .kind = KG_DEV_R_GEN}}};
 	kg_inputs_params(&st.range[0].gen, KG_F32, 1000, shape, 1, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, 0, &key, 0);
 	memcpy(st.key, key.w, sizeof(st.key));
-	uint64_t t0;
+	struct kg_keeper_begun t0;
 	assert_int_equal(kg_keeper_begin(&k, slot, 6000, 1, &st, &t0, &e), 0);
 	float want[1000];
 	for (uint32_t set = 0; set < 3; set++) {
@@ -341,7 +341,7 @@ static void test_gen_and_compare(void **state)
 	memcpy(st.key, key.w, sizeof(st.key));
 	float want[1000];
 	kg_inputs_fill_tensor(want, &st.range[0].gen, &key);
-	uint64_t t0;
+	struct kg_keeper_begun t0;
 	struct kg_keeper_ended ed;
 	uint32_t ins = 0;
 	for (int pass = 0; pass < 2; pass++) {
@@ -419,7 +419,7 @@ static void test_keeper_gone(void **state)
 	struct kg_keeper k;
 	kg_error e = {0};
 	assert_int_equal(kg_keeper_start(&k, "/proc/self/exe", &e), 0);
-	uint64_t t0;
+	struct kg_keeper_begun t0;
 	assert_int_equal(kg_keeper_begin(&k, 0, 7, 0, NULL, &t0, &e), -EPIPE);
 	assert_non_null(strstr(e.msg, "ended"));
 	assert_true(k.dead);
