@@ -253,26 +253,6 @@ static int copy_sets_of(uint64_t stride, CUdeviceptr dst, CUdeviceptr src, uint6
 	return 0;
 }
 
-/* A gated START's own fields: a gate page, sets within the gated bound, the outputs inside the
- * call's bytes (each set's snapshot is queued now), a probe only of a lone call, inside the call's
- * bytes and clear of the outputs, on 8-byte words, within the capture buffer. */
-static int gate_valid(const struct slot *s, const struct kg_dev_cmd *c, uint32_t sets)
-{
-	if (!s->gate_host || sets > KG_DEV_MAX_GATED_SETS || c->out_lo > c->out_hi || c->out_hi > c->bytes)
-		return 0;
-	uint64_t total = 0;
-	for (int i = 0; i < 2; i++) {
-		uint64_t o = c->probe_off[i], b = c->probe_bytes[i];
-		if (!b)
-			continue;
-		if (!c->probe_ns || sets > 1 || o % 8 || b % 8 || b > c->bytes || o > c->bytes - b ||
-		    (o < c->out_hi && o + b > c->out_lo))
-			return 0;
-		total += b;
-	}
-	return total <= KG_DEV_PROBE_MAX;
-}
-
 /* The gated call's steps, queued on the slot's stream (wire.h's gate page): ARMED awaited, the clock
  * started, then for each set its inputs onto the mirror (a lone call: the whole image), the flush
  * between two events, the set released, its DONE awaited and its outputs snapshotted; the clock
@@ -394,7 +374,7 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 		snprintf(r->msg, sizeof(r->msg), "bad START ranges");
 		return r->status = -EINVAL;
 	}
-	if (c->gate && !gate_valid(s, c, sets)) {
+	if (c->gate && !kg_stage_gate_valid(c, s->gate_host != NULL, sets)) {
 		snprintf(r->msg, sizeof(r->msg), "bad gated START (%u sets, outputs [%llu, %llu), probe %llu+%llu, %llu+%llu)",
 			 sets, (unsigned long long)c->out_lo, (unsigned long long)c->out_hi, (unsigned long long)c->probe_off[0],
 			 (unsigned long long)c->probe_bytes[0], (unsigned long long)c->probe_off[1],
@@ -613,10 +593,11 @@ static int end_gated(struct slot *s, const struct kg_dev_cmd *c, uint32_t sets, 
 	if (q == CUDA_ERROR_NOT_READY) {
 		uint32_t armed = __atomic_load_n(gate_word(s, KG_DEV_GATE_ARMED), __ATOMIC_ACQUIRE);
 		uint32_t done = __atomic_load_n(gate_word(s, KG_DEV_GATE_DONE), __ATOMIC_ACQUIRE);
-		int32_t d = (int32_t)(done - s->gate_tok);
-		r->gate = (int32_t)(armed - s->gate_tok) < 0 ? KG_DEV_GATE_NO_ARM : KG_DEV_GATE_NO_DONE;
-		r->gate_set = r->gate == KG_DEV_GATE_NO_DONE && d >= 0 ? (uint32_t)d + 1 : 0;
-		gate_force(s);
+		r->gate = kg_stage_gate_verdict(armed, done, s->gate_tok, s->gate_sets, &r->gate_set);
+		/* every mark there and the queue still busy after the grace: the device is held (work
+		 * left running); the queue is waited for below, under kgate's own deadline */
+		if (r->gate != KG_DEV_GATE_OK)
+			gate_force(s);
 	} else if (q) {
 		gate_force(s);
 		return kg_dev_cu_fail(q, "the call's queue", r);
