@@ -317,7 +317,11 @@ void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint
 				     "its stream within %u ms: the reply was not the call's end (its outputs were taken as "
 				     "they were)",
 				     c->r.gate_set, c->r.sets, KG_DEV_GATE_GRACE_MS);
-		return; /* c->ok stays 0: nothing it delivered is judged as a call's outputs */
+		/* nothing it delivered is judged as a call's outputs (c->ok stays 0), and a runner that
+		 * answers for its calls is not called again: every call would wait out the grace */
+		kg_session_kill_held(&r->cs);
+		r->cand_dead = 1;
+		return;
 	}
 	if (rc == KG_SESSION_FAILED && r->plan->be->needs_gpu && c->r.step && !strcmp(c->r.step, "run")) {
 		/* the runner survived but the device did not: a faulting kernel (the runner's words) */
