@@ -799,7 +799,7 @@ int main(int argc, char **argv)
 	for (;;) {
 		struct kg_dev_cmd c;
 		int fd = -1;
-		if (last == KG_DEV_START) { /* END comes within the call's span: polled for (wire.h) */
+		if (last == KG_DEV_START) { /* END comes within an ungated call's span: polled for (wire.h) */
 			struct pollfd p = {.fd = ctl, .events = POLLIN};
 			uint64_t until = kg_now_ns() + KG_SPIN_NS;
 			while (poll(&p, 1, 0) == 0 && kg_now_ns() < until)
@@ -846,6 +846,6 @@ int main(int argc, char **argv)
 			close(out_fd);
 		if (sent)
 			return 1;
-		last = r.status ? 0 : c.op;
+		last = r.status || (c.op == KG_DEV_START && c.gate) ? 0 : c.op;
 	}
 }

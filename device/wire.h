@@ -60,8 +60,9 @@ struct kg_dev_range {
 #define KG_DEV_GATE_ARMED 0u /* byte offsets in the page */
 #define KG_DEV_GATE_RELEASED 128u
 #define KG_DEV_GATE_DONE 256u
-/* how long END waits for a gated call's last snapshot before it marks what never came itself */
-#define KG_DEV_GATE_GRACE_MS 200u
+/* how long END waits for a gated call's last snapshot before it marks what never came itself: an
+ * honest runner marked every set done before its reply, and only the snapshot's copy is left */
+#define KG_DEV_GATE_GRACE_MS 1000u
 /* the most a mid-call probe captures (START's probe ranges together) */
 #define KG_DEV_PROBE_MAX (64ull << 20)
 

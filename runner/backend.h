@@ -49,6 +49,7 @@ struct kg_rbackend {
 	 * the wait for token tok's release on the stream, gate_arm stores ARMED (once the first wait
 	 * is queued), gate_done queues DONE = tok after the set's work. NULL where not gated. */
 	int gate_fd;
+	int gate_ok; /* set by init: the gate page is mapped (a page it could not map: 0, and no error) */
 	int (*gate_wait)(struct kg_rbackend *b, uint32_t tok, int first);
 	void (*gate_arm)(struct kg_rbackend *b, uint32_t tok);
 	int (*gate_done)(struct kg_rbackend *b, uint32_t tok);

@@ -533,9 +533,11 @@ int main(int argc, char **argv)
 	}
 	hello.info = b->ceiling_mbps;
 	hello.tid = seal ? (uint32_t)loader.os_tid : 0;
+	int gated = gate && b->gate_ok;
+	hello.flags = gated ? KG_HELLO_GATED : 0;
 	if (send_reply(ctl, &hello))
 		return 3;
-	return serve(ctl, b, rarena.size, b->device && !exact ? device_bytes : 0, seal, gate);
+	return serve(ctl, b, rarena.size, b->device && !exact ? device_bytes : 0, seal, gated);
 fail:
 	send_reply(ctl, &hello);
 	return 1;

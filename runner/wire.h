@@ -106,7 +106,8 @@ struct kg_wire_reply {
 	uint64_t info; /* HELLO: measured bandwidth ceiling in MB/s (0: none; a device's is the keeper's);
 			* RUN: ns the device stayed busy after the call's stream */
 	uint64_t snap_ns; /* unused: 0 (the outputs' snapshot is kgate-device's) */
-	uint32_t flags; /* RUN: KG_RUN_* below, what the runner found and undid after the call */
+	uint32_t flags; /* RUN: KG_RUN_* below, what the runner found and undid after the call; HELLO:
+			 * KG_HELLO_* */
 	uint32_t tid; /* HELLO: the loader thread's id as the runner sees it (0: none); it must be gone
 		       * once LOAD is answered */
 	char msg[400];
@@ -117,6 +118,10 @@ struct kg_wire_reply {
  * it only of a reference whose task says `terms: reference`, never of a candidate. */
 #define KG_ENTRY_FORWARD 0u
 #define KG_ENTRY_TERMS 1u
+
+/* HELLO flags: the gate page (--gate) is mapped and registered, RUN may be gated; without it the
+ * runner serves ungated calls only (and kgate times it so) */
+#define KG_HELLO_GATED 0x1u
 
 /* RUN flags: the candidate left a persisting-L2 set-aside (cuCtxSetLimit) or an access-policy
  * window on the given stream behind; the runner reset both (and every persisting line) already. */

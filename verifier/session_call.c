@@ -425,6 +425,12 @@ int kg_sess_calibrate(struct kg_session *s, kg_error *e)
 	for (int i = 0; i < KG_CAL_N && !rc; i++) {
 		struct kg_call_result r;
 		rc = kg_session_run_call(s, &(struct kg_call){.flush = i < 3}, &r, e);
+		if (rc == KG_SESSION_FAILED && s->gated) {
+			/* the trusted runner could not queue its marks: ungated, from the start */
+			s->gated = 0;
+			snprintf(s->gate_off, sizeof(s->gate_off), "the trusted runner's gated call failed: %.60s", s->msg);
+			return kg_sess_calibrate(s, e);
+		}
 		run[i] = r.parent_ns;
 		span[i] = r.span_ns;
 		cpu[i] = r.cpu_ns;

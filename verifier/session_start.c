@@ -301,6 +301,11 @@ static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o,
 		return rc;
 	int zero = 0;
 	setsockopt(s->ctl, SOL_SOCKET, SO_PASSCRED, &zero, sizeof(zero));
+	if (s->gated && !(r.flags & KG_HELLO_GATED)) {
+		/* said before anything untrusted ran in it: the runner could not map its gate page */
+		s->gated = 0;
+		snprintf(s->gate_off, sizeof(s->gate_off), "the runner could not map its gate page");
+	}
 	/* a device's ceiling is the keeper's measure, where nothing untrusted runs */
 	s->ceiling_mbps = s->keeper ? s->keeper->ceiling_mbps : r.info;
 	s->has_cpu_clock = s->runner_pid > 0 && !clock_getcpuclockid(s->runner_pid, &s->cpu_clock);
