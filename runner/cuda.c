@@ -23,6 +23,7 @@
 
 #include "kg_common.h"
 #include "kg_cudrv.h"
+#include "device/wire.h" /* the gate page's words, kgate-device's and this runner's */
 #include "runner/backend.h"
 
 
@@ -184,14 +185,14 @@ static int map_gate(struct kg_rbackend *b, char *err, size_t errsz)
 		snprintf(err, errsz, "a gate page, and libcuda lacks the stream memory operations");
 		return -ENOSYS;
 	}
-	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, b->gate_fd, 0);
+	void *p = mmap(NULL, KG_DEV_GATE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, b->gate_fd, 0);
 	close(b->gate_fd);
 	b->gate_fd = -1;
 	if (p == MAP_FAILED) {
 		snprintf(err, errsz, "mapping the gate page: %s", strerror(errno));
 		return -EIO;
 	}
-	CU_CHECK(cs.cu.host_register(p, 4096, 0x02 /* CU_MEMHOSTREGISTER_DEVICEMAP */), "cuMemHostRegister (the gate page)");
+	CU_CHECK(cs.cu.host_register(p, KG_DEV_GATE_BYTES, CU_MEMHOSTREGISTER_DEVICEMAP), "cuMemHostRegister (the gate page)");
 	CU_CHECK(cs.cu.host_device_ptr(&cs.gate_dev, p, 0), "cuMemHostGetDevicePointer (the gate page)");
 	cs.gate_host = p;
 	return 0;
@@ -415,18 +416,13 @@ static uint32_t undo_l2(void)
 	return flags;
 }
 
-/* Byte offsets of device/wire.h's gate words (KG_DEV_GATE_RELEASED, KG_DEV_GATE_DONE, _ARMED). */
-#define GATE_ARMED 0u
-#define GATE_RELEASED 128u
-#define GATE_DONE 256u
-
 /* ev0 is recorded again after the first set's wait: the runner's claim starts at the release */
 static int claim_from_release;
 
 static int cuda_gate_wait(struct kg_rbackend *b, uint32_t tok, int first)
 {
 	(void)b;
-	if (cs.cu.wait_value32(cs.stream, cs.gate_dev + GATE_RELEASED, tok, CU_STREAM_WAIT_VALUE_GEQ))
+	if (cs.cu.wait_value32(cs.stream, cs.gate_dev + KG_DEV_GATE_RELEASED, tok, CU_STREAM_WAIT_VALUE_GEQ))
 		return -1;
 	if (first && claim_from_release && cs.cu.event_record(cs.ev0, cs.stream))
 		return -1;
@@ -436,13 +432,13 @@ static int cuda_gate_wait(struct kg_rbackend *b, uint32_t tok, int first)
 static void cuda_gate_arm(struct kg_rbackend *b, uint32_t tok)
 {
 	(void)b;
-	__atomic_store_n(cs.gate_host + GATE_ARMED / 4, tok, __ATOMIC_RELEASE);
+	__atomic_store_n(cs.gate_host + KG_DEV_GATE_ARMED / 4, tok, __ATOMIC_RELEASE);
 }
 
 static int cuda_gate_done(struct kg_rbackend *b, uint32_t tok)
 {
 	(void)b;
-	return cs.cu.write_value32(cs.stream, cs.gate_dev + GATE_DONE, tok, CU_STREAM_WRITE_VALUE_DEFAULT) ? -1 : 0;
+	return cs.cu.write_value32(cs.stream, cs.gate_dev + KG_DEV_GATE_DONE, tok, CU_STREAM_WRITE_VALUE_DEFAULT) ? -1 : 0;
 }
 
 /* One call: ev0, the candidate, ev1 on the given stream, then a device-wide synchronisation
