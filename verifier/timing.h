@@ -88,9 +88,10 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
  * short kernel; a forger hides its whole kernel in every call. */
 #define KG_TAMPER_MIN_GAP_NS 150000u
 #define KG_TAMPER_DEVICE_GAP_NS 1000000u
-/* A batched measurement's length at the slower side's time for one call (timing_batch.c): the
- * host's latencies at a span's ends, ~0.2 ms on an H200 host with a jitter of ~0.1 ms, are then
- * shared out below 1 % */
+/* A batched measurement's length at the slower side's time for one call (timing_batch.c): an
+ * ungated span's host latencies at its ends (~0.2 ms on an H200 host, ~0.1 ms of jitter), or a
+ * gated batch's handoffs between sets (calibrated, subtracted), shared out among its calls; a gated
+ * batch holds at most KG_DEV_MAX_GATED_SETS */
 #define KG_BATCH_TARGET_MS 25.0
 /* the fewest batched measurements the timing's figures (median, p10, p90) are taken over */
 #define KG_BATCH_MIN_MEASURES 7
