@@ -347,9 +347,10 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	r->cpu_ns = r->cpu_known ? cpu1 - cpu0 : 0;
 	if (getenv("KGATE_DEBUG_TIMING"))
 		fprintf(stderr, "[kgate] %s device call: span %.1f us (host %.1f, RUN round trip %.1f, claim %.1f), snapshot %.1f us "
-				"(least %.1f), %zu bytes\n",
+				"(least %.1f), %zu bytes, %u sets%s, flush %.1f us (most %.1f)\n",
 			s->watched ? "cand" : "ref", (double)r->span_ns / 1e3, (double)r->host_span_ns / 1e3, (double)r->parent_ns / 1e3,
-			(double)r->child_ns / 1e3, (double)r->copy_ns / 1e3, (double)r->snap_ns / 1e3, bytes);
+			(double)r->child_ns / 1e3, (double)r->copy_ns / 1e3, (double)r->snap_ns / 1e3, bytes, sets,
+			s->gated ? " gated" : "", (double)r->flush_ns / 1e3, (double)r->flush_max_ns / 1e3);
 	r->step = NULL;
 	return KG_SESSION_OK;
 }
