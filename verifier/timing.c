@@ -591,9 +591,12 @@ void kg_phase_timing(struct kg_run *r)
 		goto out;
 	}
 	int beyond = figures(r);
-	char bt[64] = "";
+	char bt[200] = "";
 	if (sets > 1)
 		snprintf(bt, sizeof(bt), "; %u calls back to back a measurement", sets);
+	if (r->cs.keeper) /* how the device's clock took each call's ends */
+		snprintf(bt + strlen(bt), sizeof(bt) - strlen(bt), "; %s%.80s", r->cs.gated ? "gated" : "ungated: ",
+			 r->cs.gated ? "" : r->cs.gate_off);
 	kg_verdict_add_check(r->v, "timing", beyond ? KG_CHECK_FAIL : KG_CHECK_PASS, kg_secs_since(t0),
 			     "candidate median %.4f ms (spread %.1f%%), reference %.4f ms, speedup %.3fx%s%s",
 			     r->v->cand.median_ms, 100 * r->v->cand.spread, r->v->ref.median_ms, r->v->speedup,
