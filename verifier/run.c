@@ -124,8 +124,12 @@ static int ref_warm_up(struct kg_run *r)
 	const struct kg_plan *p = r->plan;
 	const uint32_t both = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP;
 	const char *host_inputs = getenv("KGATE_HOST_INPUTS");
-	/* drawn on the device where the run will draw them there (no gigabyte drawn on the host) */
+	/* drawn on the device where the run will draw them there (no gigabyte drawn on the host), its
+	 * outputs looked at there (STATS: written in full) */
+	const char *host_checks = getenv("KGATE_HOST_CHECKS");
 	r->dev_gen = (r->keeper.caps & both) == both && !(host_inputs && *host_inputs == '1');
+	r->dev_check = r->dev_gen && (r->keeper.caps & KG_DEV_CAP_CHECK) && p->task.n_outputs <= KG_DEV_MAX_CHECKS &&
+		       !(host_checks && *host_checks == '1');
 	int terms = 0;
 	for (int j = 0; j < p->task.n_outputs; j++)
 		terms |= p->task.outputs[j].terms == KG_TERMS_REFERENCE;
