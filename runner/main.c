@@ -41,7 +41,35 @@ struct call {
 	int n_in, n_out;
 	void *stream;
 	int rc;
+	/* a gated call (runner/wire.h): set k's token is gate + k (0: not gated); gate_failed: a
+	 * mark could not be queued */
+	uint32_t gate;
+	int gate_failed;
 };
+
+/* A gated call's marks around set k: its release awaited on the stream before its work (ARMED
+ * stored once the first wait is queued: kgate-device starts the clock then), DONE after it. */
+static int gate_before(struct call *c, uint32_t k)
+{
+	if (!c->gate)
+		return 0;
+	if (c->b->gate_wait(c->b, c->gate + k, k == 0)) {
+		c->gate_failed = 1;
+		return -1;
+	}
+	if (k == 0)
+		c->b->gate_arm(c->b, c->gate);
+	return 0;
+}
+
+static int gate_after(struct call *c, uint32_t k)
+{
+	if (c->gate && c->b->gate_done(c->b, c->gate + k)) {
+		c->gate_failed = 1;
+		return -1;
+	}
+	return 0;
+}
 
 /* The untrusted .so is loaded on a thread of its own, started before any filter: its constructors
  * run there, restricted (kg_sb_seal_loader), while this thread (which serves the parent and calls
@@ -125,17 +153,23 @@ static void *load_so(const char *path, char *err, size_t errsz)
 	return loader.handle;
 }
 
-/* RUN before LOAD: the parent calibrates the channel and the launch on a call that does nothing,
- * before any untrusted code exists in this process. */
+/* RUN before LOAD: the parent calibrates the channel and the launch on a call that does nothing
+ * (gated: each set's marks and nothing between them), before any untrusted code exists in this
+ * process. */
 static void call_nothing(void *arg)
 {
-	(void)arg;
+	struct call *c = arg;
+	for (uint32_t k = 0; k < c->sets && !gate_before(c, k) && !gate_after(c, k); k++)
+		;
 }
 
 static void call_forward(void *arg)
 {
 	struct call *c = arg;
+	if (gate_before(c, 0))
+		return;
 	c->rc = c->entry(c->in, c->n_in, c->out, c->n_out, c->stream);
+	gate_after(c, 0);
 }
 
 static void fill_tensor(struct kg_rbackend *b, kg_tensor *t, const struct kg_wire_tensor *w);
@@ -152,9 +186,13 @@ static void call_batch(void *arg)
 			w.offset += k * c->stride;
 			fill_tensor(c->b, i < c->n_in ? &c->in[i] : &c->out[i - c->n_in], &w);
 		}
+		if (gate_before(c, k))
+			break;
 		int one = c->entry(c->in, c->n_in, c->out, c->n_out, c->stream);
 		if (one && !rc)
 			rc = one;
+		if (gate_after(c, k))
+			break;
 	}
 	c->rc = rc;
 }
@@ -254,8 +292,20 @@ static int batch_ok(const struct kg_wire_cmd *c, const struct kg_wire_tensor *t,
 	return 1;
 }
 
-/* dev_size: the device arena kgate-device exported, where a batch's sets lie (0: none) */
-static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, size_t dev_size, int sealed)
+/* A RUN's gate (its token) and sets, where this runner has a gate page; 1 when they may run. */
+static int gate_ok(const struct kg_wire_cmd *c, int gated, struct kg_wire_reply *r)
+{
+	if (c->gate && !gated) {
+		r->status = KG_WS_ERROR;
+		snprintf(r->msg, sizeof(r->msg), "RUN: a gated call, and this runner has no gate page");
+		return 0;
+	}
+	return 1;
+}
+
+/* dev_size: the device arena kgate-device exported, where a batch's sets lie (0: none); gated:
+ * the backend took a gate page (--gate) */
+static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, size_t dev_size, int sealed, int gated)
 {
 	struct call call = {0};
 	const struct kg_wire_tensor *table = NULL; /* the current SETUP's, in the tables' copy */
@@ -319,10 +369,18 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, size_t dev_s
 				r.status = KG_WS_CUDA;
 			break;
 		case KG_OP_RUN:
+			if (!gate_ok(&cmd, gated, &r))
+				break;
+			call.b = b;
+			call.gate = cmd.gate;
+			call.gate_failed = 0;
 			if (!loads) {
 				call.stream = b->stream(b);
-				if (b->run(b, call_nothing, NULL, &r, r.msg, sizeof(r.msg)))
+				call.sets = cmd.sets > 1 && cmd.sets <= 1024 ? cmd.sets : 1;
+				if (b->run(b, call_nothing, &call, &r, r.msg, sizeof(r.msg)))
 					r.status = KG_WS_CUDA;
+				else if (call.gate_failed)
+					r.status = KG_WS_CUDA, snprintf(r.msg, sizeof(r.msg), "queueing the call's gate marks failed");
 				break;
 			}
 			if (!call.fwd || !table) {
@@ -347,7 +405,6 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, size_t dev_s
 				fill_tensor(b, &call.out[i], &table[call.n_in + i]);
 			call.stream = b->stream(b);
 			call.rc = -1;
-			call.b = b;
 			call.t = table;
 			call.sets = cmd.sets > 1 ? cmd.sets : 1;
 			call.stride = cmd.stride;
@@ -359,6 +416,8 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, size_t dev_s
 			}
 			if (b->run(b, call.sets > 1 ? call_batch : call_forward, &call, &r, r.msg, sizeof(r.msg)))
 				r.status = KG_WS_CUDA;
+			else if (call.gate_failed)
+				r.status = KG_WS_CUDA, snprintf(r.msg, sizeof(r.msg), "queueing the call's gate marks failed");
 			r.rc = call.rc;
 			break;
 		case KG_OP_DOWNLOAD:
@@ -386,9 +445,10 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, size_t dev_s
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: kgate-run --backend NAME --tables FD [--exact-buffers] [--tool-sockets] [--device-arena BYTES]\n"
-			"  (started by kgate inside its sandbox; fd 3 is the control socket, fd 4 the arena, FD the\n"
-			"  tensor tables)\n");
+	fprintf(stderr, "usage: kgate-run --backend NAME --tables FD [--exact-buffers] [--tool-sockets]\n"
+			"                 [--device-arena BYTES [--gate]]\n"
+			"  (started by kgate inside its sandbox; fd 3 is the control socket, fd 4 the arena, fd 5 a\n"
+			"  device runner's gate page, FD the tensor tables)\n");
 }
 
 /* The runner's backends, by the names of the verifier's backend table (kg_vocab.h); a build
@@ -405,7 +465,7 @@ static struct kg_rbackend *find_backend(const char *name)
 int main(int argc, char **argv)
 {
 	const char *backend = "cpu";
-	int exact = 0, tool_sockets = 0;
+	int exact = 0, tool_sockets = 0, gate = 0;
 	unsigned long long device_bytes = 0;
 	int tables_fd = -1;
 	for (int i = 1; i < argc; i++) {
@@ -423,6 +483,8 @@ int main(int argc, char **argv)
 			exact = 1;
 		} else if (!strcmp(argv[i], "--tool-sockets")) {
 			tool_sockets = 1;
+		} else if (!strcmp(argv[i], "--gate")) {
+			gate = 1;
 		} else if (!strcmp(argv[i], "--device-arena") && i + 1 < argc) {
 			char *end = NULL;
 			device_bytes = strtoull(argv[++i], &end, 10);
@@ -451,6 +513,12 @@ int main(int argc, char **argv)
 		snprintf(hello.msg, sizeof(hello.msg), "--device-arena is for a device backend's verified runs only");
 		goto fail;
 	}
+	if (gate && (!device_bytes || !b->gate_wait)) {
+		hello.status = KG_WS_ERROR;
+		snprintf(hello.msg, sizeof(hello.msg), "--gate is for a device backend with --device-arena only");
+		goto fail;
+	}
+	b->gate_fd = gate ? KG_WIRE_GATE_FD : -1;
 	if (device_bytes) {
 		/* fd 4 is kgate-device's allocation: no host arena here at all, so nothing in this
 		 * process can touch what kgate judges by */
@@ -529,9 +597,11 @@ int main(int argc, char **argv)
 	}
 	hello.info = b->ceiling_mbps;
 	hello.tid = seal ? (uint32_t)loader.os_tid : 0;
+	int gated = gate && b->gate_ok;
+	hello.flags = gated ? KG_HELLO_GATED : 0;
 	if (send_reply(ctl, &hello))
 		return 3;
-	return serve(ctl, b, rarena.size, b->device && !exact ? device_bytes : 0, seal);
+	return serve(ctl, b, rarena.size, b->device && !exact ? device_bytes : 0, seal, gated);
 fail:
 	send_reply(ctl, &hello);
 	return 1;

@@ -12,7 +12,7 @@ import time
 import warnings
 
 # kg_wire_cmd / kg_wire_reply, little-endian x86-64 layout (checked against sizeof in the tests)
-CMD = struct.Struct("<IIQQIIIIII512sIIQ")
+CMD = struct.Struct("<IIQQIIIIII512sIIQII")
 REPLY = struct.Struct("<IIQiiQQQII400s")
 # the tensor tables (runner/wire.h): header, table heads, kg_wire_tensor entries
 TABLES = struct.Struct("<II")
@@ -511,7 +511,9 @@ class Runner:
             if len(data) != CMD.size:
                 return 2
             f = CMD.unpack(data)
-            sets, f = f[-3], f[:-3]  # RUN's batch (sets, pad, stride): one call only, here
+            # RUN's batch (sets, pad, stride; one call only, here) and gate (gate, pad2): a host
+            # runner's calls are never gated
+            sets, f = f[-5], f[:-5]
             if f[0] != MAGIC:
                 return 2
             op, seq = f[1], f[2]

@@ -17,6 +17,9 @@
 			    * verified runs: kgate-device's exported allocation (--device-arena) */
 #define KG_WIRE_INPUT_FD 5 /* a paged arena's inputs: sealed, mapped read-only before the outputs */
 #define KG_WIRE_MAP_FD 6 /* a paged arena's page map (below): what to map at start, the rest guards */
+/* a device runner's gate page (--gate; its arena is kgate-device's, never paged, so fd 5 is free; the tensor tables then follow it):
+ * device/wire.h's KG_DEV_GATE_* words, which mark each call's ends on the device */
+#define KG_WIRE_GATE_FD 5
 /* The tensor tables, a sealed memfd handed after the arena's fds (its number on the runner's
  * command line: --tables FD): below. */
 
@@ -94,6 +97,12 @@ struct kg_wire_cmd {
 	 * offset + k * stride: kgate-device staged that many input sets (a batched timed call) */
 	uint32_t sets, pad;
 	uint64_t stride;
+	/* RUN of a gated call (0: not gated): call k's token is gate + k. The runner queues a wait for
+	 * the gate page's RELEASED >= the token on the stream before call k and a write of DONE = the
+	 * token after it, and stores ARMED = gate from the CPU once the first wait is queued
+	 * (device/wire.h). kgate-device snapshots a set's outputs when its DONE comes: the reply does
+	 * not end the call, the stream's mark does. */
+	uint32_t gate, pad2;
 };
 
 enum kg_wire_status {
@@ -114,7 +123,8 @@ struct kg_wire_reply {
 	uint64_t info; /* HELLO: measured bandwidth ceiling in MB/s (0: none; a device's is the keeper's);
 			* RUN: ns the device stayed busy after the call's stream */
 	uint64_t snap_ns; /* unused: 0 (the outputs' snapshot is kgate-device's) */
-	uint32_t flags; /* RUN: KG_RUN_* below, what the runner found and undid after the call */
+	uint32_t flags; /* RUN: KG_RUN_* below, what the runner found and undid after the call; HELLO:
+			 * KG_HELLO_* */
 	uint32_t tid; /* HELLO: the loader thread's id as the runner sees it (0: none); it must be gone
 		       * once LOAD is answered */
 	char msg[400];
@@ -125,6 +135,10 @@ struct kg_wire_reply {
  * it only of a reference whose task says `terms: reference`, never of a candidate. */
 #define KG_ENTRY_FORWARD 0u
 #define KG_ENTRY_TERMS 1u
+
+/* HELLO flags: the gate page (--gate) is mapped and registered, RUN may be gated; without it the
+ * runner serves ungated calls only (and kgate times it so) */
+#define KG_HELLO_GATED 0x1u
 
 /* RUN flags: the candidate left a persisting-L2 set-aside (cuCtxSetLimit) or an access-policy
  * window on the given stream behind; the runner reset both (and every persisting line) already. */

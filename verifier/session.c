@@ -99,9 +99,10 @@ int kg_sess_recv_reply(struct kg_session *s, uint32_t op, uint64_t seq, struct k
 			   double timeout_s, pid_t *pid)
 {
 	uint64_t t0 = kg_now_ns(), deadline = t0 + (uint64_t)(timeout_s * 1e9);
-	/* a device call's RUN ends inside the keeper's span: its reply polled for, for a while (wire.h's
-	 * KG_SPIN_NS); a host backend's process needs the CPU itself */
-	uint64_t spin = s->keeper && op == KG_OP_RUN ? t0 + KG_SPIN_NS : 0;
+	/* an ungated device call's RUN ends inside the keeper's span: its reply polled for, for a while
+	 * (wire.h's KG_SPIN_NS); a host backend's process needs the CPU itself, and a gated call's
+	 * span ends at its stream's mark on the device */
+	uint64_t spin = s->keeper && !s->gated && op == KG_OP_RUN ? t0 + KG_SPIN_NS : 0;
 	for (;;) {
 		uint64_t now = kg_now_ns();
 		if (now >= deadline) {

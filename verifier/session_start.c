@@ -9,10 +9,12 @@
 #include "verifier/resolve.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,13 +51,16 @@ static struct kg_sb_spec run_spec(const struct kg_session_opts *o, const char *c
 static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o, const char *load_path, kg_error *e);
 
 /* The fds a runner gets from 3 on: the control socket, the arena (dev_fd: the device's in place of
- * the host arena), a paged arena's inputs and page map, then the tensor tables (runner/wire.h),
- * whose number goes into tables_arg for its command line. The count, or -1 without tables. */
-static int runner_fds(const struct kg_arena *a, int ctl, int dev_fd, int fds[5], char tables_arg[16])
+ * the host arena), a paged arena's inputs and page map or a device runner's gate page (gate_fd, fd
+ * 5: KG_WIRE_GATE_FD), then the tensor tables (runner/wire.h), whose number goes into tables_arg
+ * for its command line. The count, or -1 without tables. */
+static int runner_fds(const struct kg_arena *a, int ctl, int dev_fd, int gate_fd, int fds[5], char tables_arg[16])
 {
 	int n = 0;
 	fds[n++] = ctl;
 	fds[n++] = dev_fd >= 0 ? dev_fd : a->fd;
+	if (dev_fd >= 0 && gate_fd >= 0)
+		fds[n++] = gate_fd;
 	if (dev_fd < 0 && a->fd_in >= 0 && a->fd_map >= 0) {
 		fds[n++] = a->fd_in;
 		fds[n++] = a->fd_map;
@@ -86,7 +91,7 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return kg_err(e, -errno, "socketpair: %s", strerror(errno));
-	int n_fds = runner_fds(a, sv[1], -1, fds, tables);
+	int n_fds = runner_fds(a, sv[1], -1, -1, fds, tables);
 	if (n_fds < 0) {
 		close(sv[0]);
 		close(sv[1]);
@@ -136,6 +141,40 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 	return rc;
 }
 
+/* The session's gate page (device/wire.h): a sealed 4 KiB memfd the keeper maps and registers for
+ * its slot and the runner gets as fd 5; -1 (the session ungated, gate_off saying why) where the
+ * keeper has no gated calls, where KGATE_NO_GATE=1, or where it refuses the page. */
+static int gate_page(struct kg_session *s, kg_error *e)
+{
+	const char *no = getenv("KGATE_NO_GATE");
+	s->gated = 0;
+	if (no && *no == '1') {
+		snprintf(s->gate_off, sizeof(s->gate_off), "KGATE_NO_GATE=1");
+		return -1;
+	}
+	if (!(s->keeper->caps & KG_DEV_CAP_GATE)) {
+		snprintf(s->gate_off, sizeof(s->gate_off), "kgate-device has no gated calls on this device");
+		return -1;
+	}
+	int fd = memfd_create("kgate-gate", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	/* no runner can resize it under the keeper, which has it pinned */
+	if (fd < 0 || ftruncate(fd, KG_DEV_GATE_BYTES) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		snprintf(s->gate_off, sizeof(s->gate_off), "making the gate page: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	kg_error ge = {0};
+	if (kg_keeper_gate(s->keeper, s->dev_slot, fd, &ge)) {
+		snprintf(s->gate_off, sizeof(s->gate_off), "%.110s", ge.msg);
+		close(fd);
+		return -1;
+	}
+	(void)e;
+	s->gated = 1;
+	return fd;
+}
+
 int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, struct kg_arena *a, kg_error *e)
 {
 	int sv[2] = {-1, -1};
@@ -172,7 +211,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 
 	/* A device arena is the keeper's, exported to the runner in place of the host arena, which
 	 * then stays kgate's and the keeper's alone. Under a tool the runner copies exact buffers. */
-	int dev_fd = -1;
+	int dev_fd = -1, gate_fd = -1;
 	size_t dev_bytes = 0;
 	char dev_arg[32];
 	if (o->be->needs_gpu && !o->tool_argv) {
@@ -187,7 +226,10 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 			return rc;
 		}
 		s->keeper = o->keeper;
+		s->dev_sets = o->dev_sets;
+		s->dev_stride = o->dev_stride;
 		snprintf(dev_arg, sizeof(dev_arg), "%zu", dev_bytes);
+		gate_fd = gate_page(s, e);
 	}
 	const char *argv[40];
 	int ac = 0;
@@ -207,6 +249,8 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	char tables[16] = "";
 	argv[ac++] = "--tables";
 	argv[ac++] = tables; /* filled with the fds below */
+	if (gate_fd >= 0)
+		argv[ac++] = "--gate";
 	argv[ac] = NULL;
 	/* A sanitizer build's runner: ASan's own fault handler would report through /proc/self/maps,
 	 * which the seal ends (a fault named as an open); a fault must end the process as it does in
@@ -232,14 +276,17 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	}
 	envp[ne] = NULL;
 	/* fd 5: a paged arena's inputs, a memfd sealed so that the runner can only map it read-only;
-	 * fd 6: its page map; then the tensor tables (runner/wire.h) */
+	 * fd 6: its page map; a device runner's fd 5: its gate page (--gate); then the tensor tables
+	 * (runner/wire.h) */
 	int fds[5];
-	int n_fds = runner_fds(a, sv[1], dev_fd, fds, tables);
+	int n_fds = runner_fds(a, sv[1], dev_fd, gate_fd, fds, tables);
 	if (n_fds < 0) {
 		close(sv[0]);
 		close(sv[1]);
 		if (dev_fd >= 0)
 			close(dev_fd);
+		if (gate_fd >= 0)
+			close(gate_fd);
 		return kg_err(e, -EINVAL, "the arena has no tensor tables for the runner");
 	}
 	/* An installed runner lives under /usr, which every profile already shows read-only; a build
@@ -271,6 +318,8 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	sv[1] = -1;
 	if (dev_fd >= 0)
 		close(dev_fd);
+	if (gate_fd >= 0)
+		close(gate_fd);
 	if (rc) {
 		close(sv[0]);
 		return rc;
@@ -296,6 +345,11 @@ static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o,
 		return rc;
 	int zero = 0;
 	setsockopt(s->ctl, SOL_SOCKET, SO_PASSCRED, &zero, sizeof(zero));
+	if (s->gated && !(r.flags & KG_HELLO_GATED)) {
+		/* said before anything untrusted ran in it: the runner could not map its gate page */
+		s->gated = 0;
+		snprintf(s->gate_off, sizeof(s->gate_off), "the runner could not map its gate page");
+	}
 	/* a device's ceiling is the keeper's measure, where nothing untrusted runs */
 	s->ceiling_mbps = s->keeper ? s->keeper->ceiling_mbps : r.info;
 	s->has_cpu_clock = s->runner_pid > 0 && !clock_getcpuclockid(s->runner_pid, &s->cpu_clock);
@@ -328,6 +382,11 @@ static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o,
 	snprintf(load.path, sizeof(load.path), "%s", load_path);
 	if (s->watched && (rc = kg_sb_distrust(s->sb, s->runner_pid, e)))
 		return rc;
+	/* the device's free memory with everything but the candidate in place: what it holds from
+	 * here on is counted against the policy's gpu.memory_mb */
+	kg_error me = {0};
+	if (s->keeper && s->watched && kg_keeper_meminfo(s->keeper, &s->dev_free0, &me))
+		s->dev_free0 = 0;
 	if ((rc = kg_sess_resume(s)))
 		return rc;
 	uint64_t t0;
@@ -338,6 +397,8 @@ static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o,
 		if (h)
 			return h;
 	}
+	if (s->dev_free0 && kg_keeper_meminfo(s->keeper, &s->dev_free_load, &me))
+		s->dev_free_load = 0;
 	if (rc)
 		return rc;
 	s->sealed = r.info == 1;

@@ -139,21 +139,49 @@ int kg_run_refout_host(struct kg_run *r)
 	return 0;
 }
 
+/* What the reference's call took from the device's free memory (its START against its END, the
+ * candidate stopped between them), counted once the candidate has its baseline. */
+static void ref_mem_note(struct kg_run *r, const struct kg_call_result *res)
+{
+	if (r->cs_up && r->cs.dev_free0 && res->mem_free_start && res->mem_free_end)
+		r->ref_dev_grown += (int64_t)res->mem_free_start - (int64_t)res->mem_free_end;
+}
+
+/* A gated reference call whose marks did not all come: the trusted runner's calibration saw them
+ * come, so this is kgate's to explain; 0 when they came (or the call was not gated). */
+static int ref_gate_failed(struct kg_run *r, const struct kg_call_result *res, const char *what)
+{
+	if (res->gate != KG_DEV_GATE_NO_ARM && res->gate != KG_DEV_GATE_NO_DONE)
+		return 0;
+	kg_run_internal(r, "the reference%s (%s): kgate-device never saw its runner's %s mark (set %u of %u)", what,
+			kg_run_shape_str(r), res->gate == KG_DEV_GATE_NO_ARM ? "ARMED" : "DONE", res->gate_set, res->sets);
+	return -1;
+}
+
 static int ref_finish(struct kg_run *r, int rc, const struct kg_call_result *res, const kg_error *e,
 		      const char *what, void *const *dst, int kept)
 {
 	const struct kg_plan *p = r->plan;
 	struct kg_arena *a = &r->ra;
+	if (rc || res->ret) {
+		/* the device's memory taken by the candidate beyond its bound: its fault, not kgate's */
+		if (kg_run_ref_starved(r))
+			return -1;
+	}
 	if (rc) {
 		char why[700];
 		kg_run_ref_failure(r, rc, e, why, sizeof(why));
 		kg_run_internal(r, "running the reference%s (%s, %s): %s", what, kg_run_shape_str(r), res->step, why);
 		return -1;
 	}
+	ref_mem_note(r, res);
 	if (res->ret) {
 		kg_run_internal(r, "the reference%s returned %d (%s)", what, res->ret, kg_run_shape_str(r));
 		return -1;
 	}
+	if (ref_gate_failed(r, res, what))
+		return -1;
+	r->ref_flush_ns = res->flush_ns;
 	if (kept)
 		return ref_stats(r, what);
 	if (dst == r->refout)
@@ -241,7 +269,7 @@ static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, ui
 	if (r->rs.keeper) {
 		/* on a device both sides are timed alike: by the keeper's span, as the candidate's
 		 * bound is (timing.c), never below the runner's own events */
-		uint64_t idle = r->rs.cal_span_ns + res->snap_ns;
+		uint64_t idle = r->rs.cal_span_ns + res->snap_ns + (res->sets > 1 ? (res->sets - 1) * r->rs.cal_set_ns : 0);
 		uint64_t bound = res->span_ns > idle ? res->span_ns - idle : 0;
 		if (bound > *ns)
 			*ns = bound;
@@ -273,6 +301,13 @@ int kg_run_ref_batch(struct kg_run *r, uint32_t sets, uint64_t stride, uint64_t 
 	int rc = kg_session_run_call(&r->rs, &call, &res, &e);
 	t = kg_prof_add(KG_PROF_REF_CALL, t);
 	r->refout_host = 0; /* what the arena holds is no set's outputs */
+	if ((rc || res.ret) && kg_run_ref_starved(r))
+		return -1;
+	if (!rc)
+		ref_mem_note(r, &res);
+	if (!rc && !res.ret && ref_gate_failed(r, &res, " on a batch"))
+		return -1;
+	r->ref_flush_ns = res.flush_ns;
 	if (rc || res.ret) {
 		char why[700];
 		if (rc)

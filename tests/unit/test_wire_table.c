@@ -14,8 +14,8 @@
 
 #define ARENA (1ull << 30)
 
-/* torch_runner.py packs the command record as CMD ("<IIQQIIIIII512sIIQ"): 576 bytes */
-_Static_assert(sizeof(struct kg_wire_cmd) == 576, "runner/torch_runner.py's CMD follows struct kg_wire_cmd");
+/* torch_runner.py packs the command record as CMD ("<IIQQIIIIII512sIIQII"): 584 bytes */
+_Static_assert(sizeof(struct kg_wire_cmd) == 584, "runner/torch_runner.py's CMD follows struct kg_wire_cmd");
 
 /* A tables file of one table: n_in inputs and n_out outputs of f32[4] each, 4096 bytes apart. */
 struct file {

@@ -6,7 +6,9 @@
  * copied the buffer out and answered at once, claiming 1 us, accepted at a forged speedup.
  * kgate-device now stages the inputs in memory the candidate never maps and copies them onto its
  * arena only once the clock runs: the watcher's work lands inside the span, every claim is a lie
- * (timing.tampered). (Task: softmax.) */
+ * (timing.tampered).
+ * A gated call (device/wire.h) ends at the given stream's DONE mark on the device, which a reply of
+ * kg_forward's own never brings: sandbox.protocol at its first call. (Task: softmax.) */
 #include <kgate/kernel.h>
 #include <cuda_runtime.h>
 #include <math.h>

@@ -9,7 +9,9 @@
  * kgate now has kgate-device write the inputs and snapshot the outputs, and the runner gets RUN
  * alone: the work is done after its RUN (the process is stopped before it), the keeper's span from
  * the inputs on the device to its snapshot of the outputs holds it, and the claim is a lie in every
- * call: timing.tampered. (Task: softmax.) */
+ * call: timing.tampered.
+ * A gated call (device/wire.h) ends at the given stream's DONE mark on the device, which a reply of
+ * kg_forward's own never brings: sandbox.protocol at its first call. (Task: softmax.) */
 #include <kgate/kernel.h>
 #include <cuda_runtime.h>
 #include <math.h>
