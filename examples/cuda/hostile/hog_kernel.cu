@@ -192,34 +192,62 @@ static void hog_after(cudaStream_t st)
 
 /* ---- the honest softmax ---- */
 
-/* the runner's RUN record (runner/wire.h at 9500fee; a gated runner's has more after the stride) */
-struct tensor {
-	uint64_t offset;
-	int32_t dtype, ndim;
-	int64_t shape[8];
-};
-struct cmd {
+/* The runner's RUN record, as kgate main 9500fee lays it out (the tensors in the record) and as
+ * later runners do (the tensors in a table: the record holds only its number, and a gate follows
+ * the stride). Both are tried, so that one example serves the "before" and the "after" runs. */
+struct cmd_old {
 	uint32_t magic, op;
 	uint64_t seq, arena_size;
 	uint32_t n_in, n_out;
-	struct tensor t[16];
+	struct { uint64_t offset; int32_t dtype, ndim; int64_t shape[8]; } t[16];
 	uint32_t delay_ms, entry;
 	char path[512];
 	uint32_t sets, pad;
 	uint64_t stride;
 };
+struct cmd_new {
+	uint32_t magic, op;
+	uint64_t seq, arena_size;
+	uint32_t n_in, n_out, table, pad0;
+	uint32_t delay_ms, entry;
+	char path[512];
+	uint32_t sets, pad;
+	uint64_t stride;
+	uint32_t gate, pad2;
+};
+struct cmd {
+	uint64_t seq, stride;
+	uint32_t sets;
+};
 
+static int plausible(uint32_t sets, uint64_t stride)
+{
+	return sets <= 1024 && (sets <= 1 || (stride && stride % 256 == 0 && stride < (1ull << 40)));
+}
+
+/* The live RUN record sits a few frames up the stack (serve()'s); stale copies of earlier ones may
+ * lie about too: the one with the highest sequence number. The scan stays within 3 KiB: the runner's
+ * stack above this frame may be no larger. */
 static const struct cmd *live_run(void)
 {
+	static struct cmd found;
 	volatile unsigned char probe = 0;
 	const unsigned char *p = (const unsigned char *)((uintptr_t)&probe & ~(uintptr_t)7);
-	const struct cmd *best = 0;
-	for (long off = 0; off < 8 * 1024; off += 8) {
-		const struct cmd *c = (const struct cmd *)(p + off);
-		if (c->magic == 0x6b67775au && c->op == 7 && c->seq < (1ull << 40) && (!best || c->seq > best->seq))
-			best = c;
+	int any = 0;
+	for (long off = 0; off + (long)sizeof(struct cmd_new) < 3 * 1024; off += 8) {
+		const struct cmd_new *n = (const struct cmd_new *)(p + off);
+		if (n->magic != 0x6b67775au || n->op != 7 /* RUN */ || n->seq >= (1ull << 40) || (any && n->seq <= found.seq))
+			continue;
+		const struct cmd_old *o = (const struct cmd_old *)(p + off);
+		if (plausible(n->sets, n->stride) && n->n_in + n->n_out < 4096 && n->table < 4096)
+			found = (struct cmd){n->seq, n->stride, n->sets};
+		else if (off + (long)sizeof(struct cmd_old) < 3 * 1024 && plausible(o->sets, o->stride))
+			found = (struct cmd){o->seq, o->stride, o->sets};
+		else
+			continue;
+		any = 1;
 	}
-	return best;
+	return any ? &found : 0;
 }
 
 __device__ static void merge(float &m, float &s, float m2, float s2)
