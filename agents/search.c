@@ -448,7 +448,12 @@ out:
 
 int kg_search(const struct kg_search_opts *o, kg_error *e)
 {
-	struct search s0 = {0}, *s = &s0;
+	/* on the heap: the task it holds declares up to KG_MAX_TENSORS tensors each way (2.5 MB) */
+	struct search *s = calloc(1, sizeof(*s));
+	if (!s) {
+		kg_err(e, -ENOMEM, "out of memory");
+		return KG_EXIT_INTERNAL;
+	}
 	s->o = o;
 	s->h.fd = -1;
 	int rc, exit_code = KG_EXIT_USAGE;
@@ -577,5 +582,6 @@ out:
 	kg_history_close(&s->h);
 	kg_pool_free(&s->task_pool);
 	free(s->config);
+	free(s);
 	return exit_code;
 }

@@ -20,6 +20,13 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 #define CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED 103
 #define CU_LIMIT_PERSISTING_L2_CACHE_SIZE 0x06
 #define CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW 1
+#define CUDA_ERROR_NOT_READY 600 /* cuEventQuery: the work before the event is not done */
+
+/* stream memory operations (cuStreamWaitValue32, cuStreamWriteValue32) and host memory the device
+ * reads (cuMemHostRegister) */
+#define CU_STREAM_WAIT_VALUE_GEQ 0x0 /* (int32_t)(*addr - value) >= 0 */
+#define CU_STREAM_WRITE_VALUE_DEFAULT 0x0 /* after the stream's earlier writes are visible */
+#define CU_MEMHOSTREGISTER_DEVICEMAP 0x02
 
 /* virtual memory management (cuMemCreate and its kin) */
 #define CU_MEM_ALLOCATION_TYPE_PINNED 0x1

@@ -45,10 +45,16 @@ enum kg_gen_kind {
 };
 
 /* the element types (kgate/kernel.h's kg_dtype values) */
-enum { KG_GEN_F32 = 0, KG_GEN_F16 = 1, KG_GEN_BF16 = 2, KG_GEN_I32 = 3, KG_GEN_I64 = 4, KG_GEN_U8 = 5 };
+enum { KG_GEN_F32 = 0, KG_GEN_F16 = 1, KG_GEN_BF16 = 2, KG_GEN_I32 = 3, KG_GEN_I64 = 4, KG_GEN_U8 = 5, KG_GEN_BOOL = 6 };
 
 #define KG_GEN_MAX_MIX 16
-#define KG_GEN_STREAM(t, n) ((uint32_t)(t) << 24 | (uint32_t)(n))
+/* A tensor's stream: its number's low 7 bits in the top byte (the top bit stays clear: the
+ * verifier's own streams have it set, prng.c), the rest folded into the stream code's bits 4-23,
+ * so that a whole model's inputs (hundreds) each have streams of their own, and inputs 0-127 keep
+ * the streams they always had. Numbers below KG_GEN_MAX_TENSOR are told apart. */
+#define KG_GEN_MAX_TENSOR 65536u
+#define KG_GEN_STREAM(t, n) \
+	(((uint32_t)(t) & 0x7fu) << 24 | (((uint32_t)(n) ^ ((uint32_t)(t) >> 7 << 4)) & 0xffffffu))
 #define KG_GEN_S_ELEM 0xfffff0u
 #define KG_GEN_S_EXTRA 0xfffff1u
 #define KG_GEN_S_BASE 0xfffffeu
@@ -453,6 +459,8 @@ KG_GEN_FN double kg_gen_value(const struct kg_gen_tensor *t, const uint32_t *key
 	case KG_GEN_INT:
 		if (t->dtype == KG_GEN_U8)
 			return (double)(u & 255);
+		if (t->dtype == KG_GEN_BOOL) /* a mask: each element true or false alike */
+			return (double)(u >> 17 & 1);
 		return (double)(int64_t)kg_gen_below(u, 2001) - 1000.0;
 	default:
 		return 0.0;
@@ -462,12 +470,16 @@ KG_GEN_FN double kg_gen_value(const struct kg_gen_tensor *t, const uint32_t *key
 /* ---- stores (verifier/dtype.c's rounding: to f32 first, then to nearest even) ---- */
 KG_GEN_FN int kg_gen_is_int(uint32_t dt)
 {
-	return dt == KG_GEN_I32 || dt == KG_GEN_I64 || dt == KG_GEN_U8;
+	return dt == KG_GEN_I32 || dt == KG_GEN_I64 || dt == KG_GEN_U8 || dt == KG_GEN_BOOL;
 }
 
 KG_GEN_FN unsigned kg_gen_dtype_size(uint32_t dt)
 {
-	return dt == KG_GEN_F32 || dt == KG_GEN_I32 ? 4 : dt == KG_GEN_F16 || dt == KG_GEN_BF16 ? 2 : dt == KG_GEN_I64 ? 8 : dt == KG_GEN_U8 ? 1 : 0;
+	return dt == KG_GEN_F32 || dt == KG_GEN_I32			? 4
+	       : dt == KG_GEN_F16 || dt == KG_GEN_BF16		? 2
+	       : dt == KG_GEN_I64					? 8
+	       : dt == KG_GEN_U8 || dt == KG_GEN_BOOL		? 1
+									: 0;
 }
 
 KG_GEN_FN uint32_t kg_gen_float_bits(float f)
@@ -564,6 +576,9 @@ KG_GEN_FN void kg_gen_store(void *dst, uint32_t dt, uint64_t i, double v)
 	case KG_GEN_U8:
 		((uint8_t *)dst)[i] = (uint8_t)v;
 		break;
+	case KG_GEN_BOOL:
+		((uint8_t *)dst)[i] = v != 0.0;
+		break;
 	default:
 		break;
 	}
@@ -574,7 +589,7 @@ KG_GEN_FN void kg_gen_store(void *dst, uint32_t dt, uint64_t i, double v)
 KG_GEN_FN int kg_gen_valid(const struct kg_gen_tensor *t, uint64_t bytes)
 {
 	unsigned es = kg_gen_dtype_size(t->dtype);
-	if (!es || t->kind < KG_GEN_NORMAL || t->kind >= KG_GEN_KIND_END_ || !t->rowlen || t->tensor > 127 ||
+	if (!es || t->kind < KG_GEN_NORMAL || t->kind >= KG_GEN_KIND_END_ || !t->rowlen || t->tensor >= KG_GEN_MAX_TENSOR ||
 	    t->n > (UINT64_MAX >> 4) || t->n * es != bytes || (t->mat && t->mat > 0xffffffffu))
 		return 0;
 	if (kg_gen_is_int(t->dtype) != (t->kind == KG_GEN_INT) && t->kind != KG_GEN_ZEROS && t->kind != KG_GEN_ONES)

@@ -103,13 +103,16 @@ int kg_keeper_start(struct kg_keeper *k, const char *path, kg_error *e)
 	posix_spawn_file_actions_adddup2(&fa, sv[1], KG_DEV_CTL_FD);
 	char *argv[] = {(char *)path, NULL};
 	/* the runners' environment: the same device 0 of the same visible ones, no JIT cache written */
-	char *envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "CUDA_CACHE_DISABLE=1", NULL, NULL};
+	/* CUDA_DEVICE_MAX_CONNECTIONS: a stream of its own hardware queue each (a gated call's steps
+	 * wait on the device, and must not wait in front of the keeper's other streams' work) */
+	char *envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "CUDA_CACHE_DISABLE=1", "CUDA_DEVICE_MAX_CONNECTIONS=32",
+			NULL, NULL};
 	/* the GPUs kgate was given (one worker per GPU), as its runners see them */
 	char cvd[160];
 	const char *vis = getenv("CUDA_VISIBLE_DEVICES");
 	if (vis && strlen(vis) < 120) {
 		snprintf(cvd, sizeof(cvd), "CUDA_VISIBLE_DEVICES=%s", vis);
-		envp[4] = cvd;
+		envp[5] = cvd;
 	}
 	int rc = posix_spawn(&k->pid, path, &fa, NULL, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
@@ -132,6 +135,8 @@ int kg_keeper_start(struct kg_keeper *k, const char *path, kg_error *e)
 	k->granularity = r.granularity;
 	k->caps = r.caps;
 	k->mem_bytes = r.mem_bytes;
+	k->mem_free = r.mem_free;
+	k->quiet_flush_ns = r.flush_ns;
 	return 0;
 }
 
@@ -166,7 +171,7 @@ int kg_keeper_export(struct kg_keeper *k, int slot, int *dev_fd, size_t *dev_byt
 }
 
 int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, const struct kg_keeper_stage *st,
-		    uint64_t *t0, kg_error *e)
+		    struct kg_keeper_begun *out, kg_error *e)
 {
 	struct kg_dev_cmd c = {.op = KG_DEV_START, .slot = (uint32_t)slot, .bytes = bytes, .flush = flush != 0};
 	if (st && st->n > 0) {
@@ -181,13 +186,44 @@ int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, cons
 		c.sets = st->sets;
 		c.stride = st->stride;
 	}
+	if (st && st->gate) {
+		c.gate = 1;
+		c.out_lo = st->out_lo;
+		c.out_hi = st->out_hi;
+		c.probe_ns = st->probe_ns;
+		memcpy(c.probe_off, st->probe_off, sizeof(c.probe_off));
+		memcpy(c.probe_bytes, st->probe_bytes, sizeof(c.probe_bytes));
+	}
 	if (slot < 0 || slot >= KG_DEV_MAX_SLOTS)
 		return kg_err(e, -EINVAL, "no keeper slot %d", slot);
 	k->sets[slot] = c.sets > 1 ? c.sets : 1;
 	k->stride[slot] = c.stride;
 	struct kg_dev_reply r;
 	int rc = command(k, &c, -1, &r, NULL, e);
-	*t0 = rc ? 0 : r.t_ns;
+	memset(out, 0, sizeof(*out));
+	if (!rc) {
+		out->t0 = r.t_ns;
+		out->tok = r.gate_tok;
+		out->mem_free = r.mem_free;
+	}
+	return rc;
+}
+
+int kg_keeper_gate(struct kg_keeper *k, int slot, int page_fd, kg_error *e)
+{
+	struct kg_dev_cmd c = {.op = KG_DEV_GATE, .slot = (uint32_t)slot};
+	struct kg_dev_reply r;
+	if (!(k->caps & KG_DEV_CAP_GATE))
+		return kg_err(e, -ENOTSUP, "kgate-device has no gated calls on this device");
+	return command(k, &c, page_fd, &r, NULL, e);
+}
+
+int kg_keeper_meminfo(struct kg_keeper *k, uint64_t *mem_free, kg_error *e)
+{
+	struct kg_dev_cmd c = {.op = KG_DEV_MEMINFO};
+	struct kg_dev_reply r;
+	int rc = command(k, &c, -1, &r, NULL, e);
+	*mem_free = rc ? 0 : r.mem_free;
 	return rc;
 }
 
@@ -212,6 +248,13 @@ int kg_keeper_end(struct kg_keeper *k, int slot, size_t bytes, uint64_t out_lo, 
 		out->dev_ns = r.dev_ns;
 		out->in_state = r.in_state;
 		out->in_diff = r.in_diff;
+		out->gate = r.gate;
+		out->gate_set = r.gate_set;
+		out->flush_ns = r.flush_ns;
+		out->flush_max_ns = r.flush_max_ns;
+		out->probe_state = r.probe_state;
+		out->probe_diff = r.probe_diff;
+		out->mem_free = r.mem_free;
 	}
 	return rc;
 }

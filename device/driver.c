@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kg_common.h"
 #include "device/keeper_int.h"
@@ -66,6 +67,12 @@ static int load_api(struct kg_dev_reply *r)
 		{"cuModuleGetFunction", offsetof(struct cu_api, module_get_function)},
 		{"cuLaunchKernel", offsetof(struct cu_api, launch_kernel)},
 		{"cuDeviceTotalMem_v2", offsetof(struct cu_api, total_mem)},
+		{"cuStreamWaitValue32_v2", offsetof(struct cu_api, wait_value32)},
+		{"cuStreamWriteValue32_v2", offsetof(struct cu_api, write_value32)},
+		{"cuMemHostGetDevicePointer_v2", offsetof(struct cu_api, host_device_ptr)},
+		{"cuMemHostUnregister", offsetof(struct cu_api, host_unregister)},
+		{"cuEventQuery", offsetof(struct cu_api, event_query)},
+		{"cuMemGetInfo_v2", offsetof(struct cu_api, mem_get_info)},
 		{"cuMemRetainAllocationHandle", offsetof(struct cu_api, retain_handle)},
 		{"cuMemRelease", offsetof(struct cu_api, mem_release)},
 	};
@@ -76,6 +83,11 @@ static int load_api(struct kg_dev_reply *r)
 		r->status = -ENOSYS;
 		return -ENOSYS;
 	}
+	/* the stream memory operations under their first names, where a driver has no _v2 */
+	if (!kg_dev.cu.wait_value32)
+		*(void **)&kg_dev.cu.wait_value32 = dlsym(lib, "cuStreamWaitValue32");
+	if (!kg_dev.cu.write_value32)
+		*(void **)&kg_dev.cu.write_value32 = dlsym(lib, "cuStreamWriteValue32");
 	return 0;
 }
 
@@ -129,7 +141,8 @@ static uint32_t load_kernels(void)
 	if (kg_dev.cu.module_load_data(&kg_dev.module, kg_device_fatbin) ||
 	    kg_dev.cu.module_get_function(&kg_dev.gen_fill, kg_dev.module, "kg_gen_fill") ||
 	    kg_dev.cu.module_get_function(&kg_dev.first_diff, kg_dev.module, "kg_first_diff") ||
-	    kg_dev.cu.module_get_function(&kg_dev.copy_sets, kg_dev.module, "kg_copy_sets") || kg_dev.cu.mem_alloc(&kg_dev.zig, sizeof(z)) ||
+	    kg_dev.cu.module_get_function(&kg_dev.copy_sets, kg_dev.module, "kg_copy_sets") ||
+	    kg_dev.cu.module_get_function(&kg_dev.flush_fn, kg_dev.module, "kg_flush") || kg_dev.cu.mem_alloc(&kg_dev.zig, sizeof(z)) ||
 	    kg_dev.cu.mem_alloc(&kg_dev.diff_word, 8) || kg_dev.cu.memcpy_htod_async(kg_dev.zig, &z, sizeof(z), kg_dev.stream) ||
 	    kg_dev.cu.stream_synchronize(kg_dev.stream))
 		return 0;
@@ -144,6 +157,101 @@ static uint32_t load_kernels(void)
 	    (kg_dev.parts_host = malloc(pb)))
 		caps |= KG_DEV_CAP_CHECK;
 	return caps;
+}
+
+int kg_dev_flush_on(CUstream st, struct kg_dev_reply *r)
+{
+	/* a different value every time: no compression or cache shortcut keeps old lines */
+	kg_dev.flush_value = kg_dev.flush_value * 1664525u + 1013904223u;
+	if (!kg_dev.flush_fn) {
+		CU_OK(kg_dev.cu.memset_d32_async(kg_dev.flush, kg_dev.flush_value, kg_dev.flush_bytes / 4, st), "L2 flush");
+		return 0;
+	}
+	CUdeviceptr p = kg_dev.flush;
+	unsigned long long n = kg_dev.flush_bytes / 16;
+	unsigned v = kg_dev.flush_value;
+	void *params[] = {&p, &n, &v};
+	unsigned blocks = (unsigned)(kg_dev.sms > 0 ? kg_dev.sms * 8 : 128);
+	CU_OK(kg_dev.cu.launch_kernel(kg_dev.flush_fn, blocks, 1, 1, 256, 1, 1, 0, st, params, NULL), "L2 flush");
+	return 0;
+}
+
+uint64_t kg_dev_mem_free(void)
+{
+	size_t free_b = 0, total = 0;
+	if (!kg_dev.cu.mem_get_info || kg_dev.cu.mem_get_info(&free_b, &total))
+		return 0;
+	return free_b;
+}
+
+/* A flush's time on the quiet device (nothing but this process on it yet): the median of nine,
+ * after three to bring the clocks up. What a later flush takes beyond it, another context's work
+ * took from it. */
+static uint64_t measure_quiet_flush(void)
+{
+	uint64_t t[9];
+	struct kg_dev_reply r = {0};
+	for (int i = 0; i < 12; i++) {
+		float ms = 0;
+		if (kg_dev.cu.event_record(kg_dev.ev0, kg_dev.stream) || kg_dev_flush_on(kg_dev.stream, &r) ||
+		    kg_dev.cu.event_record(kg_dev.ev1, kg_dev.stream) || kg_dev.cu.stream_synchronize(kg_dev.stream) ||
+		    kg_dev.cu.event_elapsed(&ms, kg_dev.ev0, kg_dev.ev1))
+			return 0;
+		if (i >= 3)
+			t[i - 3] = (uint64_t)((double)ms * 1e6);
+	}
+	for (int i = 1; i < 9; i++) /* insertion sort: nine figures */
+		for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
+			uint64_t x = t[j];
+			t[j] = t[j - 1];
+			t[j - 1] = x;
+		}
+	return t[4];
+}
+
+/* Whether gated calls work here: one stream of this process waits on a word of pinned host memory
+ * that another stream writes, and then writes a second word, read back from the CPU within a
+ * second. Across processes it is the trusted runner's calibration, before LOAD, that shows it. */
+static int gate_self_test(void)
+{
+	if (!kg_dev.cu.wait_value32 || !kg_dev.cu.write_value32 || !kg_dev.cu.host_device_ptr || !kg_dev.cu.event_query ||
+	    !kg_dev.flush_fn)
+		return 0;
+	void *page = NULL;
+	CUstream a = NULL, b = NULL;
+	CUdeviceptr d = 0;
+	int ok = 0;
+	if (posix_memalign(&page, KG_DEV_GATE_BYTES, KG_DEV_GATE_BYTES))
+		return 0;
+	memset(page, 0, KG_DEV_GATE_BYTES);
+	volatile uint32_t *w = page;
+	if (kg_dev.cu.host_register(page, KG_DEV_GATE_BYTES, CU_MEMHOSTREGISTER_DEVICEMAP)) {
+		free(page);
+		return 0;
+	}
+	if (!kg_dev.cu.host_device_ptr(&d, page, 0) && !kg_dev.cu.stream_create(&a, CU_STREAM_NON_BLOCKING) &&
+	    !kg_dev.cu.stream_create(&b, CU_STREAM_NON_BLOCKING) &&
+	    !kg_dev.cu.wait_value32(a, d + KG_DEV_GATE_ARMED, 1, CU_STREAM_WAIT_VALUE_GEQ) &&
+	    !kg_dev.cu.write_value32(a, d + KG_DEV_GATE_DONE, 7, CU_STREAM_WRITE_VALUE_DEFAULT) &&
+	    !kg_dev.cu.event_record(kg_dev.ev0, a) &&
+	    !kg_dev.cu.write_value32(b, d + KG_DEV_GATE_ARMED, 1, CU_STREAM_WRITE_VALUE_DEFAULT)) {
+		for (int i = 0; i < 1000 && kg_dev.cu.event_query(kg_dev.ev0) == CUDA_ERROR_NOT_READY; i++) {
+			struct timespec ts = {0, 1000000};
+			nanosleep(&ts, NULL);
+		}
+		if (kg_dev.cu.event_query(kg_dev.ev0) == CUDA_ERROR_NOT_READY)
+			__atomic_store_n(&w[KG_DEV_GATE_ARMED / 4], 1u, __ATOMIC_RELEASE); /* let it go */
+		else
+			ok = __atomic_load_n(&w[KG_DEV_GATE_DONE / 4], __ATOMIC_ACQUIRE) == 7;
+		kg_dev.cu.stream_synchronize(a);
+	}
+	if (b)
+		kg_dev.cu.stream_synchronize(b);
+	if (kg_dev.cu.host_unregister)
+		kg_dev.cu.host_unregister(page);
+	/* the streams stay: a stream destroyed under a wait is the driver's to untangle */
+	free(page);
+	return ok;
 }
 
 int kg_dev_init(struct kg_dev_reply *r)
@@ -166,6 +274,10 @@ int kg_dev_init(struct kg_dev_reply *r)
 	for (int i = 0; i < KG_DEV_MAX_SLOTS; i++) {
 		CU_OK(kg_dev.cu.event_create(&kg_dev.slot[i].go, 0), "cuEventCreate");
 		CU_OK(kg_dev.cu.event_create(&kg_dev.slot[i].got, 0), "cuEventCreate");
+		for (int k = 0; k < KG_DEV_MAX_GATED_SETS; k++) {
+			CU_OK(kg_dev.cu.event_create(&kg_dev.slot[i].fl0[k], 0), "cuEventCreate");
+			CU_OK(kg_dev.cu.event_create(&kg_dev.slot[i].fl1[k], 0), "cuEventCreate");
+		}
 	}
 	struct kg_cu_alloc_prop p = vmm_prop();
 	CU_OK(kg_dev.cu.granularity(&kg_dev.gran, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
@@ -182,12 +294,17 @@ int kg_dev_init(struct kg_dev_reply *r)
 	size_t mem = 0;
 	if (kg_dev.cu.total_mem && !kg_dev.cu.total_mem(&mem, kg_dev.dev))
 		r->mem_bytes = mem;
-	r->ceiling_mbps = measure_copy_mbps();
+	r->ceiling_mbps = kg_dev.ceiling_mbps = measure_copy_mbps();
 	if (!r->ceiling_mbps) {
 		/* every span is charged less the least the keeper's copies take at this rate */
 		snprintf(r->msg, sizeof(r->msg), "measuring the device's copy rate failed");
 		return r->status = -EIO;
 	}
+	r->flush_ns = kg_dev.quiet_flush_ns = measure_quiet_flush();
+	/* gated calls need the kernels too (a batch's; the timed flush); the mid-call probe a buffer */
+	if ((kg_dev.caps & KG_DEV_CAP_CHECK) && !kg_dev.cu.mem_alloc(&kg_dev.probe_buf, KG_DEV_PROBE_MAX) && gate_self_test())
+		r->caps = kg_dev.caps |= KG_DEV_CAP_GATE;
+	r->mem_free = kg_dev_mem_free();
 	return 0;
 }
 

@@ -53,6 +53,7 @@ KG_GEN_FN double kg_judge_load(const void *p, uint32_t dt, uint64_t i)
 	case KG_GEN_I64:
 		return (double)((const int64_t *)p)[i];
 	case KG_GEN_U8:
+	case KG_GEN_BOOL: /* its byte as it is: a true stored as 2 is not 1 */
 		return ((const uint8_t *)p)[i];
 	default:
 		return kg_gen_bits_double(0x7ff8000000000000ull);

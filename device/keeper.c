@@ -9,7 +9,11 @@
  * or time reaches kgate through the candidate's process. A candidate can re-map what it imported
  * read-write (measured on an H200: the importer's cuMemSetAccess wins), so the mirror is the
  * candidate's to scribble on; what kgate judges by is the private buffer and the host arena, which
- * no runner maps. */
+ * no runner maps.
+ * A gated call (wire.h's gate page) is queued whole at START on the slot's own stream: it waits for
+ * the runner's ARMED, starts the clock, and for each set copies its inputs, flushes (timed: the
+ * quiet-device probe), releases the set, waits for the runner's DONE and snapshots the set's
+ * outputs; END only waits for that queue to finish, or marks what never came itself and says so. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
@@ -24,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <stdint.h>
+
 #include "kg_common.h"
 #include "kg_cudrv.h"
 #include "device/judge.h"
@@ -36,6 +42,74 @@ static int send_reply(int fd, struct kg_dev_reply *r, int pass_fd)
 {
 	r->magic = KG_DEV_MAGIC;
 	return kg_send_fd(fd, r, sizeof(*r), pass_fd) == (ssize_t)sizeof(*r) ? 0 : -1;
+}
+
+static volatile uint32_t *gate_word(const struct slot *s, uint32_t off)
+{
+	return s->gate_host + off / 4;
+}
+
+/* A gated call whose marks did not all come: the keeper stores them itself (from the CPU, into the
+ * page the device polls), so that its queue runs through, snapshotting what the mirror holds. */
+static void gate_force(struct slot *s)
+{
+	uint32_t last = s->gate_tok + (s->gate_sets ? s->gate_sets - 1 : 0);
+	__atomic_store_n(gate_word(s, KG_DEV_GATE_ARMED), last, __ATOMIC_RELEASE);
+	__atomic_store_n(gate_word(s, KG_DEV_GATE_DONE), last, __ATOMIC_RELEASE);
+}
+
+/* Whatever a gated call left queued on the slot's streams, seen through (forced where its marks
+ * never came): before the slot's next call, or the keeper's end. */
+static void gate_drain(struct slot *s)
+{
+	if (!s->gate_open)
+		return;
+	gate_force(s);
+	kg_dev.cu.stream_synchronize(s->gstream);
+	kg_dev.cu.stream_synchronize(s->pstream);
+	s->gate_open = 0;
+	s->probing = 0;
+}
+
+/* GATE: the slot's gate page, mapped here and registered for the device, and the slot's streams. */
+static int do_gate(const struct kg_dev_cmd *c, int fd, struct kg_dev_reply *r)
+{
+	struct stat st;
+	if (c->slot >= KG_DEV_MAX_SLOTS || !kg_dev.slot[c->slot].used || fd < 0 || fstat(fd, &st) ||
+	    st.st_size < (off_t)KG_DEV_GATE_BYTES) {
+		snprintf(r->msg, sizeof(r->msg), "GATE without a slot or a page of %u bytes", KG_DEV_GATE_BYTES);
+		return r->status = -EINVAL;
+	}
+	if (!(kg_dev.caps & KG_DEV_CAP_GATE)) {
+		snprintf(r->msg, sizeof(r->msg), "gated calls do not work on this device (stream memory operations)");
+		return r->status = -ENOTSUP;
+	}
+	struct slot *s = &kg_dev.slot[c->slot];
+	if (s->gate_host) {
+		snprintf(r->msg, sizeof(r->msg), "the slot has its gate page already");
+		return r->status = -EEXIST;
+	}
+	void *p = mmap(NULL, KG_DEV_GATE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		snprintf(r->msg, sizeof(r->msg), "mapping the gate page: %s", strerror(errno));
+		return r->status = -errno;
+	}
+	CUdeviceptr d = 0;
+	if (kg_dev.cu.host_register(p, KG_DEV_GATE_BYTES, CU_MEMHOSTREGISTER_DEVICEMAP) ||
+	    kg_dev.cu.host_device_ptr(&d, p, 0)) {
+		munmap(p, KG_DEV_GATE_BYTES);
+		snprintf(r->msg, sizeof(r->msg), "registering the gate page for the device failed");
+		return r->status = -EIO;
+	}
+	if ((!s->gstream && kg_dev.cu.stream_create(&s->gstream, CU_STREAM_NON_BLOCKING)) ||
+	    (!s->pstream && kg_dev.cu.stream_create(&s->pstream, CU_STREAM_NON_BLOCKING))) {
+		snprintf(r->msg, sizeof(r->msg), "creating the slot's streams failed");
+		return r->status = -EIO;
+	}
+	s->gate_host = p;
+	s->gate_dev = d;
+	s->tok = __atomic_load_n((volatile uint32_t *)p + KG_DEV_GATE_DONE / 4, __ATOMIC_ACQUIRE);
+	return 0;
 }
 
 static int do_attach(const struct kg_dev_cmd *c, int host_fd, struct kg_dev_reply *r, int *out_fd)
@@ -203,6 +277,91 @@ static int copy_sets_of(uint64_t stride, CUdeviceptr dst, CUdeviceptr src, uint6
 	return 0;
 }
 
+/* The gated call's steps, queued on the slot's stream (wire.h's gate page): ARMED awaited, the clock
+ * started, then for each set its inputs onto the mirror (a lone call: the whole image), the flush
+ * between two events, the set released, its DONE awaited and its outputs snapshotted; the clock
+ * stopped. Nothing of it waits on the host: START answers at once with the call's first token. With
+ * a probe, a stream of its own waits for the first release, lets probe_ns pass in copies of that
+ * length, and captures the probe's ranges of the mirror. */
+static int start_gated(struct slot *s, const struct kg_dev_cmd *c, uint64_t extent, uint32_t sets, struct kg_dev_reply *r)
+{
+	CUstream st = s->gstream;
+	uint32_t tok = s->tok + 1;
+	uint64_t n = c->bytes ? extent : s->dev_bytes < 4096 ? s->dev_bytes : 4096;
+	/* each set's inputs (a batch: from the first input's 16 bytes to the last's, as in an
+	 * ungated batch; with no inputs, a page, as the calibration copies) */
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (uint32_t i = 0; i < c->n_ranges; i++)
+		if (c->range[i].kind != KG_DEV_R_FILL) {
+			lo = c->range[i].off < lo ? c->range[i].off : lo;
+			hi = c->range[i].off + c->range[i].bytes > hi ? c->range[i].off + c->range[i].bytes : hi;
+		}
+	if (lo == UINT64_MAX)
+		lo = 0, hi = c->bytes ? 0 : n;
+	lo = lo / 16 * 16;
+	hi = (hi + 15) / 16 * 16 < (sets > 1 ? c->stride : n) ? (hi + 15) / 16 * 16 : (sets > 1 ? c->stride : n);
+	/* each set's snapshot: its outputs, or a page where there are none (the calibration) */
+	uint64_t olo = c->out_hi > c->out_lo ? c->out_lo : 0;
+	uint64_t on = c->out_hi > c->out_lo ? c->out_hi - c->out_lo : s->dev_bytes < 4096 ? s->dev_bytes : 4096;
+	s->snap_lo = olo;
+	s->snap_hi = olo + on;
+	s->snap_ok = 0; /* judged only once END has seen the queue through */
+	s->snap_sets = sets;
+	CU_OK(kg_dev.cu.wait_value32(st, s->gate_dev + KG_DEV_GATE_ARMED, tok, CU_STREAM_WAIT_VALUE_GEQ), "waiting for the runner");
+	CU_OK(kg_dev.cu.event_record(s->go, st), "cuEventRecord");
+	s->went = 1;
+	for (uint32_t k = 0; k < sets; k++) {
+		uint64_t at = (uint64_t)k * (sets > 1 ? c->stride : 0);
+		if (sets == 1)
+			CU_OK(kg_dev.cu.memcpy_dtod_async(s->mirror, s->priv, n, st), "copying the call's inputs onto the device arena");
+		else if (hi > lo)
+			CU_OK(kg_dev.cu.memcpy_dtod_async(s->mirror + at + lo, s->priv + at + lo, hi - lo, st), "copying a set's inputs");
+		if (c->flush) {
+			CU_OK(kg_dev.cu.event_record(s->fl0[k], st), "cuEventRecord");
+			if (kg_dev_flush_on(st, r))
+				return r->status;
+			CU_OK(kg_dev.cu.event_record(s->fl1[k], st), "cuEventRecord");
+		}
+		CU_OK(kg_dev.cu.write_value32(st, s->gate_dev + KG_DEV_GATE_RELEASED, tok + k, CU_STREAM_WRITE_VALUE_DEFAULT),
+		      "releasing a set");
+		CU_OK(kg_dev.cu.wait_value32(st, s->gate_dev + KG_DEV_GATE_DONE, tok + k, CU_STREAM_WAIT_VALUE_GEQ),
+		      "waiting for a set's end");
+		CU_OK(kg_dev.cu.memcpy_dtod_async(s->priv + at + olo, s->mirror + at + olo, on, st), "the outputs' snapshot");
+	}
+	CU_OK(kg_dev.cu.event_record(s->got, st), "cuEventRecord");
+	s->tok = tok + sets - 1;
+	s->gate_tok = tok;
+	s->gate_sets = sets;
+	s->gate_open = 1;
+	s->flushed = c->flush != 0;
+	s->probing = 0;
+	if (c->probe_ns && (c->probe_bytes[0] || c->probe_bytes[1])) {
+		CUstream ps = s->pstream;
+		CU_OK(kg_dev.cu.wait_value32(ps, s->gate_dev + KG_DEV_GATE_RELEASED, tok, CU_STREAM_WAIT_VALUE_GEQ), "the probe's wait");
+		/* probe_ns of copies at the measured rate (read and written: half of it each way),
+		 * within the flush buffer, whose contents are nobody's */
+		uint64_t d = (uint64_t)((double)c->probe_ns * (double)kg_dev.ceiling_mbps / 2000.0), chunk = kg_dev.flush_bytes / 2;
+		for (int i = 0; d && chunk && i < 4096; i++) {
+			uint64_t m = d < chunk ? d : chunk;
+			CU_OK(kg_dev.cu.memcpy_dtod_async(kg_dev.flush + chunk, kg_dev.flush, m, ps), "the probe's delay");
+			d -= m;
+		}
+		/* the ranges one after the other in the capture buffer */
+		for (int i = 0; i < 2; i++) {
+			s->probe_off[i] = c->probe_off[i];
+			s->probe_bytes[i] = c->probe_bytes[i];
+			if (c->probe_bytes[i])
+				CU_OK(kg_dev.cu.memcpy_dtod_async(kg_dev.probe_buf + (i ? c->probe_bytes[0] : 0), s->mirror + c->probe_off[i],
+							     c->probe_bytes[i], ps),
+				      "the mid-call probe");
+		}
+		s->probing = 1;
+	}
+	r->gate_tok = tok;
+	r->t_ns = kg_now_ns();
+	return 0;
+}
+
 /* The call's start. The inputs come into private memory first, where no context of the
  * candidate's can see them: over the bus, drawn there by the keeper's kernel, or (where kgate names
  * the reference's slot) copied from the reference's private copy of the same inputs; the outputs'
@@ -239,6 +398,17 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 		snprintf(r->msg, sizeof(r->msg), "bad START ranges");
 		return r->status = -EINVAL;
 	}
+	if (c->gate && !kg_stage_gate_valid(c, s->gate_host != NULL, sets)) {
+		snprintf(r->msg, sizeof(r->msg), "bad gated START (%u sets, outputs [%llu, %llu), probe %llu+%llu, %llu+%llu)",
+			 sets, (unsigned long long)c->out_lo, (unsigned long long)c->out_hi, (unsigned long long)c->probe_off[0],
+			 (unsigned long long)c->probe_bytes[0], (unsigned long long)c->probe_off[1],
+			 (unsigned long long)c->probe_bytes[1]);
+		return r->status = -EINVAL;
+	}
+	/* a gated call the last END did not see through (its runner failed): its queue forced now */
+	gate_drain(s);
+	r->mem_free = kg_dev_mem_free(); /* before anything of this call's: kgate's memory count */
+	s->flushed = 0;
 	/* nothing of the last call's image is valid from here on, whatever fails part way */
 	s->staged = s->snap_lo = s->snap_hi = 0;
 	s->snap_ok = s->went = 0;
@@ -248,9 +418,9 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	struct stage_ctx sc = {s, c, r, 1, sets > 1};
 	if (kg_stage_walk(c, stage_host, stage_range, &sc))
 		return r->status;
-	if (sets > 1) {
+	if (sets > 1 && c->bytes) {
 		/* set 0's image (host bytes and patterns) copied to the others, doubling, then each
-		 * set's own draws and sources */
+		 * set's own draws and sources (a batch of no bytes is the gated calibration's) */
 		for (uint32_t have = 1; have < sets;) {
 			uint32_t n = have < sets - have ? have : sets - have;
 			CU_OK(kg_dev.cu.memcpy_dtod_async(s->priv + (uint64_t)have * c->stride, s->priv,
@@ -276,6 +446,8 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 		kg_dev.cu.reset_persisting_l2();
 	if (kg_dev.cu.ctx_set_limit)
 		kg_dev.cu.ctx_set_limit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
+	if (c->gate)
+		return start_gated(s, c, extent, sets, r);
 	r->t_ns = kg_now_ns();
 	/* with nothing to copy (the calibration) a page all the same: the device switches to this
 	 * context for it, as it does in every call */
@@ -299,11 +471,32 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 		CU_OK(kg_dev.cu.memcpy_dtod_async(s->mirror, s->priv, n, kg_dev.stream), "copying the call's inputs onto the device arena");
 	}
 	if (c->flush) {
-		/* a different value every time: no compression or cache shortcut keeps old lines */
-		kg_dev.flush_value = kg_dev.flush_value * 1664525u + 1013904223u;
-		CU_OK(kg_dev.cu.memset_d32_async(kg_dev.flush, kg_dev.flush_value, kg_dev.flush_bytes / 4, kg_dev.stream), "L2 flush");
+		CU_OK(kg_dev.cu.event_record(s->fl0[0], kg_dev.stream), "cuEventRecord");
+		if (kg_dev_flush_on(kg_dev.stream, r))
+			return r->status;
+		CU_OK(kg_dev.cu.event_record(s->fl1[0], kg_dev.stream), "cuEventRecord");
 	}
 	CU_OK(kg_dev.cu.stream_synchronize(kg_dev.stream), "copying the call's inputs (sync)");
+	float ms = 0;
+	s->flushed = c->flush && !kg_dev.cu.event_elapsed(&ms, s->fl0[0], s->fl1[0]);
+	s->flush_ns = s->flushed ? (uint64_t)((double)ms * 1e6) : 0;
+	return 0;
+}
+
+/* The first of `words` 8-byte words in which x and y differ, by kg_first_diff (*first ~0: none). */
+static int first_diff(CUdeviceptr x, CUdeviceptr y, unsigned long long words, unsigned long long *first,
+		      struct kg_dev_reply *r)
+{
+	unsigned long long most = (unsigned long long)kg_dev.sms * 32, blocks = (words + 255) / 256;
+	CUdeviceptr w = kg_dev.diff_word;
+	void *params[] = {&x, &y, &words, &w};
+	*first = ~0ull;
+	CU_OK(kg_dev.cu.memset_d32_async(kg_dev.diff_word, 0xffffffffu, 2, kg_dev.stream), "comparing the inputs");
+	CU_OK(kg_dev.cu.launch_kernel(kg_dev.first_diff, (unsigned)(blocks < most ? blocks : most), 1, 1, 256, 1, 1, 0, kg_dev.stream,
+				 params, NULL),
+	      "comparing the inputs");
+	CU_OK(kg_dev.cu.memcpy_dtoh_async(first, kg_dev.diff_word, 8, kg_dev.stream), "comparing the inputs");
+	CU_OK(kg_dev.cu.stream_synchronize(kg_dev.stream), "comparing the inputs (sync)");
 	return 0;
 }
 
@@ -311,19 +504,60 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
  * by kg_first_diff: r's in_state and in_diff. */
 static int image_compare(struct slot *s, uint64_t hi, struct kg_dev_reply *r)
 {
-	unsigned long long words = (hi + 7) / 8, most = (unsigned long long)kg_dev.sms * 32, first = ~0ull;
-	unsigned long long blocks = (words + 255) / 256;
-	CUdeviceptr x = s->mirror, y = s->priv, w = kg_dev.diff_word;
-	void *params[] = {&x, &y, &words, &w};
-	CU_OK(kg_dev.cu.memset_d32_async(kg_dev.diff_word, 0xffffffffu, 2, kg_dev.stream), "comparing the inputs");
-	CU_OK(kg_dev.cu.launch_kernel(kg_dev.first_diff, (unsigned)(blocks < most ? blocks : most), 1, 1, 256, 1, 1, 0, kg_dev.stream,
-				 params, NULL),
-	      "comparing the inputs");
-	CU_OK(kg_dev.cu.memcpy_dtoh_async(&first, kg_dev.diff_word, 8, kg_dev.stream), "comparing the inputs");
-	CU_OK(kg_dev.cu.stream_synchronize(kg_dev.stream), "comparing the inputs (sync)");
+	unsigned long long first;
+	if (first_diff(s->mirror, s->priv, (hi + 7) / 8, &first, r))
+		return r->status;
 	r->in_state = first == ~0ull ? KG_DEV_IN_SAME : KG_DEV_IN_DIFFERS;
 	r->in_diff = first == ~0ull ? 0 : first * 8;
 	return 0;
+}
+
+/* The mid-call probe's capture (the mirror's probe ranges as they were at its moment) against
+ * what START staged there: r's probe_state and probe_diff (an arena offset). */
+static int probe_compare(struct slot *s, struct kg_dev_reply *r)
+{
+	r->probe_state = KG_DEV_IN_UNCHECKED;
+	if (!s->probing)
+		return 0;
+	s->probing = 0;
+	CU_OK(kg_dev.cu.stream_synchronize(s->pstream), "the mid-call probe (sync)");
+	r->probe_state = KG_DEV_IN_SAME;
+	for (int i = 0; i < 2; i++) {
+		unsigned long long first;
+		if (!s->probe_bytes[i])
+			continue;
+		if (first_diff(kg_dev.probe_buf + (i ? s->probe_bytes[0] : 0), s->priv + s->probe_off[i], s->probe_bytes[i] / 8, &first, r))
+			return r->status;
+		if (first != ~0ull) {
+			r->probe_state = KG_DEV_IN_DIFFERS;
+			r->probe_diff = s->probe_off[i] + first * 8;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The flush before each set's release, on its events: the median and the most (0: none timed). */
+static void flush_times(const struct slot *s, uint32_t sets, struct kg_dev_reply *r)
+{
+	uint64_t t[KG_DEV_MAX_GATED_SETS];
+	uint32_t n = 0;
+	for (uint32_t k = 0; s->flushed && k < sets && k < KG_DEV_MAX_GATED_SETS; k++) {
+		float ms = 0;
+		if (!kg_dev.cu.event_elapsed(&ms, s->fl0[k], s->fl1[k]) && ms > 0)
+			t[n++] = (uint64_t)((double)ms * 1e6);
+	}
+	if (!n)
+		return;
+	qsort(t, n, sizeof(t[0]), cmp_u64);
+	r->flush_ns = t[n / 2];
+	r->flush_max_ns = t[n - 1];
 }
 
 /* END's and SETTLE's look at [0, in_hi) (below the outputs): the mirror against what START staged
@@ -367,6 +601,51 @@ static int download(struct slot *s, uint64_t bytes, uint64_t from, uint64_t lo, 
 	return 0;
 }
 
+/* A gated call's END: its queue seen through, within KG_DEV_GATE_GRACE_MS (a runner that answered
+ * RUN had marked its sets done before it did, and only the last snapshot can still be under way),
+ * else the marks that never came stored by the keeper and named (gate, gate_set). The span is the
+ * device's, from ARMED to the last snapshot; the rest is as an ungated END's. */
+static int end_gated(struct slot *s, const struct kg_dev_cmd *c, uint32_t sets, struct kg_dev_reply *r)
+{
+	uint64_t until = kg_now_ns() + (uint64_t)KG_DEV_GATE_GRACE_MS * 1000000u;
+	CUresult q;
+	while ((q = kg_dev.cu.event_query(s->got)) == CUDA_ERROR_NOT_READY && kg_now_ns() < until) {
+		struct timespec ts = {0, 20000};
+		nanosleep(&ts, NULL);
+	}
+	r->gate = KG_DEV_GATE_OK;
+	if (q == CUDA_ERROR_NOT_READY) {
+		uint32_t armed = __atomic_load_n(gate_word(s, KG_DEV_GATE_ARMED), __ATOMIC_ACQUIRE);
+		uint32_t done = __atomic_load_n(gate_word(s, KG_DEV_GATE_DONE), __ATOMIC_ACQUIRE);
+		r->gate = kg_stage_gate_verdict(armed, done, s->gate_tok, s->gate_sets, &r->gate_set);
+		/* every mark there and the queue still busy after the grace: the device is held (work
+		 * left running); the queue is waited for below, under kgate's own deadline */
+		if (r->gate != KG_DEV_GATE_OK)
+			gate_force(s);
+	} else if (q) {
+		gate_force(s);
+		return kg_dev_cu_fail(q, "the call's queue", r);
+	}
+	CU_OK(kg_dev.cu.stream_synchronize(s->gstream), "the call's queue (sync)");
+	s->gate_open = 0;
+	s->snap_ok = 1;
+	r->t_ns = kg_now_ns();
+	float ms = 0;
+	if (s->went && !kg_dev.cu.event_elapsed(&ms, s->go, s->got) && ms > 0)
+		r->dev_ns = (uint64_t)((double)ms * 1e6);
+	s->went = 0;
+	flush_times(s, s->gate_sets, r);
+	if (probe_compare(s, r))
+		return r->status;
+	if (sets > 1) /* every set's inputs and bands, against START's; nothing sent (none: calibration) */
+		return c->bytes ? image_compare(s, s->staged, r) : 0;
+	uint64_t from;
+	if (inputs_compare(s, c, c->in_hi, 0, &from, r))
+		return r->status;
+	return download(s, c->bytes, from, s->snap_lo, s->snap_hi > s->snap_lo && c->out_hi > c->out_lo ? s->snap_hi : s->snap_lo,
+			c->keep != 0, r);
+}
+
 static int do_end(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 {
 	struct slot *s = slot_of(c, r);
@@ -374,10 +653,14 @@ static int do_end(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 		return r->status;
 	uint64_t lo = c->out_lo, hi = c->out_hi;
 	uint32_t sets = c->sets > 1 ? c->sets : 1;
-	if (sets != (s->sets > 1 ? s->sets : 1) || (sets > 1 && (c->stride != s->stride || !c->keep || hi <= lo || hi > c->bytes))) {
+	if (sets != (s->sets > 1 ? s->sets : 1) ||
+	    (sets > 1 && (c->stride != s->stride || !c->keep || (hi <= lo && !(s->gate_open && !c->bytes)) || hi > c->bytes))) {
 		snprintf(r->msg, sizeof(r->msg), "bad END: %u sets, and START staged %u", sets, s->sets);
 		return r->status = -EINVAL;
 	}
+	if (s->gate_open)
+		return end_gated(s, c, sets, r);
+	r->flush_ns = r->flush_max_ns = s->flushed ? s->flush_ns : 0;
 	CU_OK(kg_dev.cu.event_record(kg_dev.ev0, kg_dev.stream), "cuEventRecord");
 	/* With no outputs (the calibration), a page all the same: the device switches to this context
 	 * for any copy, and that switch is part of every call's span, so it must be of the calibrated
@@ -540,7 +823,7 @@ int main(int argc, char **argv)
 	for (;;) {
 		struct kg_dev_cmd c;
 		int fd = -1;
-		if (last == KG_DEV_START) { /* END comes within the call's span: polled for (wire.h) */
+		if (last == KG_DEV_START) { /* END comes within an ungated call's span: polled for (wire.h) */
 			struct pollfd p = {.fd = ctl, .events = POLLIN};
 			uint64_t until = kg_now_ns() + KG_SPIN_NS;
 			while (poll(&p, 1, 0) == 0 && kg_now_ns() < until)
@@ -559,16 +842,23 @@ int main(int argc, char **argv)
 		} else if (c.op == KG_DEV_START) {
 			do_start(&c, &r);
 		} else if (c.op == KG_DEV_END) {
-			do_end(&c, &r);
+			if (!do_end(&c, &r))
+				r.mem_free = kg_dev_mem_free(); /* after the call: kgate's memory count */
 		} else if (c.op == KG_DEV_SETTLE) {
 			do_settle(&c, &r);
 		} else if (c.op == KG_DEV_CHECK) {
 			do_check(&c, &r);
 		} else if (c.op == KG_DEV_FETCH) {
 			do_fetch(&c, &r);
+		} else if (c.op == KG_DEV_GATE) {
+			do_gate(&c, fd, &r);
+		} else if (c.op == KG_DEV_MEMINFO) {
+			r.mem_free = kg_dev_mem_free();
 		} else if (c.op == KG_DEV_EXPORT) {
 			do_export(&c, &r, &out_fd);
 		} else if (c.op == KG_DEV_QUIT) {
+			for (int i = 0; i < KG_DEV_MAX_SLOTS; i++)
+				gate_drain(&kg_dev.slot[i]);
 			send_reply(ctl, &r, -1);
 			return 0;
 		} else {
@@ -582,6 +872,6 @@ int main(int argc, char **argv)
 			close(out_fd);
 		if (sent)
 			return 1;
-		last = r.status ? 0 : c.op;
+		last = r.status || (c.op == KG_DEV_START && c.gate) ? 0 : c.op;
 	}
 }

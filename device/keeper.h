@@ -24,6 +24,8 @@ struct kg_keeper {
 	uint64_t flush_bytes; /* what each flushed START writes inside the span */
 	uint32_t caps; /* KG_DEV_CAP_*: its own kernels (inputs drawn and compared on the device) */
 	uint64_t mem_bytes; /* the device's memory (0: not known) */
+	uint64_t mem_free; /* the device's free memory at HELLO (0: not known) */
+	uint64_t quiet_flush_ns; /* a flush's time on the quiet device, measured at its start (0: none) */
 	/* per slot, its last START's sets and stride (wire.h): END and SETTLE's look of the same call
 	 * say the same */
 	uint32_t sets[KG_DEV_MAX_SLOTS];
@@ -55,13 +57,32 @@ struct kg_keeper_stage {
 	 * under its own key; END and the look that follow cover every set, and END keeps the outputs */
 	uint32_t sets;
 	uint64_t stride;
+	/* a gated call (KG_DEV_CAP_GATE, kg_keeper_gate on the slot): [out_lo, out_hi) its outputs,
+	 * each set's snapshot queued at START; with probe_ns, the mid-call probe of up to two ranges
+	 * (wire.h) */
+	int gate;
+	uint64_t out_lo, out_hi;
+	uint64_t probe_ns, probe_off[2], probe_bytes[2];
 };
 
-/* START: the inputs staged (st, or NULL: the host arena's first `bytes` alone), then *t0
- * (CLOCK_MONOTONIC ns), then their copy onto the device arena and the flush: answered once they
- * are on it. */
+/* What START answered: t0 (CLOCK_MONOTONIC ns, after the staging), a gated call's first token (the
+ * runner's RUN carries it), the device's free memory before the staging. */
+struct kg_keeper_begun {
+	uint64_t t0;
+	uint32_t tok;
+	uint64_t mem_free;
+};
+
+/* START: the inputs staged (st, or NULL: the host arena's first `bytes` alone), then t0, then
+ * their copy onto the device arena and the flush: answered once they are on it; a gated call's
+ * steps are queued instead, and START answers at once. */
 int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, const struct kg_keeper_stage *st,
-		    uint64_t *t0, kg_error *e);
+		    struct kg_keeper_begun *out, kg_error *e);
+/* GATE: the slot's gate page (a memfd of KG_DEV_GATE_BYTES, which the slot's runner maps too);
+ * -ENOTSUP where gated calls do not work on this device. */
+int kg_keeper_gate(struct kg_keeper *k, int slot, int page_fd, kg_error *e);
+/* MEMINFO: the device's free memory now. */
+int kg_keeper_meminfo(struct kg_keeper *k, uint64_t *mem_free, kg_error *e);
 /* What END measured and found: t_ns the moment the outputs were snapshotted (CLOCK_MONOTONIC),
  * copy_ns the snapshot's own duration, dev_ns the device's clock from START's copy onto the mirror
  * to the snapshot's completion (0: not measured), in_state the inputs' (enum kg_dev_in_state). */
@@ -69,6 +90,14 @@ struct kg_keeper_ended {
 	uint64_t t_ns, copy_ns, dev_ns;
 	uint32_t in_state;
 	uint64_t in_diff; /* KG_DEV_IN_DIFFERS: the first differing byte's offset (to 8) */
+	/* a gated call's marks (enum kg_dev_gate_state; gate_set: the set whose DONE never came) */
+	uint32_t gate, gate_set;
+	/* the flush's time (median and most over the sets; 0: not timed), the mid-call probe's
+	 * finding (probe_state, an arena offset in probe_diff), the device's free memory after */
+	uint64_t flush_ns, flush_max_ns;
+	uint32_t probe_state;
+	uint64_t probe_diff;
+	uint64_t mem_free;
 };
 /* END (sent as soon as the runner's RUN reply is in): the outputs [out_lo, out_hi) snapshotted
  * (*out); the host arena's first `bytes` then hold the mirror, outputs from the snapshot. in_hi

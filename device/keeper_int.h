@@ -53,6 +53,13 @@ struct cu_api {
 	CUresult (*launch_kernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
 				  void **, void **);
 	CUresult (*total_mem)(size_t *, CUdevice); /* optional */
+	/* optional: gated calls (KG_DEV_CAP_GATE) and the device's free memory */
+	CUresult (*wait_value32)(CUstream, CUdeviceptr, unsigned, unsigned);
+	CUresult (*write_value32)(CUstream, CUdeviceptr, unsigned, unsigned);
+	CUresult (*host_device_ptr)(CUdeviceptr *, void *, unsigned);
+	CUresult (*host_unregister)(void *);
+	CUresult (*event_query)(CUevent);
+	CUresult (*mem_get_info)(size_t *, size_t *);
 };
 
 /* device/kernels.cu as nvcc built it (device/fatbin.S); empty without nvcc */
@@ -99,6 +106,23 @@ struct slot {
 	 * snapshot holds (0: none yet) */
 	uint32_t sets, snap_sets;
 	uint64_t stride;
+	/* Gated calls (wire.h's gate page, GATE): the page as mapped here and its device address, the
+	 * slot's own stream, where a gated call's steps wait (never in front of the keeper's other
+	 * work), a stream for the mid-call probe, the last token given, and the call whose steps are
+	 * queued and not yet seen through by END (gate_open: its first token and sets). */
+	volatile uint32_t *gate_host;
+	CUdeviceptr gate_dev;
+	CUstream gstream, pstream;
+	uint32_t tok, gate_tok, gate_sets;
+	int gate_open;
+	/* the flush before each set's release (or the one of an ungated call), on these events;
+	 * flushed: the last call's were recorded; flush_ns: an ungated call's, read at START */
+	CUevent fl0[KG_DEV_MAX_GATED_SETS], fl1[KG_DEV_MAX_GATED_SETS];
+	int flushed;
+	uint64_t flush_ns;
+	/* the last gated call's mid-call probe: what it captured into kg_dev.probe_buf */
+	int probing;
+	uint64_t probe_off[2], probe_bytes[2];
 };
 
 struct kg_dev_state {
@@ -115,10 +139,13 @@ struct kg_dev_state {
 	/* the kernels (caps: KG_DEV_CAP_*), the generator's tables on the device, a word for
 	 * kg_first_diff's answer */
 	uint32_t caps;
-	void *module, *gen_fill, *first_diff, *judge, *copy_sets, *copy_sets_b;
+	void *module, *gen_fill, *first_diff, *judge, *copy_sets, *copy_sets_b, *flush_fn;
 	CUdeviceptr zig, diff_word, parts;
 	struct kg_dev_cmp *parts_host;
 	int sms;
+	uint64_t ceiling_mbps; /* the device-to-device copy rate measured at start */
+	uint64_t quiet_flush_ns; /* a flush's time measured at start, nothing else on the device */
+	CUdeviceptr probe_buf; /* KG_DEV_PROBE_MAX bytes: a mid-call probe's capture */
 };
 
 /* The keeper's one state: the driver, its stream and events, the slots (driver.c defines it). */
@@ -140,5 +167,10 @@ int kg_dev_cu_fail(CUresult rc, const char *what, struct kg_dev_reply *r);
 int kg_dev_init(struct kg_dev_reply *r);
 /* One exportable allocation of `bytes` (granularity-rounded), mapped read-write here. */
 int kg_dev_vmm_alloc(size_t bytes, CUdeviceptr *va, int *fd, struct kg_dev_reply *r);
+/* The L2 flush (a kernel where the keeper has its kernels: it runs on the compute engine, and a
+ * context that holds the device beside it shows in its time) queued on st. */
+int kg_dev_flush_on(CUstream st, struct kg_dev_reply *r);
+/* The device's free memory now, 0 where it cannot be read. */
+uint64_t kg_dev_mem_free(void);
 
 #endif

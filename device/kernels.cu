@@ -3,7 +3,9 @@
  * run in the keeper's context on its private memory: no candidate's context ever sees them.
  * kg_gen_fill draws a tensor with the generator's core (common/kg_gen.h, the same source as the
  * host's, compiled with -fmad=false: the same bits); kg_first_diff finds the first 8-byte word in
- * which two buffers differ (the candidate's inputs against the pristine copy). */
+ * which two buffers differ (the candidate's inputs against the pristine copy); kg_flush evicts the
+ * L2 by writing twice its size (on the compute engine, so that its time shows what else held the
+ * device beside it: the quiet-device probe). */
 #include <stdint.h>
 
 #include "kg_gen.h"
@@ -65,6 +67,15 @@ extern "C" __global__ void kg_copy_sets_b(unsigned char *dst, const unsigned cha
 		unsigned long long at = i / width * stride + i % width;
 		dst[at] = src[at];
 	}
+}
+
+/* the L2 flush: n 16-byte words of p written with a pattern of v's (a new v every flush) */
+extern "C" __global__ void kg_flush(uint4 *p, unsigned long long n, unsigned v)
+{
+	uint4 w = make_uint4(v, v ^ 0x9e3779b9u, v + 1u, ~v);
+	unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
+	for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
+		p[i] = w;
 }
 
 /* ---- outputs judged (device/judge.h): one block a run of rows, a partial result per block,

@@ -47,3 +47,32 @@ int kg_stage_walk(const struct kg_dev_cmd *c, int (*host)(void *arg, uint64_t of
 	}
 	return 0;
 }
+
+int kg_stage_gate_valid(const struct kg_dev_cmd *c, int has_gate, uint32_t sets)
+{
+	if (!has_gate || !sets || sets > KG_DEV_MAX_GATED_SETS || c->out_lo > c->out_hi || c->out_hi > c->bytes)
+		return 0;
+	uint64_t total = 0;
+	for (int i = 0; i < 2; i++) {
+		uint64_t o = c->probe_off[i], b = c->probe_bytes[i];
+		if (!b)
+			continue;
+		if (!c->probe_ns || sets > 1 || o % 8 || b % 8 || b > c->bytes || o > c->bytes - b ||
+		    (o < c->out_hi && o + b > c->out_lo))
+			return 0;
+		total += b;
+	}
+	return total <= KG_DEV_PROBE_MAX;
+}
+
+uint32_t kg_stage_gate_verdict(uint32_t armed, uint32_t done, uint32_t tok, uint32_t sets, uint32_t *set)
+{
+	*set = 0;
+	if ((int32_t)(armed - tok) < 0)
+		return KG_DEV_GATE_NO_ARM;
+	int32_t d = (int32_t)(done - tok);
+	if (d >= (int32_t)sets - 1)
+		return KG_DEV_GATE_OK; /* every mark came: the snapshot was still under way */
+	*set = d >= 0 ? (uint32_t)d + 1 : 0;
+	return KG_DEV_GATE_NO_DONE;
+}

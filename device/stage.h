@@ -24,4 +24,16 @@ int kg_stage_valid(const struct kg_dev_cmd *c, const struct kg_stage_src *src);
 int kg_stage_walk(const struct kg_dev_cmd *c, int (*host)(void *arg, uint64_t off, uint64_t n),
 		  int (*range)(void *arg, const struct kg_dev_range *g), void *arg);
 
+/* A gated START's own fields (wire.h): a gate page attached to the slot (has_gate), at most
+ * KG_DEV_MAX_GATED_SETS sets, the outputs inside the call's bytes (each set's snapshot is queued at
+ * START), and a probe only of a lone call, inside the call's bytes and clear of the outputs, on
+ * 8-byte words, within KG_DEV_PROBE_MAX together. 1 valid, 0 not. */
+int kg_stage_gate_valid(const struct kg_dev_cmd *c, int has_gate, uint32_t sets);
+
+/* A gated call whose last snapshot did not come within its grace: which of the runner's marks
+ * never came (wire.h's enum kg_dev_gate_state) from the page's ARMED and DONE words, for the call
+ * of `sets` sets from token tok (the words compare cyclically); *set the set whose DONE never came
+ * (NO_DONE), else 0. */
+uint32_t kg_stage_gate_verdict(uint32_t armed, uint32_t done, uint32_t tok, uint32_t sets, uint32_t *set);
+
 #endif

@@ -14,6 +14,9 @@
 #define KG_DEV_MAX_RANGES 16 /* START's tensors staged from elsewhere than the host arena */
 #define KG_DEV_MAX_CHECKS 32 /* CHECK's outputs judged at once */
 #define KG_DEV_MAX_SETS 1024 /* a batched call's input sets (START's sets) */
+/* a gated batch's sets: every set's steps are queued on the keeper's stream at START, before the
+ * runner is told to run, and a queue that filled up there would wait for a runner not yet started */
+#define KG_DEV_MAX_GATED_SETS 64
 /* how long the ends of a timed call wait for each other by polling rather than sleeping (kgate for
  * START's and END's replies and the runner's RUN reply, kgate-device for the END after a START):
  * a sleeping thread's wake-up inside the span is ~10-50 us of jitter on a busy host */
@@ -42,6 +45,35 @@ struct kg_dev_range {
 #define KG_DEV_CAP_GEN 1u /* START's GEN ranges */
 #define KG_DEV_CAP_CMP 2u /* END's and SETTLE's in_hi: the inputs compared on the device */
 #define KG_DEV_CAP_CHECK 4u /* CHECK and FETCH: outputs judged on the device */
+#define KG_DEV_CAP_GATE 8u /* gated calls (GATE, START's gate): each call's ends marked on the device */
+
+/* The gate page of a slot: 4 KiB of a memfd kgate makes (GATE), mapped and registered for device
+ * access by the keeper and by the slot's runner (runner/wire.h's KG_WIRE_GATE_FD), three words on
+ * lines of their own. A gated call's tokens are START's gate_tok + k for set k: the runner stores
+ * ARMED (from the CPU) once it has queued the call, its stream waits for RELEASED >= the set's token
+ * before the set's work and writes DONE = the token after it; the keeper's stream waits for ARMED,
+ * starts the clock, copies set k's inputs onto the mirror, flushes, writes RELEASED, waits for DONE
+ * and snapshots set k's outputs before it copies set k + 1's inputs. No set's inputs are on the
+ * mirror before the set before it is snapshotted: one call cannot do another set's work, and the
+ * span on the device's clock holds no host latency at either end. Words compare cyclically. */
+#define KG_DEV_GATE_BYTES 4096u
+#define KG_DEV_GATE_ARMED 0u /* byte offsets in the page */
+#define KG_DEV_GATE_RELEASED 128u
+#define KG_DEV_GATE_DONE 256u
+/* how long END waits for a gated call's last snapshot before it marks what never came itself: an
+ * honest runner marked every set done before its reply, and only the snapshot's copy is left */
+#define KG_DEV_GATE_GRACE_MS 1000u
+/* the most a mid-call probe captures (START's probe ranges together) */
+#define KG_DEV_PROBE_MAX (64ull << 20)
+
+/* END's word on a gated call's marks (reply's gate) */
+enum kg_dev_gate_state {
+	KG_DEV_GATE_NONE = 0, /* not gated */
+	KG_DEV_GATE_OK, /* every mark came: the span is the device's, from ARMED to the last snapshot */
+	KG_DEV_GATE_NO_ARM, /* the runner never stored ARMED: nothing ran; the keeper stored it at END */
+	KG_DEV_GATE_NO_DONE, /* set gate_set's DONE never came: the keeper stored it at END, and
+			      * snapshotted what was there then */
+};
 
 /* One output CHECK judges, in the snapshots END left in private memory: the candidate's (slot)
  * against the reference's (src_slot) as verifier/compare.c does (COMPARE), or the reference's
@@ -106,6 +138,11 @@ enum kg_dev_op {
 	/* [out_lo, out_hi) of the slot's snapshot into its host arena (what END's keep left there);
 	 * of a batch's set `sets` (0: the first), at the same offsets of the host arena */
 	KG_DEV_FETCH,
+	/* fd: the slot's gate page (KG_DEV_GATE_BYTES of a memfd): mapped and registered for device
+	 * access; answered with status 0 where gated calls work on this device (KG_DEV_CAP_GATE) */
+	KG_DEV_GATE,
+	/* the device's free memory now (reply's mem_free): kgate's count of what the candidate holds */
+	KG_DEV_MEMINFO,
 	/* a slot's device arena exported again (a new fd, the reply's), for a runner that takes the
 	 * slot over once kgate has ended the one before: the same memory, the same room for a batch */
 	KG_DEV_EXPORT,
@@ -147,6 +184,18 @@ struct kg_dev_cmd {
 	uint32_t n_checks; /* CHECK */
 	uint32_t pad2;
 	struct kg_dev_check check[KG_DEV_MAX_CHECKS];
+	/* START: 1: a gated call (KG_DEV_CAP_GATE, the slot's gate page attached): out_lo and out_hi
+	 * are START's too (each set's snapshot is queued at START), at most KG_DEV_MAX_GATED_SETS sets,
+	 * the flush (when asked) before every set's release and timed on the keeper's events */
+	uint32_t gate;
+	uint32_t pad3;
+	/* START of a gated call: the mid-call probe, probe_ns after the first set's release on the
+	 * device's clock (a copy of that length on a stream of the keeper's own), [probe_off[i],
+	 * + probe_bytes[i]) of the mirror captured into private memory; END compares the capture with
+	 * what START staged (probe_state): a byte used as scratch and restored within the call is seen
+	 * where the capture landed in its use. 0: none. */
+	uint64_t probe_ns;
+	uint64_t probe_off[2], probe_bytes[2];
 };
 
 struct kg_dev_reply {
@@ -169,11 +218,24 @@ struct kg_dev_reply {
 	uint64_t in_diff; /* END, SETTLE: the first differing byte's offset (to 8 bytes) */
 	char msg[300];
 	struct kg_dev_cmp cmp[KG_DEV_MAX_CHECKS]; /* CHECK */
+	uint32_t gate_tok; /* START, gated: set k's token is gate_tok + k */
+	uint32_t gate; /* END: enum kg_dev_gate_state */
+	uint32_t gate_set; /* END, NO_DONE: the set whose DONE never came */
+	uint32_t probe_state; /* END: the mid-call capture against the staged copy (kg_dev_in_state) */
+	uint64_t probe_diff; /* END, probe DIFFERS: the first differing byte's arena offset (to 8) */
+	/* END: the flush's time on the keeper's events, the median and the most over the sets
+	 * (0: not measured); HELLO: a flush's time on the quiet device, measured at start. A flush
+	 * slower than on the quiet device ran beside work of another context's. */
+	uint64_t flush_ns, flush_max_ns;
+	/* HELLO, START (before its staging), END (after everything), MEMINFO: the device's free
+	 * memory as the keeper reads it (0: not known) */
+	uint64_t mem_free;
 };
 
 static inline const char *kg_dev_op_name(uint32_t op)
 {
-	static const char *const names[] = {"?", "HELLO", "ATTACH", "START", "END", "SETTLE", "QUIT", "CHECK", "FETCH", "EXPORT"};
+	static const char *const names[] = {"?",    "HELLO", "ATTACH", "START",   "END",   "SETTLE",
+					    "QUIT", "CHECK", "FETCH",  "GATE",	  "MEMINFO", "EXPORT"};
 	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "an unknown command";
 }
 

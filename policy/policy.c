@@ -74,6 +74,9 @@ void kg_policy_defaults(struct kg_policy *p)
 	p->nproc = 64;
 	p->required_layers = KG_SB_LAYER_SECCOMP | KG_SB_LAYER_NO_NEW_PRIVS | KG_SB_LAYER_RLIMITS;
 	p->threads = 0;
+	p->gpu_memory_bytes = 8ull << 30;
+	p->gpu_tensor_maps = 1;
+	p->gpu_driver_entry_points = 0;
 	list_set(p->symbols, &p->n_symbols, KG_POLICY_MAX_LIST, default_symbols);
 	list_set(p->flags, &p->n_flags, 64, default_flags);
 	list_set(p->libraries, &p->n_libraries, 32, default_libraries);
@@ -125,6 +128,19 @@ int kg_policy_symbol_allowed(const struct kg_policy *p, const char *sym)
 		if (!fnmatch(p->symbols[i], sym, 0))
 			return 1;
 	return p->threads && glob_any(thread_symbols, sym);
+}
+
+/* The driver's tensor-map encoders: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col(Wide) and
+ * cuTensorMapReplaceAddress (cuda.h, CUDA 12+), host functions of libcuda that write a descriptor
+ * into the caller's memory and touch no device state. */
+static const char *const tensor_map_symbols[] = {"cuTensorMapEncodeTiled", "cuTensorMapEncodeIm2col",
+						 "cuTensorMapEncodeIm2colWide", "cuTensorMapReplaceAddress", NULL};
+
+int kg_policy_gpu_symbol_allowed(const struct kg_policy *p, const char *sym)
+{
+	if (p->gpu_tensor_maps && glob_any(tensor_map_symbols, sym))
+		return 1;
+	return p->gpu_driver_entry_points && !fnmatch("cudaGetDriverEntryPoint*", sym, 0);
 }
 
 int kg_policy_library_allowed(const struct kg_policy *p, const char *lib)
@@ -396,13 +412,23 @@ static int parse_policy(kg_yaml *y, struct kg_policy *p, kg_error *e)
 			return rc;
 	}
 	if ((n = kg_yaml_get(y, root, "gpu"))) {
-		static const char *const keys[] = {"required", "compute_sanitizer", NULL};
+		static const char *const keys[] = {"required", "compute_sanitizer", "memory_mb", "tensor_maps",
+						   "driver_entry_points", NULL};
 		yaml_node_t *m;
 		if ((rc = kg_yaml_check_keys(y, n, keys, "gpu", e)))
 			return rc;
 		if ((m = kg_yaml_get(y, n, "required")) && (rc = kg_yaml_bool(y, m, "gpu.required", &p->gpu_required, e)))
 			return rc;
 		if ((m = kg_yaml_get(y, n, "compute_sanitizer")) && (rc = parse_sanitizer(y, m, &p->compute_sanitizer, e)))
+			return rc;
+		if ((rc = get_int(y, n, "memory_mb", "gpu.memory_mb", 16, 1 << 24, &v, e)))
+			return rc;
+		if (kg_yaml_get(y, n, "memory_mb"))
+			p->gpu_memory_bytes = (uint64_t)v << 20;
+		if ((m = kg_yaml_get(y, n, "tensor_maps")) && (rc = kg_yaml_bool(y, m, "gpu.tensor_maps", &p->gpu_tensor_maps, e)))
+			return rc;
+		if ((m = kg_yaml_get(y, n, "driver_entry_points")) &&
+		    (rc = kg_yaml_bool(y, m, "gpu.driver_entry_points", &p->gpu_driver_entry_points, e)))
 			return rc;
 	}
 	return 0;

@@ -47,6 +47,15 @@ struct kg_policy {
 	/* gpu */
 	int gpu_required;
 	unsigned compute_sanitizer; /* bit per enum kg_sanitizer_tool: one sanitized run each */
+	/* the device memory the candidate's process may hold beyond what it had before LOAD (its
+	 * context, its runtime; kgate-device's count of the device's free memory): sandbox.memory */
+	uint64_t gpu_memory_bytes;
+	/* imports of the driver's tensor-map encoders (cuTensorMapEncodeTiled and its kin), resolved
+	 * in the libcuda the runner loaded: host functions that fill a 128-byte descriptor */
+	int gpu_tensor_maps;
+	/* the runtime's driver entry points (cudaGetDriverEntryPoint*), any driver function by a name
+	 * no import table shows: refused unless the policy says so */
+	int gpu_driver_entry_points;
 };
 
 /* The built-in defaults (what policy/default.yaml also spells out). */
@@ -67,5 +76,9 @@ double kg_policy_growth_cap(const struct kg_policy *p);
 int kg_policy_symbol_allowed(const struct kg_policy *p, const char *sym);
 int kg_policy_flag_allowed(const struct kg_policy *p, const char *flag);
 int kg_policy_library_allowed(const struct kg_policy *p, const char *lib);
+/* The GPU imports the policy's gpu section allows by name (gpu.tensor_maps: the driver's tensor-map
+ * encoders; gpu.driver_entry_points: the runtime's cudaGetDriverEntryPoint*, otherwise refused by
+ * the CUDA backend whatever the symbol lists say); 1 allowed, 0 not this policy's to say. */
+int kg_policy_gpu_symbol_allowed(const struct kg_policy *p, const char *sym);
 
 #endif

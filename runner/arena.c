@@ -21,13 +21,26 @@
 
 #define PAGE 4096u
 
+static int range_cmp(const void *a, const void *b)
+{
+	const struct kg_wire_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
 static int map_paged(struct kg_rarena *ra, size_t out_size, char *err, size_t errsz)
 {
 	struct kg_wire_pagemap hdr;
-	if (pread(KG_WIRE_MAP_FD, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || hdr.magic != KG_WIRE_MAGIC ||
-	    hdr.count == 0 || hdr.count > KG_WIRE_MAX_RANGES) {
+	struct stat ms;
+	/* as many ranges as the file holds: every tensor of every shape has its own */
+	if (fstat(KG_WIRE_MAP_FD, &ms) || pread(KG_WIRE_MAP_FD, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+	    hdr.magic != KG_WIRE_MAGIC || hdr.count == 0 ||
+	    hdr.count > ((uint64_t)ms.st_size - sizeof(hdr)) / sizeof(struct kg_wire_range)) {
 		snprintf(err, errsz, "no page map on fd %d for the paged arena", KG_WIRE_MAP_FD);
 		return -EINVAL;
+	}
+	if (!(ra->ranges = calloc(hdr.count, sizeof(*ra->ranges)))) {
+		snprintf(err, errsz, "no memory for the page map's %u ranges", hdr.count);
+		return -ENOMEM;
 	}
 	/* One reservation, the inputs' file at its start and the outputs' after it: the offsets the
 	 * parent sends are offsets in this range. */
@@ -58,6 +71,7 @@ static int map_paged(struct kg_rarena *ra, size_t out_size, char *err, size_t er
 		}
 		ra->ranges[ra->n_ranges++] = r;
 	}
+	qsort(ra->ranges, ra->n_ranges, sizeof(*ra->ranges), range_cmp);
 	(void)out_size;
 	kg_error e = {0};
 	int rc = kg_sb_seal_range(ra->base, ra->size, &e);
@@ -91,24 +105,26 @@ int kg_rarena_map(struct kg_rarena *ra, char *err, size_t errsz)
 	return 0;
 }
 
-static uint64_t dtype_size(int32_t dt)
-{
-	static const uint64_t size[] = {[KG_F32] = 4, [KG_F16] = 2, [KG_BF16] = 2, [KG_I32] = 4, [KG_I64] = 8, [KG_U8] = 1};
-	return dt >= 0 && dt <= KG_U8 ? size[dt] : 0;
-}
-
 int kg_rarena_check(const struct kg_rarena *ra, const struct kg_wire_tensor *t, int n, char *err, size_t errsz)
 {
 	if (!ra->paged)
 		return 0;
 	for (int i = 0; i < n; i++) {
-		uint64_t numel = 1, es = dtype_size(t[i].dtype);
+		/* the table was checked already (kg_wire_table_get): its sizes fit the arena */
+		uint64_t numel = 1, es = kg_wire_dtype_size(t[i].dtype);
 		for (int d = 0; d < t[i].ndim; d++)
 			numel *= (uint64_t)t[i].shape[d];
 		uint64_t lo = t[i].offset, hi = lo + (numel ? numel : 1) * es;
-		int inside = 0;
-		for (int k = 0; k < ra->n_ranges && !inside; k++)
-			inside = lo >= ra->ranges[k].lo && hi <= ra->ranges[k].hi;
+		/* the last range starting at or before lo (ranges are disjoint tensor pages) */
+		size_t a = 0, z = ra->n_ranges;
+		while (z - a > 1) {
+			size_t m = a + (z - a) / 2;
+			if (ra->ranges[m].lo <= lo)
+				a = m;
+			else
+				z = m;
+		}
+		int inside = ra->n_ranges && lo >= ra->ranges[a].lo && hi <= ra->ranges[a].hi;
 		if (!es || !inside) {
 			snprintf(err, errsz, "tensor %d lies outside the pages laid out at start", i);
 			return -EINVAL;

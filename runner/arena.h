@@ -13,8 +13,8 @@ struct kg_rarena {
 	size_t size; /* both files */
 	size_t in_size; /* paged: the inputs' file, mapped first; 0 when flat */
 	int paged;
-	int n_ranges; /* paged: the tensor pages mapped at start */
-	struct kg_wire_range ranges[KG_WIRE_MAX_RANGES];
+	size_t n_ranges; /* paged: the tensor pages mapped at start, sorted by their start */
+	struct kg_wire_range *ranges;
 };
 
 /* Maps fd 4 (and, paged, fd 5 through the page map on fd 6, then seals the range). */

@@ -44,6 +44,15 @@ struct kg_rbackend {
 	size_t sealed_len;
 	int device; /* the backend drives a device: its failures are the device's (KG_WS_CUDA) */
 	void *state;
+	/* set before init: the gate page's fd (KG_WIRE_GATE_FD, --gate), -1 when none; a device
+	 * backend that takes it marks a gated call's ends (runner/wire.h's RUN gate): gate_wait queues
+	 * the wait for token tok's release on the stream, gate_arm stores ARMED (once the first wait
+	 * is queued), gate_done queues DONE = tok after the set's work. NULL where not gated. */
+	int gate_fd;
+	int gate_ok; /* set by init: the gate page is mapped (a page it could not map: 0, and no error) */
+	int (*gate_wait)(struct kg_rbackend *b, uint32_t tok, int first);
+	void (*gate_arm)(struct kg_rbackend *b, uint32_t tok);
+	int (*gate_done)(struct kg_rbackend *b, uint32_t tok);
 };
 
 /* A backend and its state on pages of their own, so that sealing them seals nothing else. */

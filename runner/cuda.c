@@ -7,18 +7,23 @@
  *   outputs and keeps the clock; this backend only calls the candidate, on the given stream, and
  *   waits for the device. Nothing it says reaches a verdict but as a claim.
  * - exact (a compute-sanitizer run, never timed): one allocation per tensor, sized to the byte,
- *   copied from and to the shared host arena here, so that the tool sees every buffer's bounds. */
+ *   copied from and to the shared host arena here, so that the tool sees every buffer's bounds.
+ * With a gate page (--gate, device/wire.h), a call's ends are marked on the device: the stream
+ * waits for kgate-device's release of each set before its work and marks the set done after it,
+ * and kgate-device snapshots each set's outputs at that mark, whatever this process does after. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "kg_common.h"
 #include "kg_cudrv.h"
+#include "device/wire.h" /* the gate page's words, kgate-device's and this runner's */
 #include "runner/backend.h"
 
 
@@ -62,6 +67,10 @@ struct cu_api {
 	CUresult (*reset_persisting_l2)(void);
 	CUresult (*stream_get_attr)(CUstream, int, union cu_attr_value *);
 	CUresult (*stream_set_attr)(CUstream, int, const union cu_attr_value *);
+	/* a gated call's marks (--gate) */
+	CUresult (*wait_value32)(CUstream, CUdeviceptr, unsigned, unsigned);
+	CUresult (*write_value32)(CUstream, CUdeviceptr, unsigned, unsigned);
+	CUresult (*host_device_ptr)(CUdeviceptr *, void *, unsigned);
 };
 
 struct cuda_state {
@@ -76,6 +85,8 @@ struct cuda_state {
 	CUstream copy; /* ours, non-blocking so it never waits behind the candidate's other work */
 	CUevent ev0, ev1;
 	size_t l2_limit0; /* the persisting-L2 set-aside the context started with (0) */
+	volatile uint32_t *gate_host; /* the gate page (--gate), mapped here; NULL when none */
+	CUdeviceptr gate_dev; /* the same page as the device reads it */
 };
 
 /* The backend, the driver's entry points, the context, streams and events: one sealed region
@@ -96,8 +107,8 @@ static struct exact_buf {
 	uint64_t offset;
 	size_t bytes;
 	CUdeviceptr dev;
-} xb[KG_WIRE_MAX_TENSORS];
-static int n_xb;
+} *xb; /* as many as SETUP's table has */
+static int n_xb, cap_xb;
 
 static int cu_fail(CUresult rc, const char *what, char *err, size_t errsz)
 {
@@ -150,6 +161,9 @@ static int load_api(char *err, size_t errsz)
 		{"cuCtxResetPersistingL2Cache", offsetof(struct cu_api, reset_persisting_l2)},
 		{"cuStreamGetAttribute", offsetof(struct cu_api, stream_get_attr)},
 		{"cuStreamSetAttribute", offsetof(struct cu_api, stream_set_attr)},
+		{"cuStreamWaitValue32_v2", offsetof(struct cu_api, wait_value32)},
+		{"cuStreamWriteValue32_v2", offsetof(struct cu_api, write_value32)},
+		{"cuMemHostGetDevicePointer_v2", offsetof(struct cu_api, host_device_ptr)},
 	};
 	const size_t n_required = 22;
 	const char *missing = kg_cu_resolve(cs.lib, syms, sizeof(syms) / sizeof(syms[0]), n_required, &cs.cu);
@@ -157,6 +171,30 @@ static int load_api(char *err, size_t errsz)
 		snprintf(err, errsz, "libcuda lacks %s", missing);
 		return -ENOSYS;
 	}
+	if (!cs.cu.wait_value32)
+		*(void **)&cs.cu.wait_value32 = dlsym(cs.lib, "cuStreamWaitValue32");
+	if (!cs.cu.write_value32)
+		*(void **)&cs.cu.write_value32 = dlsym(cs.lib, "cuStreamWriteValue32");
+	return 0;
+}
+
+/* The gate page kgate made (fd 5), mapped and registered for the device, the fd closed. */
+static int map_gate(struct kg_rbackend *b, char *err, size_t errsz)
+{
+	if (!cs.cu.wait_value32 || !cs.cu.write_value32 || !cs.cu.host_device_ptr) {
+		snprintf(err, errsz, "a gate page, and libcuda lacks the stream memory operations");
+		return -ENOSYS;
+	}
+	void *p = mmap(NULL, KG_DEV_GATE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, b->gate_fd, 0);
+	close(b->gate_fd);
+	b->gate_fd = -1;
+	if (p == MAP_FAILED) {
+		snprintf(err, errsz, "mapping the gate page: %s", strerror(errno));
+		return -EIO;
+	}
+	CU_CHECK(cs.cu.host_register(p, KG_DEV_GATE_BYTES, CU_MEMHOSTREGISTER_DEVICEMAP), "cuMemHostRegister (the gate page)");
+	CU_CHECK(cs.cu.host_device_ptr(&cs.gate_dev, p, 0), "cuMemHostGetDevicePointer (the gate page)");
+	cs.gate_host = p;
 	return 0;
 }
 
@@ -236,6 +274,9 @@ static int cuda_init(struct kg_rbackend *b, void *arena, size_t arena_size, char
 	} else if ((rc = import_arena(b, err, errsz))) {
 		return rc;
 	}
+	/* a page it cannot map leaves the runner ungated (HELLO says so), not broken */
+	char gerr[200];
+	b->gate_ok = b->gate_fd >= 0 && !map_gate(b, gerr, sizeof(gerr));
 	CU_CHECK(cs.cu.stream_create(&cs.stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 	CU_CHECK(cs.cu.stream_create(&cs.copy, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 	CU_CHECK(cs.cu.event_create(&cs.ev0, 0), "cuEventCreate");
@@ -262,6 +303,7 @@ static size_t dtype_bytes(int32_t dt)
 	case KG_I64:
 		return 8;
 	case KG_U8:
+	case KG_BOOL:
 		return 1;
 	default:
 		return 4;
@@ -280,12 +322,12 @@ static int cuda_setup(struct kg_rbackend *b, const struct kg_wire_tensor *t, int
 		      size_t errsz)
 {
 	(void)n_in;
-	size_t bytes[KG_WIRE_MAX_TENSORS];
+	/* the table was checked against the arena's size already (kg_wire_table_get) */
 	for (int i = 0; i < n; i++) {
-		bytes[i] = dtype_bytes(t[i].dtype);
+		size_t bytes = dtype_bytes(t[i].dtype);
 		for (int d = 0; d < t[i].ndim; d++)
-			bytes[i] *= (size_t)t[i].shape[d];
-		if (t[i].offset > cs.arena_size || bytes[i] > cs.arena_size - t[i].offset) {
+			bytes *= (size_t)t[i].shape[d];
+		if (t[i].offset > cs.arena_size || bytes > cs.arena_size - t[i].offset) {
 			snprintf(err, errsz, "tensor %d lies outside the arena", i);
 			return -EINVAL;
 		}
@@ -294,13 +336,25 @@ static int cuda_setup(struct kg_rbackend *b, const struct kg_wire_tensor *t, int
 		return 0;
 	CU_CHECK(cs.cu.ctx_synchronize(), "synchronisation before re-allocating");
 	exact_free();
+	if (n > cap_xb) {
+		struct exact_buf *nx = realloc(xb, (size_t)n * sizeof(*nx));
+		if (!nx) {
+			snprintf(err, errsz, "no memory for %d exact buffers", n);
+			return -ENOMEM;
+		}
+		xb = nx;
+		cap_xb = n;
+	}
 	for (int i = 0; i < n; i++) {
+		size_t bytes = dtype_bytes(t[i].dtype);
+		for (int d = 0; d < t[i].ndim; d++)
+			bytes *= (size_t)t[i].shape[d];
 		xb[i].offset = t[i].offset;
-		xb[i].bytes = bytes[i];
+		xb[i].bytes = bytes;
 		xb[i].dev = 0;
 		n_xb = i + 1;
-		if (bytes[i])
-			CU_CHECK(cs.cu.mem_alloc(&xb[i].dev, bytes[i]), "cuMemAlloc (exact tensor buffer)");
+		if (bytes)
+			CU_CHECK(cs.cu.mem_alloc(&xb[i].dev, bytes), "cuMemAlloc (exact tensor buffer)");
 	}
 	return 0;
 }
@@ -375,6 +429,31 @@ static uint32_t undo_l2(void)
 	return flags;
 }
 
+/* ev0 is recorded again after the first set's wait: the runner's claim starts at the release */
+static int claim_from_release;
+
+static int cuda_gate_wait(struct kg_rbackend *b, uint32_t tok, int first)
+{
+	(void)b;
+	if (cs.cu.wait_value32(cs.stream, cs.gate_dev + KG_DEV_GATE_RELEASED, tok, CU_STREAM_WAIT_VALUE_GEQ))
+		return -1;
+	if (first && claim_from_release && cs.cu.event_record(cs.ev0, cs.stream))
+		return -1;
+	return 0;
+}
+
+static void cuda_gate_arm(struct kg_rbackend *b, uint32_t tok)
+{
+	(void)b;
+	__atomic_store_n(cs.gate_host + KG_DEV_GATE_ARMED / 4, tok, __ATOMIC_RELEASE);
+}
+
+static int cuda_gate_done(struct kg_rbackend *b, uint32_t tok)
+{
+	(void)b;
+	return cs.cu.write_value32(cs.stream, cs.gate_dev + KG_DEV_GATE_DONE, tok, CU_STREAM_WRITE_VALUE_DEFAULT) ? -1 : 0;
+}
+
 /* One call: ev0, the candidate, ev1 on the given stream, then a device-wide synchronisation
  * before the reply. The events are the runner's claim; what is charged is the keeper's span, from
  * the inputs on the device to its snapshot of the outputs, taken once this process is stopped. */
@@ -383,7 +462,9 @@ static int cuda_run(struct kg_rbackend *b, void (*fn)(void *), void *arg, struct
 {
 	(void)b;
 	CU_CHECK(cs.cu.event_record(cs.ev0, cs.stream), "cuEventRecord");
+	claim_from_release = 1;
 	fn(arg);
+	claim_from_release = 0;
 	CU_CHECK(cs.cu.event_record(cs.ev1, cs.stream), "cuEventRecord (after kg_forward)");
 	CU_CHECK(cs.cu.event_synchronize(cs.ev1), "the candidate's kernel");
 	float ms = 0;
@@ -433,6 +514,10 @@ static struct kg_rbackend cuda_backend = {
 	.run = cuda_run,
 	.download = cuda_download,
 	.settle = cuda_settle,
+	.gate_fd = -1,
+	.gate_wait = cuda_gate_wait,
+	.gate_arm = cuda_gate_arm,
+	.gate_done = cuda_gate_done,
 };
 
 struct kg_rbackend *kg_rbackend_cuda(void)

@@ -11,6 +11,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +37,39 @@ struct call {
 	kg_forward_fn fwd;
 	kg_forward_fn terms; /* kg_error_terms, where the library exports one (a task's reference) */
 	kg_forward_fn entry; /* the one this RUN calls */
-	kg_tensor in[KG_WIRE_MAX_TENSORS], out[KG_WIRE_MAX_TENSORS];
+	kg_tensor *in, *out; /* n_in and n_out of them (SETUP's table), at least one each */
 	int n_in, n_out;
 	void *stream;
 	int rc;
+	/* a gated call (runner/wire.h): set k's token is gate + k (0: not gated); gate_failed: a
+	 * mark could not be queued */
+	uint32_t gate;
+	int gate_failed;
 };
+
+/* A gated call's marks around set k: its release awaited on the stream before its work (ARMED
+ * stored once the first wait is queued: kgate-device starts the clock then), DONE after it. */
+static int gate_before(struct call *c, uint32_t k)
+{
+	if (!c->gate)
+		return 0;
+	if (c->b->gate_wait(c->b, c->gate + k, k == 0)) {
+		c->gate_failed = 1;
+		return -1;
+	}
+	if (k == 0)
+		c->b->gate_arm(c->b, c->gate);
+	return 0;
+}
+
+static int gate_after(struct call *c, uint32_t k)
+{
+	if (c->gate && c->b->gate_done(c->b, c->gate + k)) {
+		c->gate_failed = 1;
+		return -1;
+	}
+	return 0;
+}
 
 /* The untrusted .so is loaded on a thread of its own, started before any filter: its constructors
  * run there, restricted (kg_sb_seal_loader), while this thread (which serves the parent and calls
@@ -124,17 +153,23 @@ static void *load_so(const char *path, char *err, size_t errsz)
 	return loader.handle;
 }
 
-/* RUN before LOAD: the parent calibrates the channel and the launch on a call that does nothing,
- * before any untrusted code exists in this process. */
+/* RUN before LOAD: the parent calibrates the channel and the launch on a call that does nothing
+ * (gated: each set's marks and nothing between them), before any untrusted code exists in this
+ * process. */
 static void call_nothing(void *arg)
 {
-	(void)arg;
+	struct call *c = arg;
+	for (uint32_t k = 0; k < c->sets && !gate_before(c, k) && !gate_after(c, k); k++)
+		;
 }
 
 static void call_forward(void *arg)
 {
 	struct call *c = arg;
+	if (gate_before(c, 0))
+		return;
 	c->rc = c->entry(c->in, c->n_in, c->out, c->n_out, c->stream);
+	gate_after(c, 0);
 }
 
 static void fill_tensor(struct kg_rbackend *b, kg_tensor *t, const struct kg_wire_tensor *w);
@@ -151,9 +186,13 @@ static void call_batch(void *arg)
 			w.offset += k * c->stride;
 			fill_tensor(c->b, i < c->n_in ? &c->in[i] : &c->out[i - c->n_in], &w);
 		}
+		if (gate_before(c, k))
+			break;
 		int one = c->entry(c->in, c->n_in, c->out, c->n_out, c->stream);
 		if (one && !rc)
 			rc = one;
+		if (gate_after(c, k))
+			break;
 	}
 	c->rc = rc;
 }
@@ -182,35 +221,94 @@ static void fill_tensor(struct kg_rbackend *b, kg_tensor *t, const struct kg_wir
 	}
 }
 
-static int setup_ok(const struct kg_wire_cmd *c, size_t arena_size)
-{
-	if (c->n_in > KG_WIRE_MAX_TENSORS || c->n_out > KG_WIRE_MAX_TENSORS ||
-	    c->n_in + c->n_out > KG_WIRE_MAX_TENSORS || c->arena_size > arena_size)
-		return 0;
-	for (uint32_t i = 0; i < c->n_in + c->n_out; i++)
-		if (c->t[i].ndim < 1 || c->t[i].ndim > KG_MAX_DIMS || c->t[i].offset >= arena_size)
-			return 0;
-	return 1;
-}
-
 static struct kg_rarena rarena; /* the parent's arena as mapped here (runner/arena.h) */
 
+/* The tensor tables as read at start (--tables FD), before anything untrusted ran here. */
+static unsigned char *tables;
+static size_t tables_len;
+
+/* Reads the whole tables file into memory of this process's own; the fd is closed after. */
+static int read_tables(int fd, char *err, size_t errsz)
+{
+	struct stat st;
+	if (fstat(fd, &st) || st.st_size <= 0 || (uint64_t)st.st_size > SIZE_MAX / 2) {
+		snprintf(err, errsz, "no tensor tables on fd %d", fd);
+		return -1;
+	}
+	tables_len = (size_t)st.st_size;
+	if (!(tables = malloc(tables_len))) {
+		snprintf(err, errsz, "no memory for the tensor tables (%zu bytes)", tables_len);
+		return -1;
+	}
+	for (size_t at = 0; at < tables_len;) {
+		ssize_t n = pread(fd, tables + at, tables_len - at, (off_t)at);
+		if (n <= 0) {
+			snprintf(err, errsz, "reading the tensor tables: %s", n ? strerror(errno) : "short file");
+			return -1;
+		}
+		at += (size_t)n;
+	}
+	close(fd);
+	return 0;
+}
+
+/* SETUP: its table, checked (runner/table.c), and the call's descriptors sized for it. */
+static int setup_table(const struct kg_wire_cmd *c, size_t arena_size, struct call *call, const struct kg_wire_tensor **t,
+		       char *err, size_t errsz)
+{
+	if (c->arena_size > arena_size) {
+		snprintf(err, errsz, "bad SETUP record (%llu bytes in use, the arena has %zu)",
+			 (unsigned long long)c->arena_size, arena_size);
+		return -1;
+	}
+	if (kg_wire_table_get(tables, tables_len, c->table, c->n_in, c->n_out, arena_size, t, err, errsz))
+		return -1;
+	kg_tensor *in = calloc(c->n_in ? c->n_in : 1, sizeof(kg_tensor));
+	kg_tensor *out = calloc(c->n_out ? c->n_out : 1, sizeof(kg_tensor));
+	if (!in || !out) {
+		free(in);
+		free(out);
+		snprintf(err, errsz, "no memory for %u tensors' descriptors", c->n_in + c->n_out);
+		return -1;
+	}
+	free(call->in);
+	free(call->out);
+	call->in = in;
+	call->out = out;
+	call->n_in = (int)c->n_in;
+	call->n_out = (int)c->n_out;
+	return 0;
+}
+
 /* every set's tensors inside the arena */
-static int batch_ok(const struct kg_wire_cmd *c, int n, size_t arena_size)
+static int batch_ok(const struct kg_wire_cmd *c, const struct kg_wire_tensor *t, int n, size_t arena_size)
 {
 	if (c->sets > 1024 || !c->stride || !arena_size || c->stride > arena_size / (c->sets - 1))
 		return 0;
 	uint64_t last = (uint64_t)(c->sets - 1) * c->stride;
 	for (int i = 0; i < n; i++)
-		if (c->t[i].offset >= arena_size - last)
+		if (t[i].offset >= arena_size - last)
 			return 0;
 	return 1;
 }
 
-/* dev_size: the device arena kgate-device exported, where a batch's sets lie (0: none) */
-static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, size_t dev_size, int sealed)
+/* A RUN's gate (its token) and sets, where this runner has a gate page; 1 when they may run. */
+static int gate_ok(const struct kg_wire_cmd *c, int gated, struct kg_wire_reply *r)
+{
+	if (c->gate && !gated) {
+		r->status = KG_WS_ERROR;
+		snprintf(r->msg, sizeof(r->msg), "RUN: a gated call, and this runner has no gate page");
+		return 0;
+	}
+	return 1;
+}
+
+/* dev_size: the device arena kgate-device exported, where a batch's sets lie (0: none); gated:
+ * the backend took a gate page (--gate) */
+static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, size_t dev_size, int sealed, int gated)
 {
 	struct call call = {0};
+	const struct kg_wire_tensor *table = NULL; /* the current SETUP's, in the tables' copy */
 	void *handle = NULL;
 	size_t in_use = 0;
 	int loads = 0;
@@ -252,34 +350,42 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, size_t dev_s
 			break;
 		}
 		case KG_OP_SETUP:
-			if (!setup_ok(&cmd, arena_size)) {
+			table = NULL;
+			if (setup_table(&cmd, arena_size, &call, &table, r.msg, sizeof(r.msg))) {
 				r.status = KG_WS_ERROR;
-				snprintf(r.msg, sizeof(r.msg), "bad SETUP record");
 				break;
 			}
-			call.n_in = (int)cmd.n_in;
-			call.n_out = (int)cmd.n_out;
 			in_use = cmd.arena_size;
 			/* paged arena: laid out and sealed at start; nothing is mapped here */
-			if (kg_rarena_check(&rarena, cmd.t, call.n_in + call.n_out, r.msg, sizeof(r.msg)))
+			if (kg_rarena_check(&rarena, table, call.n_in + call.n_out, r.msg, sizeof(r.msg)))
 				r.status = KG_WS_ERROR;
-			else if (b->setup && b->setup(b, cmd.t, call.n_in + call.n_out, call.n_in, r.msg, sizeof(r.msg)))
+			else if (b->setup && b->setup(b, table, call.n_in + call.n_out, call.n_in, r.msg, sizeof(r.msg)))
 				r.status = KG_WS_CUDA;
+			if (r.status)
+				table = NULL;
 			break;
 		case KG_OP_UPLOAD:
 			if (b->upload(b, in_use, r.msg, sizeof(r.msg)))
 				r.status = KG_WS_CUDA;
 			break;
 		case KG_OP_RUN:
+			if (!gate_ok(&cmd, gated, &r))
+				break;
+			call.b = b;
+			call.gate = cmd.gate;
+			call.gate_failed = 0;
 			if (!loads) {
 				call.stream = b->stream(b);
-				if (b->run(b, call_nothing, NULL, &r, r.msg, sizeof(r.msg)))
+				call.sets = cmd.sets > 1 && cmd.sets <= 1024 ? cmd.sets : 1;
+				if (b->run(b, call_nothing, &call, &r, r.msg, sizeof(r.msg)))
 					r.status = KG_WS_CUDA;
+				else if (call.gate_failed)
+					r.status = KG_WS_CUDA, snprintf(r.msg, sizeof(r.msg), "queueing the call's gate marks failed");
 				break;
 			}
-			if (!call.fwd) {
+			if (!call.fwd || !table) {
 				r.status = KG_WS_ERROR;
-				snprintf(r.msg, sizeof(r.msg), "RUN before a successful LOAD");
+				snprintf(r.msg, sizeof(r.msg), "RUN before a successful %s", call.fwd ? "SETUP" : "LOAD");
 				break;
 			}
 			call.entry = cmd.entry == KG_ENTRY_FORWARD ? call.fwd : cmd.entry == KG_ENTRY_TERMS ? call.terms : NULL;
@@ -294,16 +400,15 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, size_t dev_s
 			/* Descriptors are rebuilt for every call: the candidate may have scribbled on the
 			 * previous ones. */
 			for (int i = 0; i < call.n_in; i++)
-				fill_tensor(b, &call.in[i], &cmd.t[i]);
+				fill_tensor(b, &call.in[i], &table[i]);
 			for (int i = 0; i < call.n_out; i++)
-				fill_tensor(b, &call.out[i], &cmd.t[call.n_in + i]);
+				fill_tensor(b, &call.out[i], &table[call.n_in + i]);
 			call.stream = b->stream(b);
 			call.rc = -1;
-			call.b = b;
-			call.t = cmd.t;
+			call.t = table;
 			call.sets = cmd.sets > 1 ? cmd.sets : 1;
 			call.stride = cmd.stride;
-			if (call.sets > 1 && !batch_ok(&cmd, call.n_in + call.n_out, dev_size)) {
+			if (call.sets > 1 && !batch_ok(&cmd, table, call.n_in + call.n_out, dev_size)) {
 				r.status = KG_WS_ERROR;
 				snprintf(r.msg, sizeof(r.msg), "RUN: %u sets of %llu bytes outside the arena", cmd.sets,
 					 (unsigned long long)cmd.stride);
@@ -311,6 +416,8 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, size_t dev_s
 			}
 			if (b->run(b, call.sets > 1 ? call_batch : call_forward, &call, &r, r.msg, sizeof(r.msg)))
 				r.status = KG_WS_CUDA;
+			else if (call.gate_failed)
+				r.status = KG_WS_CUDA, snprintf(r.msg, sizeof(r.msg), "queueing the call's gate marks failed");
 			r.rc = call.rc;
 			break;
 		case KG_OP_DOWNLOAD:
@@ -338,8 +445,10 @@ static int serve(int ctl, struct kg_rbackend *b, size_t arena_size, size_t dev_s
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: kgate-run --backend NAME [--exact-buffers] [--tool-sockets] [--device-arena BYTES]\n"
-			"  (started by kgate inside its sandbox; fd 3 is the control socket, fd 4 the arena)\n");
+	fprintf(stderr, "usage: kgate-run --backend NAME --tables FD [--exact-buffers] [--tool-sockets]\n"
+			"                 [--device-arena BYTES [--gate]]\n"
+			"  (started by kgate inside its sandbox; fd 3 is the control socket, fd 4 the arena, fd 5 a\n"
+			"  device runner's gate page, FD the tensor tables)\n");
 }
 
 /* The runner's backends, by the names of the verifier's backend table (kg_vocab.h); a build
@@ -356,15 +465,26 @@ static struct kg_rbackend *find_backend(const char *name)
 int main(int argc, char **argv)
 {
 	const char *backend = "cpu";
-	int exact = 0, tool_sockets = 0;
+	int exact = 0, tool_sockets = 0, gate = 0;
 	unsigned long long device_bytes = 0;
+	int tables_fd = -1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
 			backend = argv[++i];
+		} else if (!strcmp(argv[i], "--tables") && i + 1 < argc) {
+			char *end = NULL;
+			long fd = strtol(argv[++i], &end, 10);
+			if (!end || *end || fd < 3 || fd > 64) {
+				usage();
+				return 2;
+			}
+			tables_fd = (int)fd;
 		} else if (!strcmp(argv[i], "--exact-buffers")) {
 			exact = 1;
 		} else if (!strcmp(argv[i], "--tool-sockets")) {
 			tool_sockets = 1;
+		} else if (!strcmp(argv[i], "--gate")) {
+			gate = 1;
 		} else if (!strcmp(argv[i], "--device-arena") && i + 1 < argc) {
 			char *end = NULL;
 			device_bytes = strtoull(argv[++i], &end, 10);
@@ -393,6 +513,12 @@ int main(int argc, char **argv)
 		snprintf(hello.msg, sizeof(hello.msg), "--device-arena is for a device backend's verified runs only");
 		goto fail;
 	}
+	if (gate && (!device_bytes || !b->gate_wait)) {
+		hello.status = KG_WS_ERROR;
+		snprintf(hello.msg, sizeof(hello.msg), "--gate is for a device backend with --device-arena only");
+		goto fail;
+	}
+	b->gate_fd = gate ? KG_WIRE_GATE_FD : -1;
 	if (device_bytes) {
 		/* fd 4 is kgate-device's allocation: no host arena here at all, so nothing in this
 		 * process can touch what kgate judges by */
@@ -401,6 +527,12 @@ int main(int argc, char **argv)
 		rarena.size = (size_t)device_bytes;
 	} else if (kg_rarena_map(&rarena, hello.msg, sizeof(hello.msg))) {
 		hello.status = KG_WS_ERROR;
+		goto fail;
+	}
+	if (tables_fd < 0 || read_tables(tables_fd, hello.msg, sizeof(hello.msg))) {
+		hello.status = KG_WS_ERROR;
+		if (tables_fd < 0)
+			snprintf(hello.msg, sizeof(hello.msg), "no --tables FD (the tensor tables)");
 		goto fail;
 	}
 	if (b->init(b, rarena.base, rarena.size, hello.msg, sizeof(hello.msg))) {
@@ -465,9 +597,11 @@ int main(int argc, char **argv)
 	}
 	hello.info = b->ceiling_mbps;
 	hello.tid = seal ? (uint32_t)loader.os_tid : 0;
+	int gated = gate && b->gate_ok;
+	hello.flags = gated ? KG_HELLO_GATED : 0;
 	if (send_reply(ctl, &hello))
 		return 3;
-	return serve(ctl, b, rarena.size, b->device && !exact ? device_bytes : 0, seal);
+	return serve(ctl, b, rarena.size, b->device && !exact ? device_bytes : 0, seal, gated);
 fail:
 	send_reply(ctl, &hello);
 	return 1;

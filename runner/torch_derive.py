@@ -15,9 +15,11 @@ import time
 import warnings
 
 # the check's forward: all its tensors (inputs, parameters, outputs) at most this many elements
-# where the sizes allow (1 MiB of f32), and never more than CAP (where they cannot shrink so far)
+# where the sizes allow (1 MiB of f32), and never more than CAP (where they cannot shrink so far: a
+# whole model's parameters, VGG19's 140 million, 1 GiB of f32, which the sandbox's 8 GiB holds; the
+# forward at the smallest sizes takes seconds, within the module's time bound)
 LIMIT = 1 << 18
-CAP = LIMIT * 64
+CAP = LIMIT * 1024
 NAME_LEN, EXPR_LEN, MAX_SYMS = 32, 128, 16  # verifier/task.h: KG_NAME_LEN, KG_EXPR_LEN; expr.h: KG_MAX_SYMS
 SMALL = 4096  # elements: a factory's tensor built for real where a constructor must read it
 BEGIN, END, FAIL = "--- kgate task ---", "--- end ---", "kgate-derive: "  # --derive's markers
@@ -42,7 +44,15 @@ def halve(start, names, total, limit):
             break
         cands = [n for n in names if n not in blocked and dims[n] >= 4]
         if not cands:
-            break
+            # names tied to each other (a broadcast that needs batch_size == input_shape[0]): each
+            # blocked alone, all of them halved together may still shrink
+            tied = [n for n in names if dims[n] >= 4]
+            trial = dict(dims, **{n: dims[n] // 2 for n in tied})
+            t = total(trial) if len(tied) > 1 else None
+            if t is None or t >= cur:
+                break
+            dims, cur = trial, t
+            continue
         n = max(cands, key=lambda m: dims[m])
         trial = dict(dims, **{n: dims[n] // 2})
         t = total(trial)
@@ -63,6 +73,7 @@ class Failed(Exception):
         words = words[:cut + 1] if 0 < cut < 200 else (words[:200] + "..." if len(words) > 200 else words)
         super().__init__("%s: %s" % (type(ex).__name__, words))
         self.stage = stage
+        self.cause = ex
 
 
 def prod(xs):
@@ -106,6 +117,7 @@ class Deriver:
 
         self.rt, self.torch, self.src, self.name = rt, torch, src, name
         self.codes, self.memo, self.kind = {}, {}, True
+        self.consts = None  # the forward's non-tensor arguments from get_inputs(): [(position, name, value)]
         factories = {getattr(torch, f) for f in FACTORIES if hasattr(torch, f)}
 
         class Meta(TorchFunctionMode):
@@ -186,16 +198,27 @@ class Deriver:
             argn = []
         torch.manual_seed(0)
         xs = staged("inputs", ns["get_inputs"])
-        if not isinstance(xs, (list, tuple)) or not all(isinstance(x, torch.Tensor) for x in xs):
-            raise rt.Unmappable("get_inputs() must return a list of tensors (non-tensor inputs are not mapped)")
-        ins = [(argn[i] if i < len(argn) else "x%d" % i, "activation", x.dtype, tuple(x.shape)) for i, x in enumerate(xs)]
+        if not isinstance(xs, (list, tuple)) or not all(isinstance(x, (torch.Tensor, int, float)) for x in xs):
+            raise rt.Unmappable("get_inputs() must return a list of tensors and numbers (got %s)" %
+                                ", ".join(sorted({type(x).__name__ for x in (xs if isinstance(xs, (list, tuple))
+                                                                           else [xs])})))
+        # a number among them (a scale, a dim) is a constant of the task, passed to forward as it is
+        consts = [(i, argn[i] if i < len(argn) else "x%d" % i, x) for i, x in enumerate(xs)
+                  if not isinstance(x, torch.Tensor)]
+        if self.consts is None:
+            self.consts = consts
+        elif [(i, n, repr(v)) for i, n, v in consts] != [(i, n, repr(v)) for i, n, v in self.consts]:
+            raise rt.Unmappable("get_inputs()'s numbers change with the module's sizes (%s, then %s): a task's "
+                                "constants are fixed" % (self.consts, consts))
+        ins = [(argn[i] if i < len(argn) else "x%d" % i, "activation", x.dtype, tuple(x.shape)) for i, x in enumerate(xs)
+               if isinstance(x, torch.Tensor)]
         if upto == "inputs":
             return ins, None
         torch.manual_seed(0)
         model = staged("init", lambda: ns["Model"](*ns["get_init_inputs"]()))
         if meta == "small":
             model = staged("init", lambda: model.to("meta"))
-            xs = [x.to("meta") for x in xs]
+            xs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in xs]
         model.eval()
         for k, v in model.state_dict().items():
             n = k.replace(".", "_")
@@ -470,20 +493,22 @@ def derive(rt, src, name, dims_arg):
     if why is not None:
         b0, exprs, var, how = dv.on_cpu(dims, names, why)
         mappable(rt, b0[0], b0[1])
-    return manifest(rt, name, consts, dims, named, b0[0], b0[1], exprs, var, how)
+    for at, cname, v in dv.consts or []:
+        if type(v) is float and v != v or v in (float("inf"), float("-inf")):
+            raise rt.Unmappable("get_inputs() gives %s = %r, which a manifest's constant does not hold" % (cname, v))
+    return manifest(rt, name, consts, dims, named, b0[0], b0[1], exprs, var, how, dv.consts or [])
 
 
 def mappable(rt, ins, outs):
     kg, _, _ = rt.dtype_tables()
     if len(ins) > rt.MAX_TENSORS or len(outs) > rt.MAX_TENSORS:
-        raise rt.Unmappable("%d inputs (with the Model's parameters and buffers) and %d outputs; kgate maps "
-                            "at most %d of each" % (len(ins), len(outs), rt.MAX_TENSORS))
+        raise rt.Unmappable("%d inputs (with the Model's parameters and buffers) and %d outputs; a manifest "
+                            "declares at most %d of each" % (len(ins), len(outs), rt.MAX_TENSORS))
     for t in ins + outs:
         if t[2] not in kg:
             raise rt.Unmappable("tensor '%s' has dtype %s, which kgate does not map" % (t[0], t[2]))
-        if len(t[3]) < 1 or len(t[3]) > 8:
-            raise rt.Unmappable("tensor '%s' has %d dimensions; kgate maps 1 to 8 (a scalar is not mapped)" %
-                                (t[0], len(t[3])))
+        if len(t[3]) > 8:  # 0: a scalar (a loss, BatchNorm's num_batches_tracked)
+            raise rt.Unmappable("tensor '%s' has %d dimensions; kgate maps 0 to 8" % (t[0], len(t[3])))
     names = [t[0] for t in ins + outs]
     if any(len(n) >= NAME_LEN for n in names):
         raise rt.Unmappable("tensor '%s' has a name of %d characters; a manifest's are under %d" % (
@@ -520,7 +545,7 @@ def reduction(shape):
     return "*".join([d if d.replace("_", "").isalnum() else "(%s)" % d for d in shape[1:]] or ["1"])
 
 
-def manifest(rt, name, consts, dims, named, ins, outs, exprs, var, how):
+def manifest(rt, name, mconsts, dims, named, ins, outs, exprs, var, how, consts=()):
     import torch
 
     kg, _, dnames = rt.dtype_tables()
@@ -534,19 +559,20 @@ def manifest(rt, name, consts, dims, named, ins, outs, exprs, var, how):
     var = [n for n in var if n in used]
     # the task's dims: the names its shapes are written in, and every one --dims set (the runner
     # rebuilds the module from the dims of each shape)
-    declared = [n for n in consts if n in named or n in used]
+    declared = [n for n in mconsts if n in named or n in used]
     lines = ["# Derived by kgate from a KernelBench-format module: inputs from get_inputs(), then the",
              "# Model's parameters and buffers in state_dict order, outputs from its forward; how:",
              "# %s" % how,
              "kgate_task: 1", "name: %s" % name,
              "description: %s (PyTorch Model, the trusted reference)" % name]
+    # (none where every size is a literal: `dims: []`)
+    lines.append("dims: [%s]" % ", ".join(declared))
+    lines.append("shapes:")
+    shape = ", ".join("%s: %d" % (n, dims[n]) for n in declared)
+    # the module's shape (after --dims) is the base under every policy's shape set
+    lines.append("  nominal: {%s}" % shape)
+    lines.append("  ci: {%s}" % shape)
     if declared:
-        lines.append("dims: [%s]" % ", ".join(declared))
-        lines.append("shapes:")
-        shape = ", ".join("%s: %d" % (n, dims[n]) for n in declared)
-        # the module's shape (after --dims) is the base under every policy's shape set
-        lines.append("  nominal: {%s}" % shape)
-        lines.append("  ci: {%s}" % shape)
         vary = [n for n in var if n in named]
         if vary:
             # secret random shapes along the dims the user named, around the values given
@@ -557,6 +583,14 @@ def manifest(rt, name, consts, dims, named, ins, outs, exprs, var, how):
                 for n in vary))
     k = 0
 
+    # a scalar output (a loss) reduces over its inputs: the largest activation's elements, whose
+    # rounding its tolerance's growth term follows
+    at, widest, most = 0, None, 0
+    for t in ins:
+        if t[1] == "activation" and t[3] and prod(t[3]) > most:
+            widest, most = sexprs[at:at + len(t[3])], prod(t[3])
+        at += len(t[3])
+
     def spec(t, out):
         nonlocal k
         shape = sexprs[k:k + len(t[3])]
@@ -565,19 +599,48 @@ def manifest(rt, name, consts, dims, named, ins, outs, exprs, var, how):
         if not out and t[1] != "activation":
             s += ", role: %s" % t[1]
         if out:
-            s += ", reduction: %s" % reduction(shape)
+            red = reduction(shape) if shape or not widest else reduction(["1"] + widest)
+            s += ", reduction: %s" % (red if len(red) < EXPR_LEN else reduction(shape))
         return s + "}"
 
     lines.append("inputs:")
     lines += [spec(t, False) for t in ins]
     lines.append("outputs:")
     lines += [spec(t, True) for t in outs]
+    if consts:
+        # the forward's numbers from get_inputs(): passed to it as they are, on both sides
+        lines.append("constants:")
+        for at, cname, v in consts:
+            kind = "bool" if type(v) is bool else "int" if type(v) is int else "float"
+            lines.append("  - {name: %s, at: %d, type: %s, value: %s}" % (
+                cname, at, kind, ("true" if v else "false") if kind == "bool" else repr(v)))
     lines.append("tolerance: {atol: 1.0e-5, rtol: 1.0e-4, rms: 1.0e-4}")
     lines.append("reference:")
     lines.append("  torch: %s.py" % name)
     lines.append("# order: %s" % ", ".join(t[0] for t in ins))
     lines.append("# torch %s%s" % (torch.__version__, "" if hasattr(torch, "compile") else " (no torch.compile)"))
     return "\n".join(lines) + "\n"
+
+
+def not_here(ex):
+    """Why a module that fails for want of something this Python lacks is not kgate's to map, in
+    words: a package it imports (einops: not packaged by Debian, whose python3-torch kgate runs) or
+    an op of a later torch; None for any other failure."""
+    import torch
+
+    cause = getattr(ex, "cause", None)
+    if isinstance(cause, ModuleNotFoundError) and cause.name:
+        top = cause.name.split(".")[0]
+        why = "Debian does not package it" if top == "einops" else "it is not installed here"
+        return ("the module imports %s, which this Python lacks: %s (kgate runs Debian's python3-torch, torch %s); "
+                "not a limit of kgate's mapping" % (top, why, torch.__version__))
+    words = str(cause) if isinstance(cause, AttributeError) else ""
+    if words.startswith("module 'torch") and "has no attribute" in words:
+        mod = words.split("'")[1]
+        attr = words.rsplit("'", 2)[-2]
+        return ("%s.%s is not in torch %s here (Debian's python3-torch; it came in a later torch): the Model "
+                "cannot run on it; not a limit of kgate's mapping" % (mod, attr, torch.__version__))
+    return None
 
 
 def derive_text(rt, src, name, dims_arg):
@@ -587,7 +650,7 @@ def derive_text(rt, src, name, dims_arg):
     except rt.Unmappable as ex:
         return False, str(ex)
     except Failed as ex:
-        return False, "running the module failed (%s): %s" % (STAGES[ex.stage], ex)
+        return False, not_here(ex) or "running the module failed (%s): %s" % (STAGES[ex.stage], ex)
     except Exception as ex:  # noqa: BLE001 (a module that fails in a way not staged: its error, named)
         return False, "running the module failed: %s: %s" % (type(ex).__name__, ex)
 

@@ -234,12 +234,17 @@ def install(shared):
 
 
 def forward_into(fn, xs, outs):
+    """The runner's run() on one set: the forward, its outputs checked as the task says and copied."""
+    import torch
+
     res = _shared.flat_outputs(fn(*xs))
     if len(res) != len(outs):
         raise _shared.Unmappable("forward returned %d outputs, the task has %d" % (len(res), len(outs)))
     for o, r in zip(outs, res):
         if tuple(r.shape) != tuple(o.shape):
             raise _shared.Unmappable("output shape %s, the task says %s" % (tuple(r.shape), tuple(o.shape)))
+        if (r.dtype == torch.bool) != (o.dtype == torch.bool):
+            raise _shared.Unmappable("output dtype %s, the task says %s" % (r.dtype, o.dtype))
         o.copy_(r)
 
 
@@ -261,7 +266,7 @@ def run(runner, sets, stride, entry):
             for k, vs in enumerate(views):
                 if bound is not None:
                     bind_state(runner.model, [(name, vs[i]) for name, i in bound])
-                forward_into(fn, vs[:runner.n_x], vs[runner.n_in:])
+                forward_into(fn, _shared.with_consts(vs[:runner.n_x], runner.consts), vs[runner.n_in:])
 
     ns, tail = runner.dev.call(body)
     if bound is not None:  # the layout's own tensors again, for a lone call after the batch
@@ -357,7 +362,8 @@ def main(argv, shared):
         lib = _arg(argv, "--filter-lib")
         if lib:
             apply_filter(lib)
-        r = shared.Runner(candidate="--candidate" in argv, dev=dev)
+        tables = _arg(argv, "--tables")
+        r = shared.Runner(candidate="--candidate" in argv, tables_fd=int(tables) if tables else None, dev=dev)
         r.device_mod = sys.modules[__name__]
     except Exception as ex:  # noqa: BLE001 (the runner could not start: HELLO says why)
         try:

@@ -12,15 +12,18 @@ import time
 import warnings
 
 # kg_wire_cmd / kg_wire_reply, little-endian x86-64 layout (checked against sizeof in the tests)
-TENSOR = "Qii8q"
-CMD = struct.Struct("<IIQQII" + TENSOR * 16 + "II512sIIQ")
+CMD = struct.Struct("<IIQQIIIIII512sIIQII")
 REPLY = struct.Struct("<IIQiiQQQII400s")
+# the tensor tables (runner/wire.h): header, table heads, kg_wire_tensor entries
+TABLES = struct.Struct("<II")
+TABLE = struct.Struct("<QII")
+TENSOR = struct.Struct("<Qii8q")
 MAGIC = 0x6B67775A
 HELLO, LOAD, SETUP, UPLOAD, _RETIRED_FLUSH, RUN, DOWNLOAD, SETTLE, NOP, QUIT = range(1, 11)
 ENTRY_COMPILED = 2  # KG_ENTRY_COMPILED: a baseline's torch.compile of the module (a device runner's)
 WS_OK, WS_ERROR, WS_NOSYM = 0, 1, 3
 CTL_FD, ARENA_FD, INPUT_FD = 3, 4, 5
-MAX_TENSORS = 8  # KG_MAX_TENSORS: inputs, and outputs, each
+MAX_TENSORS = 1024  # KG_MAX_TENSORS (verifier/task.h): inputs, and outputs, each; the wire has no bound
 PROBLEM = "/kgate/lib/problem.py"  # where the sandbox shows the problem module (session_start.c)
 
 
@@ -31,8 +34,9 @@ class Unmappable(Exception):
 def dtype_tables():
     import torch
 
-    kg = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.int32: 3, torch.int64: 4, torch.uint8: 5}
-    names = {0: "f32", 1: "f16", 2: "bf16", 3: "i32", 4: "i64", 5: "u8"}
+    kg = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.int32: 3, torch.int64: 4, torch.uint8: 5,
+          torch.bool: 6}
+    names = {0: "f32", 1: "f16", 2: "bf16", 3: "i32", 4: "i64", 5: "u8", 6: "bool"}
     return kg, {v: k for k, v in kg.items()}, names
 
 
@@ -164,14 +168,79 @@ def instantiate(src, dims):
     return ns, model
 
 
+def scalar_tensor(v):
+    """A Python number a forward returns (a loss as float), as the 0-dim tensor kgate maps it to:
+    float32 for a float (torch's default dtype), int64 for an int, bool for a bool."""
+    import torch
+
+    if type(v) is bool:
+        return torch.tensor(v, dtype=torch.bool)
+    if type(v) is int:
+        return torch.tensor(v, dtype=torch.int64)
+    return torch.tensor(v, dtype=torch.float32)
+
+
 def flat_outputs(res):
     import torch
 
-    if isinstance(res, torch.Tensor):
-        return [res]
-    if isinstance(res, (tuple, list)) and res and all(isinstance(r, torch.Tensor) for r in res):
-        return list(res)
-    raise Unmappable("forward returns %s; kgate maps a tensor or a tuple of tensors" % type(res).__name__)
+    one = (torch.Tensor, int, float, bool)
+    if isinstance(res, one):
+        res = [res]
+    if isinstance(res, (tuple, list)) and res and all(isinstance(r, one) for r in res):
+        return [r if isinstance(r, torch.Tensor) else scalar_tensor(r) for r in res]
+    raise Unmappable("forward returns %s; kgate maps a tensor, a number or a tuple of them" % type(res).__name__)
+
+
+def note_consts(note):
+    """A module task's constants as SETUP's note carries them after its dims ("@1=f:3.14", the
+    manifest's `constants`): [(argument position, value)], in position order."""
+    out = []
+    for w in note.split():
+        if w[0] != "@":
+            continue
+        at, _, tv = w[1:].partition("=")
+        t, _, v = tv.partition(":")
+        out.append((int(at), float(v) if t == "f" else (v == "true") if t == "b" else int(v)))
+    return sorted(out)
+
+
+def with_consts(xs, consts):
+    """The forward's arguments: the tensors in order, each constant at its own position."""
+    args = list(xs)
+    for at, v in consts:
+        args.insert(at, v)
+    return args
+
+
+def read_tables(fd):
+    """The tensor tables file (runner/wire.h) read whole, and its tables checked as kgate-run
+    checks them (runner/table.c): a list of [(offset, dtype, shape), ...] per table (inputs first)
+    with each table's input and output counts."""
+    size = os.fstat(fd).st_size
+    buf = b""
+    while len(buf) < size:
+        more = os.pread(fd, size - len(buf), len(buf))
+        if not more:
+            raise ValueError("the tensor tables end early")
+        buf += more
+    os.close(fd)
+    magic, count = TABLES.unpack_from(buf, 0)
+    if magic != MAGIC or count > (len(buf) - TABLES.size) // TABLE.size:
+        raise ValueError("the tensor tables' header is not one")
+    out = []
+    for k in range(count):
+        at, n_in, n_out = TABLE.unpack_from(buf, TABLES.size + k * TABLE.size)
+        n = n_in + n_out
+        if at % 8 or at > len(buf) or n > (len(buf) - at) // TENSOR.size:
+            raise ValueError("table %d lies outside the tensor tables" % k)
+        ts = []
+        for i in range(n):
+            w = TENSOR.unpack_from(buf, at + i * TENSOR.size)
+            if not 0 <= w[2] <= 8 or any(d < 0 for d in w[3:3 + w[2]]):
+                raise ValueError("table %d: tensor %d is not one" % (k, i))
+            ts.append((w[0], w[1], tuple(w[3:3 + w[2]])))
+        out.append((n_in, n_out, ts))
+    return out
 
 
 # ---- the runner ----
@@ -290,7 +359,7 @@ def cpp_extension_module():
 
 
 class Runner:
-    def __init__(self, candidate=False, dev=None):
+    def __init__(self, candidate=False, tables_fd=None, dev=None):
         import torch
 
         self.torch = torch
@@ -305,6 +374,8 @@ class Runner:
             self.in_size, self.inmap, self.outmap = 0, None, None
             self.src = self.dims = self.model = self.views = None
             self.n_in = self.n_out = 0
+            self.consts = []
+            self.tables = read_tables(tables_fd) if tables_fd is not None else []
             return
         self.out_size = os.fstat(ARENA_FD).st_size
         try:
@@ -318,6 +389,8 @@ class Runner:
         self.model = None
         self.views = None
         self.n_in = self.n_out = 0
+        self.consts = []  # the task's constants from SETUP: [(argument position, value)]
+        self.tables = read_tables(tables_fd) if tables_fd is not None else []
 
     def reply(self, op, seq, status=WS_OK, rc=0, elapsed=0, info=0, msg=""):
         # plain write(2) and read(2): a SOCK_SEQPACKET keeps records whole, and the socket module's
@@ -327,7 +400,7 @@ class Runner:
     def view(self, off, dt, shape):
         if self.dev is not None:
             return self.dev.view(off, self.tdt[dt], shape)
-        n = math.prod(shape)
+        n = math.prod(shape)  # 1 for a scalar (shape ())
         tdt = self.tdt[dt]
         if self.inmap is not None and off < self.in_size:
             buf, o = self.inmap, off
@@ -337,11 +410,15 @@ class Runner:
         return self.torch.frombuffer(buf, dtype=tdt, count=n, offset=o).view(shape)
 
     def setup(self, f):
-        self.n_in, self.n_out = f[4], f[5]
-        ts = [f[6 + 11 * i:6 + 11 * (i + 1)] for i in range(self.n_in + self.n_out)]
-        self.views = [self.view(t[0], t[1], tuple(t[3:3 + t[2]])) for t in ts]
+        n_in, n_out, table = f[4], f[5], f[6]
+        if table >= len(self.tables) or self.tables[table][:2] != (n_in, n_out):
+            raise ValueError("SETUP names table %d with %d inputs and %d outputs, which the tables do not hold" %
+                             (table, n_in, n_out))
+        self.n_in, self.n_out = n_in, n_out
+        self.views = [self.view(off, dt, shape) for off, dt, shape in self.tables[table][2]]
         note = f[-1].split(b"\0", 1)[0].decode()
-        dims = dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in note.split() if "=" in kv)
+        dims = dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in note.split() if "=" in kv and kv[0] != "@")
+        self.consts = note_consts(note)
         if self.model is None or dims != self.dims:
             if self.candidate:
                 init = problem_namespace(self.problem_src, dims)["get_init_inputs"]()
@@ -360,7 +437,7 @@ class Runner:
         elif self.n_x < 0:
             raise Unmappable("the task has %d inputs; the Model has %d parameters and buffers" % (self.n_in, len(state)))
         self.bound = pairs  # a device runner's batched calls bind each set's (torch_device.py)
-        self.table = [(t[0], t[1], tuple(t[3:3 + t[2]])) for t in ts]
+        self.table = list(self.tables[table][2])
         # the Model's parameters and buffers become the arena's tensors, in state_dict order
         for name, v in pairs:
             mod_name, _, attr = name.rpartition(".")
@@ -411,7 +488,7 @@ class Runner:
 
     def run(self):
         torch = self.torch
-        xs = self.views[:self.n_x]
+        xs = with_consts(self.views[:self.n_x], self.consts)
         outs = self.views[self.n_in:]
         t0 = time.perf_counter_ns()
         with torch.no_grad():
@@ -421,6 +498,8 @@ class Runner:
             for o, r in zip(outs, res):
                 if tuple(r.shape) != tuple(o.shape):
                     raise Unmappable("output shape %s, the task says %s" % (tuple(r.shape), tuple(o.shape)))
+                if (r.dtype == torch.bool) != (o.dtype == torch.bool):
+                    raise Unmappable("output dtype %s, the task says %s" % (r.dtype, o.dtype))
                 o.copy_(r)
         return time.perf_counter_ns() - t0
 
@@ -449,7 +528,9 @@ class Runner:
             if len(data) != CMD.size:
                 return 2
             f = CMD.unpack(data)
-            sets, stride, f = f[-3], f[-1], f[:-3]  # RUN's batch (sets, pad, stride)
+            # RUN's batch (sets, pad, stride: a device runner's, torch_device.py) and gate (gate,
+            # pad2): a Python runner's calls are never gated
+            sets, stride, f = f[-5], f[-3], f[:-5]
             if f[0] != MAGIC:
                 return 2
             op, seq = f[1], f[2]
@@ -522,7 +603,8 @@ def main(argv):
         print("torch %s%s" % (torch.__version__, "" if hasattr(torch, "compile") else " (no torch.compile)"))
         return 0
     try:
-        r = Runner(candidate="--candidate" in argv)
+        tables = int(argv[argv.index("--tables") + 1]) if "--tables" in argv else None
+        r = Runner(candidate="--candidate" in argv, tables_fd=tables)
     except Exception as ex:  # noqa: BLE001
         try:
             os.write(CTL_FD, REPLY.pack(MAGIC, HELLO, 0, WS_ERROR, 0, 0, 0, 0, 0, 0, ("torch runner: %s" % ex).encode()[:399]))

@@ -7,7 +7,11 @@ $(BUILD)/tests/bin/unit-%: $(BUILD)/tests/unit/test_%.o $(KG_CORE_LIBS)
 	$(CC) $(KG_LDFLAGS) -o $@ $< $(KG_CORE_LIBS) $(PKG_LIBS) $(CMOCKA_LIBS) -ldl -lpthread -lm
 TEST_BINS += $(UNIT_BINS)
 # unit-arena also maps an arena as the runner does (runner/arena.c)
-$(BUILD)/tests/bin/unit-arena: $(BUILD)/tests/unit/test_arena.o $(BUILD)/runner/arena.o $(KG_CORE_LIBS)
+$(BUILD)/tests/bin/unit-arena: $(BUILD)/tests/unit/test_arena.o $(BUILD)/runner/arena.o $(BUILD)/runner/table.o $(KG_CORE_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(KG_LDFLAGS) -o $@ $(filter %.o,$^) $(KG_CORE_LIBS) $(PKG_LIBS) $(CMOCKA_LIBS) -ldl -lpthread -lm
+# unit-wire_table reads forged tensor tables as the runner does (runner/table.c)
+$(BUILD)/tests/bin/unit-wire_table: $(BUILD)/tests/unit/test_wire_table.o $(BUILD)/runner/table.o $(KG_CORE_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(KG_LDFLAGS) -o $@ $(filter %.o,$^) $(KG_CORE_LIBS) $(PKG_LIBS) $(CMOCKA_LIBS) -ldl -lpthread -lm
 CPPCHECK_DIRS += tests/unit

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -119,7 +120,7 @@ void kg_arena_paged_size_for(const uint64_t *bytes, int n_in, int n_out, size_t 
 static void arena_init(struct kg_arena *a)
 {
 	memset(a, 0, sizeof(*a));
-	a->fd = a->fd_in = a->fd_map = -1;
+	a->fd = a->fd_in = a->fd_map = a->fd_tables = -1;
 	a->base = MAP_FAILED;
 }
 
@@ -232,45 +233,139 @@ void kg_arena_destroy(struct kg_arena *a)
 		close(a->fd_in);
 	if (a->fd_map >= 0)
 		close(a->fd_map);
+	if (a->fd_tables >= 0)
+		close(a->fd_tables);
+	free(a->map);
+	free(a->table_at);
+	free(a->table_n_in);
+	free(a->table_n_out);
+	kg_buf_free(&a->tab);
+	a->map = NULL;
+	a->table_at = NULL;
+	a->table_n_in = a->table_n_out = NULL;
+	a->n_map = a->cap_map = 0;
+	a->n_tables = 0;
 	a->base = MAP_FAILED;
-	a->fd = a->fd_in = a->fd_map = -1;
+	a->fd = a->fd_in = a->fd_map = a->fd_tables = -1;
 }
 
-void kg_arena_map_region(struct kg_arena *a)
+int kg_arena_map_region(struct kg_arena *a, kg_error *e)
 {
-	for (int i = 0; a->paged && i < a->n_in + a->n_out; i++) {
-		if ((size_t)a->n_map >= KG_ARRAY_LEN(a->map))
-			return; /* cannot happen: regions and slots are bounded (kg_arena_create_paged) */
+	size_t n = a->paged ? (size_t)(a->n_in + a->n_out) : 0;
+	if (a->n_map + n > a->cap_map) {
+		size_t cap = a->cap_map ? a->cap_map : 64;
+		while (cap < a->n_map + n)
+			cap *= 2;
+		struct kg_arena_range *m = realloc(a->map, cap * sizeof(*m));
+		if (!m)
+			return kg_err(e, -ENOMEM, "out of memory for the page map (%zu ranges)", cap);
+		a->map = m;
+		a->cap_map = cap;
+	}
+	for (size_t i = 0; i < n; i++) {
 		const struct kg_arena_slot *sl = &a->slot[i];
 		a->map[a->n_map].lo = sl->off / KG_ARENA_PAGE * KG_ARENA_PAGE;
 		a->map[a->n_map].hi = align_up(sl->off + (sl->bytes ? sl->bytes : 1), KG_ARENA_PAGE);
 		a->n_map++;
 	}
+	return 0;
+}
+
+/* A sealed memfd holding bytes from data (what a runner reads at start and can never change). */
+static int sealed_file(const char *name, const void *data, size_t bytes, kg_error *e)
+{
+	int fd = memfd_sized(name, bytes, e);
+	if (fd < 0)
+		return fd;
+	size_t at = 0;
+	while (at < bytes) {
+		ssize_t n = pwrite(fd, (const char *)data + at, bytes - at, (off_t)at);
+		if (n <= 0)
+			break;
+		at += (size_t)n;
+	}
+	int rc = at == bytes ? seal(fd, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL, name, e)
+			     : kg_err(e, -EIO, "writing the %s", name);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+int kg_arena_table_add(struct kg_arena *a, kg_error *e)
+{
+	if (a->table != a->n_tables)
+		return kg_err(e, -EINVAL, "tensor table %d added as table %d (in the order of their numbers)", a->table,
+			      a->n_tables);
+	int n = a->n_tables + 1;
+	uint64_t *at = realloc(a->table_at, (size_t)n * sizeof(*at));
+	if (at)
+		a->table_at = at;
+	uint32_t *ni = at ? realloc(a->table_n_in, (size_t)n * sizeof(*ni)) : NULL;
+	if (ni)
+		a->table_n_in = ni;
+	uint32_t *no = ni ? realloc(a->table_n_out, (size_t)n * sizeof(*no)) : NULL;
+	if (!no)
+		return kg_err(e, -ENOMEM, "out of memory for the tensor tables");
+	a->table_n_out = no;
+	a->table_at[a->n_tables] = a->tab.len;
+	a->table_n_in[a->n_tables] = (uint32_t)a->n_in;
+	a->table_n_out[a->n_tables] = (uint32_t)a->n_out;
+	for (int i = 0; i < a->n_in + a->n_out; i++) {
+		const struct kg_arena_slot *sl = &a->slot[i];
+		struct kg_wire_tensor w = {.offset = sl->off, .dtype = sl->dtype, .ndim = sl->ndim};
+		memcpy(w.shape, sl->shape, sizeof(w.shape));
+		if (kg_buf_append(&a->tab, &w, sizeof(w)))
+			return kg_err(e, -ENOMEM, "out of memory for the tensor tables");
+	}
+	a->n_tables = n;
+	return 0;
+}
+
+int kg_arena_tables_seal(struct kg_arena *a, kg_error *e)
+{
+	struct kg_wire_tables h = {.magic = KG_WIRE_MAGIC, .count = (uint32_t)a->n_tables};
+	size_t heads = sizeof(h) + (size_t)a->n_tables * sizeof(struct kg_wire_table);
+	size_t start = (heads + 7) / 8 * 8, bytes = start + a->tab.len;
+	unsigned char *f = calloc(1, bytes);
+	if (!f)
+		return kg_err(e, -ENOMEM, "out of memory for the tensor tables (%zu bytes)", bytes);
+	memcpy(f, &h, sizeof(h));
+	for (int i = 0; i < a->n_tables; i++) {
+		struct kg_wire_table t = {.at = start + a->table_at[i], .n_in = a->table_n_in[i], .n_out = a->table_n_out[i]};
+		memcpy(f + sizeof(h) + (size_t)i * sizeof(t), &t, sizeof(t));
+	}
+	if (a->tab.len)
+		memcpy(f + start, a->tab.data, a->tab.len);
+	int fd = sealed_file("kgate-tables", f, bytes, e);
+	free(f);
+	if (fd < 0)
+		return fd;
+	if (a->fd_tables >= 0)
+		close(a->fd_tables);
+	a->fd_tables = fd;
+	return 0;
 }
 
 int kg_arena_map_seal(struct kg_arena *a, kg_error *e)
 {
 	if (!a->paged)
 		return 0;
-	if (a->n_map > KG_WIRE_MAX_RANGES)
-		return kg_err(e, -E2BIG, "paged arena: %d tensor ranges, the runner takes %d", a->n_map,
-			      KG_WIRE_MAX_RANGES);
 	size_t bytes = sizeof(struct kg_wire_pagemap) + (size_t)a->n_map * sizeof(struct kg_wire_range);
-	int fd = memfd_sized("kgate-pagemap", bytes, e);
+	unsigned char *f = malloc(bytes);
+	if (!f)
+		return kg_err(e, -ENOMEM, "out of memory for the page map (%zu bytes)", bytes);
+	struct kg_wire_pagemap h = {.magic = KG_WIRE_MAGIC, .count = (uint32_t)a->n_map};
+	memcpy(f, &h, sizeof(h));
+	for (size_t i = 0; i < a->n_map; i++) {
+		struct kg_wire_range r = {.lo = a->map[i].lo, .hi = a->map[i].hi};
+		memcpy(f + sizeof(h) + i * sizeof(r), &r, sizeof(r));
+	}
+	int fd = sealed_file("kgate-pagemap", f, bytes, e);
+	free(f);
 	if (fd < 0)
 		return fd;
-	struct kg_wire_pagemap h = {.magic = KG_WIRE_MAGIC, .count = (uint32_t)a->n_map};
-	int ok = pwrite(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h);
-	for (int i = 0; i < a->n_map && ok; i++) {
-		struct kg_wire_range r = {.lo = a->map[i].lo, .hi = a->map[i].hi};
-		ok = pwrite(fd, &r, sizeof(r), (off_t)(sizeof(h) + (size_t)i * sizeof(r))) == (ssize_t)sizeof(r);
-	}
-	int rc = ok ? seal(fd, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL, "page map", e)
-		    : kg_err(e, -EIO, "writing the page map");
-	if (rc) {
-		close(fd);
-		return rc;
-	}
 	if (a->fd_map >= 0)
 		close(a->fd_map);
 	a->fd_map = fd;
@@ -288,8 +383,8 @@ void kg_arena_put(struct kg_arena *a, int slot, const void *src)
 	stream_elements(a->base + sl->off, src, NULL, (size_t)sl->numel, es ? es : 1);
 }
 
-int kg_arena_layout(struct kg_arena *a, int region, int n_in, int n_out, const kg_dtype *dt, const int *ndim,
-		    const int64_t (*shape)[KG_MAX_DIMS], kg_error *e)
+int kg_arena_layout(struct kg_arena *a, int region, int table, int n_in, int n_out, const kg_dtype *dt,
+		    const int *ndim, const int64_t (*shape)[KG_MAX_DIMS], kg_error *e)
 {
 	int n = n_in + n_out;
 	if (n > KG_ARENA_MAX_SLOTS)
@@ -333,6 +428,7 @@ int kg_arena_layout(struct kg_arena *a, int region, int n_in, int n_out, const k
 		return kg_err(e, -ENOSPC, "layout needs %llu bytes, the arena has %llu", (unsigned long long)used,
 			      (unsigned long long)limit);
 	a->region = region;
+	a->table = table;
 	a->n_in = n_in;
 	a->n_out = n_out;
 	a->used = (size_t)used;
@@ -349,6 +445,8 @@ static uint64_t poison_pattern(kg_dtype dt, uint64_t r)
 		return (r & 0x8000u) | 0x7e00u | ((r >> 20) & 0x1feu) | 1u;
 	case KG_BF16:
 		return (r & 0x8000u) | 0x7fc0u | ((r >> 20) & 0x3eu) | 1u;
+	case KG_BOOL: /* never a bool's 0 or 1: no written element looks unwritten */
+		return 2 + (r & 0xffu) % 254;
 	default:
 		return r;
 	}

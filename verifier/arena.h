@@ -20,11 +20,12 @@
 
 #include "kg_common.h"
 #include "verifier/prng.h"
+#include "verifier/task.h"
 
 #define KG_ARENA_GUARD 4096 /* flat: bytes of canary before and after every buffer */
 #define KG_ARENA_ALIGN 256 /* flat: buffer start alignment (what cudaMalloc gives) */
 #define KG_ARENA_PAGE 4096 /* paged: the protection unit, checked against the host's at create */
-#define KG_ARENA_MAX_SLOTS 16
+#define KG_ARENA_MAX_SLOTS (2 * KG_MAX_TENSORS) /* a task's inputs and outputs (verifier/task.h) */
 #define KG_ARENA_MAX_REGIONS 32 /* paged: one per shape of the run */
 
 struct kg_arena_slot {
@@ -52,18 +53,26 @@ struct kg_arena {
 	uint64_t region_in_size[KG_ARENA_MAX_REGIONS], region_out_size[KG_ARENA_MAX_REGIONS];
 	/* paged: the tensor pages of every region laid out so far (kg_arena_map_region), then the
 	 * sealed memfd that carries them to the runner (kg_arena_map_seal; -1 before) */
-	int n_map;
-	struct {
+	size_t n_map, cap_map;
+	struct kg_arena_range {
 		uint64_t lo, hi;
-	} map[KG_ARENA_MAX_REGIONS * KG_ARENA_MAX_SLOTS];
+	} *map;
 	int fd_map;
+	/* Every layout's tensor table (kg_arena_table_add after laying out each shape once), then the
+	 * sealed memfd of all of them for the runner (kg_arena_tables_seal; -1 before): SETUP names
+	 * the current layout's (table, set by kg_arena_layout to its `table` argument). */
+	int n_tables, table;
+	uint64_t *table_at; /* n_tables: each table's first tensor in tab (bytes) */
+	uint32_t *table_n_in, *table_n_out;
+	kg_buf tab; /* struct kg_wire_tensor entries of every table */
+	int fd_tables;
 	int n_in, n_out; /* slots: inputs first, then outputs */
 	struct kg_arena_slot slot[KG_ARENA_MAX_SLOTS];
 	kg_key canary_key, poison_key; /* kg_arena_set_keys; zero until then */
 	uint64_t canary_id; /* the id of the current canary words */
 	/* The current layout's dims ("N=64 D=128"), sent with SETUP: a runner that builds its
 	 * reference per shape (a PyTorch Model, torch_runner.py) needs them; set by the caller. */
-	char dims[256];
+	char dims[512]; /* and a module's constants ("@1=f:3.14"), verifier/run.c */
 };
 
 /* Flat layout: bytes needed for buffers of the given sizes. */
@@ -80,12 +89,18 @@ void kg_arena_destroy(struct kg_arena *a);
 /* The secret keys of canary words and poison patterns (independent of the inputs' key). */
 void kg_arena_set_keys(struct kg_arena *a, const kg_key *canary, const kg_key *poison);
 /* Lays out n_in inputs and n_out outputs (dtype and shape each) in region (paged; 0 when flat)
- * and writes fresh canaries. */
-int kg_arena_layout(struct kg_arena *a, int region, int n_in, int n_out, const kg_dtype *dt, const int *ndim,
-		    const int64_t (*shape)[KG_MAX_DIMS], kg_error *e);
+ * and writes fresh canaries; table is the number of the layout's tensor table, which SETUP names
+ * (kg_arena_table_add made it, for the same layout). */
+int kg_arena_layout(struct kg_arena *a, int region, int table, int n_in, int n_out, const kg_dtype *dt,
+		    const int *ndim, const int64_t (*shape)[KG_MAX_DIMS], kg_error *e);
+/* Adds the current layout as the next tensor table (call after laying out each shape once, in the
+ * order of their table numbers: -EINVAL for another), then writes them all into a sealed memfd (fd_tables) that the
+ * runners get at start (runner/wire.h). */
+int kg_arena_table_add(struct kg_arena *a, kg_error *e);
+int kg_arena_tables_seal(struct kg_arena *a, kg_error *e);
 /* Paged: adds the current layout's tensor pages to the page map (call after laying out each
  * region once), then writes the map into a sealed memfd (fd_map) for the runner. */
-void kg_arena_map_region(struct kg_arena *a);
+int kg_arena_map_region(struct kg_arena *a, kg_error *e);
 int kg_arena_map_seal(struct kg_arena *a, kg_error *e);
 /* Copies the input slot's bytes from src into the arena with streaming stores (paged) or plain
  * ones (flat, which a device runner copies on anyway). */

@@ -181,7 +181,9 @@ static const char *const cuda_symbols[] = {
 };
 
 /* Checked before any allowlist: IPC handles reach other processes' memory, a device reset or a
- * device switch pulls the context from under the runner, driver entry points are a dlsym. */
+ * device switch pulls the context from under the runner, driver entry points are a dlsym (only a
+ * policy's gpu.driver_entry_points lifts that one: kg_policy_gpu_symbol_allowed, build.c; the
+ * driver's tensor-map encoders are imported by name under gpu.tensor_maps instead). */
 static const char *const cuda_denied[] = {
 	"cudaIpc*", "cudaDeviceReset", "cudaSetDevice*", "cudaGetDriverEntryPoint*", "cudaSetValidDevices", NULL,
 };

@@ -76,11 +76,18 @@ static void static_check(struct kg_run *r)
 	}
 	for (const char *s = syms.data; s && *s; s += strlen(s) + 1) {
 		int be = kg_backend_symbol_verdict(p->be, s);
-		if (be > 0 || (!be && kg_policy_symbol_allowed(&p->pol, s)))
+		/* a device backend's imports the policy's gpu section names (tensor maps, driver entry
+		 * points) are its to allow, a refusal of the backend's included */
+		int gpu = p->be->needs_gpu && kg_policy_gpu_symbol_allowed(&p->pol, s);
+		if (be > 0 || gpu || (!be && kg_policy_symbol_allowed(&p->pol, s)))
 			continue;
 		bad++;
-		struct kg_reason *x = kg_verdict_add_reason(r->v, KG_R_STATIC_FORBIDDEN_SYMBOL,
-							    "the candidate imports '%s', which the policy does not allow", s);
+		struct kg_reason *x = kg_verdict_add_reason(
+			r->v, KG_R_STATIC_FORBIDDEN_SYMBOL, "the candidate imports '%s', which the policy does not allow%s", s,
+			be < 0 && !strncmp(s, "cudaGetDriverEntryPoint", 23)
+				? " (the runtime's route to any driver function by name: gpu.driver_entry_points lifts it; the "
+				  "driver's tensor-map encoders may be imported by name under gpu.tensor_maps)"
+				: "");
 		snprintf(x->tensor, sizeof(x->tensor), "%.31s", s);
 	}
 	for (const char *s = needed.data; s && *s; s += strlen(s) + 1) {

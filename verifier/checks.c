@@ -246,7 +246,9 @@ int kg_check_degenerate(const struct kg_view *v)
 			nfin += d.nfin[i];
 		}
 		const double consts[2] = {0.0, nfin ? sum / (double)nfin : 0.0};
-		for (int k = 0; k < 2; k++) {
+		/* a scalar (a loss) is its own mean: only 0 is a constant that tells of the class (a constant
+		 * answer across trials is check.constant_output's) */
+		for (int k = 0; k < (n > 1 ? 2 : 1); k++) {
 			d.c = consts[k];
 			parts = kg_parallel_for(n, 1u << 20, near_part, &d);
 			int all = 1;

@@ -15,7 +15,7 @@ static const struct {
 	int is_float;
 } dtypes[] = {
 	[KG_F32] = {"f32", 4, 1}, [KG_F16] = {"f16", 2, 1}, [KG_BF16] = {"bf16", 2, 1},
-	[KG_I32] = {"i32", 4, 0}, [KG_I64] = {"i64", 8, 0}, [KG_U8] = {"u8", 1, 0},
+	[KG_I32] = {"i32", 4, 0}, [KG_I64] = {"i64", 8, 0}, [KG_U8] = {"u8", 1, 0}, [KG_BOOL] = {"bool", 1, 0},
 };
 
 static int valid(kg_dtype t)

@@ -42,6 +42,7 @@ static inline double kg_load(const void *base, kg_dtype t, size_t i)
 	case KG_I64:
 		return (double)((const int64_t *)base)[i];
 	case KG_U8:
+	case KG_BOOL: /* the byte as stored: a true written as 2 reads 2, and is not 1 */
 		return ((const uint8_t *)base)[i];
 	}
 	return __builtin_nan("");
@@ -76,6 +77,9 @@ static inline void kg_store(void *base, kg_dtype t, size_t i, double v)
 		break;
 	case KG_U8:
 		((uint8_t *)base)[i] = (uint8_t)lround(kg_clampd(v, 0, 255));
+		break;
+	case KG_BOOL:
+		((uint8_t *)base)[i] = v != 0 && !isnan(v);
 		break;
 	}
 }

@@ -174,6 +174,8 @@ static json_t *verdict_json(const struct kg_verdict *v)
 	}
 	if (v->input_order[0])
 		json_object_set_new(root, "input_order", kg_report_jstr(&rc, v->input_order));
+	if (v->constants[0])
+		json_object_set_new(root, "constants", kg_report_jstr(&rc, v->constants));
 	json_object_set_new(root, "durations",
 			    json_pack("{s:o,s:b,s:o,s:o,s:o,s:o}", "compile_s", json_real(v->t_compile_s), "compile_cached",
 				      v->compile_cached, "sandbox_start_s", json_real(v->t_reference_s), "checks_s",

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "verifier/dtype.h"
+#include "verifier/prng.h"
 #include "verifier/resolve.h"
 #include "verifier/prof.h"
 #include "verifier/run.h"
@@ -68,16 +69,18 @@ int kg_run_alloc(struct kg_run *r, kg_error *e)
 		kg_arena_set_keys(&r->ra, &p->k_canary, &p->k_poison);
 		kg_arena_set_keys(&r->ca, &p->k_canary, &p->k_poison);
 	}
-	/* every shape's tensor pages, for the runners' page maps: nothing is mapped after they start */
+	/* every shape's tensor table (what SETUP names) and, paged, its tensor pages (the runner's page
+	 * map): both given to the runners at start, so nothing is mapped, and no tensor list is sent,
+	 * after they start */
 	struct kg_arena *both[2] = {&r->ra, &r->ca};
 	for (int k = 0; k < 2 && !rc; k++) {
-		if (!both[k]->paged)
-			continue;
 		for (int sh = 0; sh < p->n_shapes && !rc; sh++)
-			if (!(rc = kg_run_layout(r, sh, both[k], e)))
-				kg_arena_map_region(both[k]);
+			if (!(rc = kg_run_layout(r, sh, both[k], e)) && !(rc = kg_arena_table_add(both[k], e)))
+				rc = kg_arena_map_region(both[k], e);
 		if (!rc)
 			rc = kg_arena_map_seal(both[k], e);
+		if (!rc)
+			rc = kg_arena_tables_seal(both[k], e);
 	}
 	r->shape = -1;
 	return rc;
@@ -106,6 +109,92 @@ void kg_run_free(struct kg_run *r)
 	}
 }
 
+/* The least flush time a calibration before LOAD measured, or the keeper's at its start: the
+ * quiet device's (timing.c's probe of it). */
+static void quiet_from(struct kg_run *r, const struct kg_session *s)
+{
+	if (s->cal_flush_ns && (!r->quiet_flush_ns || s->cal_flush_ns < r->quiet_flush_ns))
+		r->quiet_flush_ns = s->cal_flush_ns;
+}
+
+#define SEED_WARM 0x7761726d000ull
+
+/* One call of the reference at every shape (and of its kg_error_terms where the task asks for
+ * them), on inputs drawn for it alone and thrown away, before the candidate's session exists. */
+static int ref_warm_up(struct kg_run *r)
+{
+	const struct kg_plan *p = r->plan;
+	const uint32_t both = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP;
+	const char *host_inputs = getenv("KGATE_HOST_INPUTS");
+	/* drawn on the device where the run will draw them there (no gigabyte drawn on the host), its
+	 * outputs looked at there (STATS: written in full) */
+	const char *host_checks = getenv("KGATE_HOST_CHECKS");
+	r->dev_gen = (r->keeper.caps & both) == both && !(host_inputs && *host_inputs == '1');
+	r->dev_check = r->dev_gen && (r->keeper.caps & KG_DEV_CAP_CHECK) && p->task.n_outputs <= KG_DEV_MAX_CHECKS &&
+		       !(host_checks && *host_checks == '1');
+	int terms = 0;
+	for (int j = 0; j < p->task.n_outputs; j++)
+		terms |= p->task.outputs[j].terms == KG_TERMS_REFERENCE;
+	uint64_t t0 = kg_now_ns();
+	for (int s = 0; s < p->n_shapes; s++) {
+		kg_error e = {0};
+		uint64_t ns;
+		struct kg_call_result res;
+		if (kg_run_layout(r, s, &r->ra, &e) || kg_session_setup(&r->rs, &e)) {
+			kg_run_internal(r, "setting up shape %s for the reference's first call: %s", kg_run_shape_str(r),
+					e.msg[0] ? e.msg : r->rs.msg);
+			return -1;
+		}
+		kg_run_gen_inputs(r, KG_CLASS_NORMAL, kg_seed_derive(p->master_seed, SEED_WARM + (uint64_t)s));
+		if (kg_run_reference(r, 0, &ns))
+			return -1;
+		r->ref_src = r->shadow;
+		if (terms && kg_run_ref_call(r, 0, KG_ENTRY_TERMS, "'s kg_error_terms (its first call)", r->terms, &res))
+			return -1;
+	}
+	kg_prof_add(KG_PROF_REF_UP, t0);
+	r->shape = -1;
+	r->ref_staged_draw = 0;
+	r->ref_dev_grown = 0;
+	return 0;
+}
+
+int kg_run_dev_memory(struct kg_run *r, uint64_t mem_free, const char *when, enum kg_input_class cls, uint64_t seed,
+		      int trial)
+{
+	const struct kg_session *s = &r->cs;
+	if (!s->dev_free0 || !mem_free)
+		return 0;
+	int64_t held = (int64_t)s->dev_free0 - (int64_t)mem_free - r->ref_dev_grown;
+	uint64_t bound = r->plan->pol.gpu_memory_bytes;
+	if (held <= 0 || (uint64_t)held <= bound)
+		return 0;
+	struct kg_reason *x = kg_verdict_add_reason(
+		r->v, KG_R_SANDBOX_MEMORY,
+		"candidate %s: its process holds %.0f MiB of device memory beyond what it had before it was loaded "
+		"(kgate-device's count of the device's free memory, less what the reference took), over the policy's "
+		"gpu.memory_mb of %.0f MiB",
+		when, (double)held / 1048576.0, (double)bound / 1048576.0);
+	if (trial) {
+		snprintf(x->input_class, sizeof(x->input_class), "%s", kg_class_name(cls));
+		x->seed = seed;
+		x->has_seed = 1;
+	}
+	kg_session_kill_held(&r->cs); /* what it holds goes with its context */
+	r->cand_dead = 1;
+	return 1;
+}
+
+int kg_run_ref_starved(struct kg_run *r)
+{
+	uint64_t mem_free = 0;
+	kg_error e = {0};
+	if (!r->cs_up || r->cand_dead || !r->cs.dev_free0 || kg_keeper_meminfo(&r->keeper, &mem_free, &e))
+		return 0;
+	return kg_run_dev_memory(r, mem_free, "while the reference ran (its call failed with the device's memory held)",
+				 KG_CLASS_NORMAL, 0, 0);
+}
+
 void kg_run_start_sessions(struct kg_run *r)
 {
 	const struct kg_plan *p = r->plan;
@@ -131,17 +220,21 @@ void kg_run_start_sessions(struct kg_run *r)
 		}
 		so.keeper = &r->keeper;
 		/* room for batched timed calls where both sides run on the device and the keeper draws
-		 * and judges there (KGATE_NO_BATCH=1: one call a measurement, to compare) */
-		const uint32_t all = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP | KG_DEV_CAP_CHECK;
-		const char *nb = getenv("KGATE_NO_BATCH");
+		 * and judges there (KGATE_NO_BATCH=1: one call a measurement, to compare), gated: a batch
+		 * whose calls cannot do each other's work; ungated, none (kg_run_batch_gated) */
+		const uint32_t all = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP | KG_DEV_CAP_CHECK | KG_DEV_CAP_GATE;
+		const char *nb = getenv("KGATE_NO_BATCH"), *ng = getenv("KGATE_NO_GATE");
 		if (p->ref_be->needs_gpu && p->be->needs_gpu && p->iterations > 0 && (r->keeper.caps & all) == all &&
-		    !(nb && *nb == '1')) {
+		    !(nb && *nb == '1') && !(ng && *ng == '1')) {
 			size_t cap = r->ra.capacity > r->ca.capacity ? r->ra.capacity : r->ca.capacity;
 			r->batch_stride = ((uint64_t)cap + 4095) / 4096 * 4096;
 			r->batch_room = kg_timing_batch_room(r->keeper.mem_bytes, r->batch_stride);
+			if (r->batch_room > KG_DEV_MAX_GATED_SETS)
+				r->batch_room = KG_DEV_MAX_GATED_SETS;
 			so.dev_sets = r->batch_room;
 			so.dev_stride = r->batch_stride;
 		}
+		r->quiet_flush_ns = r->keeper.quiet_flush_ns;
 	}
 	/* Reference: trusted code, the same sandbox; threads allowed (a reference may use them). */
 	so.be = p->ref_be;
@@ -164,6 +257,12 @@ void kg_run_start_sessions(struct kg_run *r)
 		kg_run_internal(r, "starting the reference (before any shape): %s", what);
 		return;
 	}
+	quiet_from(r, &r->rs);
+	/* whatever the reference allocates on its first call at a shape (a library's handle, scratch
+	 * sized to the shape), it has before the candidate is loaded: nothing the candidate then
+	 * holds can starve it */
+	if (p->ref_be->needs_gpu && r->rs.keeper && ref_warm_up(r))
+		return;
 	so.be = p->be;
 	so.so_path = r->cand_so;
 	if (p->be->runner_script) {
@@ -188,7 +287,7 @@ void kg_run_start_sessions(struct kg_run *r)
 	const uint32_t both = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP;
 	const char *host_inputs = getenv("KGATE_HOST_INPUTS");
 	r->dev_gen = !rc && r->rs.keeper && r->cs.keeper && (r->keeper.caps & both) == both &&
-		     !(host_inputs && *host_inputs == '1');
+		     p->task.n_inputs + p->task.n_outputs <= KG_DEV_MAX_RANGES && !(host_inputs && *host_inputs == '1');
 	/* and the outputs judged there (the reference's never leave the device then), unless
 	 * KGATE_HOST_CHECKS=1 */
 	const char *host_checks = getenv("KGATE_HOST_CHECKS");
@@ -196,6 +295,24 @@ void kg_run_start_sessions(struct kg_run *r)
 		       !(host_checks && *host_checks == '1');
 	r->cand_keep = r->dev_check && p->task.n_outputs == 1;
 	r->cs.call_timeout_s = 30; /* copies and settling; RUN has its own deadline */
+	if (!rc)
+		quiet_from(r, &r->cs);
+	/* a batch is timed only where both sides' calls are gated: ungated, one call could do every
+	 * set's work in its first launch, with its inputs all on its arena */
+	if (!rc && (!r->rs.gated || !r->cs.gated))
+		r->batch_room = 0;
+	if (!rc && r->rs.keeper && r->cs.keeper && r->rs.gated != r->cs.gated) {
+		/* both sides are timed alike or not at all: the same runner, the same driver, before LOAD */
+		kg_run_internal(r, "the calls of the reference's runner are gated and the candidate's are not, or the other "
+				   "way round (%s; %s): the two would be timed by different clocks",
+				r->rs.gated ? "the reference's: gated" : r->rs.gate_off,
+				r->cs.gated ? "the candidate's: gated" : r->cs.gate_off);
+		r->cand_dead = 1;
+		return;
+	}
+	if (!rc && r->cs.dev_free0 && r->cs.dev_free_load &&
+	    kg_run_dev_memory(r, r->cs.dev_free_load, "once loaded (its constructors)", KG_CLASS_NORMAL, 0, 0))
+		return;
 	char layers[256];
 	kg_sb_layers_str(kg_sb_layers_active(r->cs.sb ? r->cs.sb : r->rs.sb), layers, sizeof(layers));
 	snprintf(r->v->layers_active, sizeof(r->v->layers_active), "%s", layers);
@@ -216,24 +333,35 @@ void kg_run_start_sessions(struct kg_run *r)
 int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e)
 {
 	const struct kg_task *t = &r->plan->task;
-	kg_dtype dt[2 * KG_RUN_MAX_T];
-	int nd[2 * KG_RUN_MAX_T];
-	int64_t shp[2 * KG_RUN_MAX_T][KG_MAX_DIMS];
+	int n = t->n_inputs + t->n_outputs;
+	/* on the heap: a whole model's tensors (KG_MAX_TENSORS each way) are 150 KiB of shapes */
+	struct layout_in {
+		kg_dtype dt[2 * KG_RUN_MAX_T];
+		int nd[2 * KG_RUN_MAX_T];
+		int64_t shp[2 * KG_RUN_MAX_T][KG_MAX_DIMS];
+	} *l = calloc(1, sizeof(*l));
+	if (!l)
+		return kg_err(e, -ENOMEM, "out of memory laying out %d tensors", n);
 	r->shape = s;
 	r->ref_staged_draw = 0; /* staged at another layout */
 	r->shortcuts.have = 0;
-	for (int i = 0; i < t->n_inputs + t->n_outputs; i++) {
+	int rc = 0;
+	for (int i = 0; i < n && !rc; i++) {
 		const struct kg_tensor_spec *sp = i < t->n_inputs ? &t->inputs[i] : &t->outputs[i - t->n_inputs];
-		memset(shp[i], 0, sizeof(shp[i]));
-		int rc = kg_task_shape(sp, &r->plan->shapes[s], shp[i], e);
-		if (rc)
-			return rc;
-		dt[i] = sp->dtype;
-		nd[i] = sp->ndim;
+		rc = kg_task_shape(sp, &r->plan->shapes[s], l->shp[i], e);
+		l->dt[i] = sp->dtype;
+		l->nd[i] = sp->ndim;
 	}
-	snprintf(a->dims, sizeof(a->dims), "%s", r->plan->shape_str[s]); /* a torch reference builds per shape */
-	return kg_arena_layout(a, a->paged ? s : 0, t->n_inputs, t->n_outputs, dt, nd,
-			       (const int64_t(*)[KG_MAX_DIMS])shp, e);
+	/* a torch reference builds per shape, and passes a module's constants to its forward */
+	size_t dl = (size_t)snprintf(a->dims, sizeof(a->dims), "%s", r->plan->shape_str[s]);
+	for (int k = 0; k < t->n_consts && dl < sizeof(a->dims); k++)
+		dl += (size_t)snprintf(a->dims + dl, sizeof(a->dims) - dl, " @%d=%c:%s", t->consts[k].at, t->consts[k].type,
+				       t->consts[k].value);
+	if (!rc)
+		rc = kg_arena_layout(a, a->paged ? s : 0, s, t->n_inputs, t->n_outputs, l->dt, l->nd,
+				     (const int64_t(*)[KG_MAX_DIMS])l->shp, e);
+	free(l);
+	return rc;
 }
 
 int kg_run_set_shape(struct kg_run *r, int s, const char *during)

@@ -104,6 +104,13 @@ struct kg_run {
 	unsigned degenerate_mask;
 	int n_trials, n_class_checks, n_degenerate;
 	int trial_no, trial_total;
+	/* kgate's count of the device memory the candidate holds (policy gpu.memory_mb): what the
+	 * reference's calls took from the device's free memory since the candidate's baseline (its
+	 * session's dev_free0), each call's START against its END */
+	int64_t ref_dev_grown;
+	/* the quiet device: a flush's time with nothing of the candidate's on it (the keeper's at its
+	 * start, the calibrations' before LOAD: the least), and the reference's last call's flush */
+	uint64_t quiet_flush_ns, ref_flush_ns;
 };
 
 /* What one call of the candidate gave, as far as the parent could see. */
@@ -212,6 +219,15 @@ void kg_run_view(struct kg_run *r, struct kg_view *v);
  * check.shape_variant. when ("after the call") starts each message. Returns the count recorded. */
 int kg_run_record(struct kg_run *r, const struct kg_findings *f, enum kg_input_class cls, uint64_t seed,
 		  const char *when);
+/* The device memory the candidate's process holds now, by kgate-device's count (mem_free: the
+ * device's free memory just read): over the policy's gpu.memory_mb it is sandbox.memory, recorded
+ * with when, and its process is ended (1); 0 within it or not known. */
+int kg_run_dev_memory(struct kg_run *r, uint64_t mem_free, const char *when, enum kg_input_class cls, uint64_t seed,
+		      int trial);
+/* The reference failed (a call, or its runner): where the device's memory was short because the
+ * candidate holds more than the policy gives it, that is sandbox.memory for the candidate (1, its
+ * process ended); 0 otherwise (the failure is kgate's). */
+int kg_run_ref_starved(struct kg_run *r);
 /* The candidate's process ended: its reason from how it ended (or from what the parent caught it
  * doing, the session's fault). */
 void kg_run_cand_ended(struct kg_run *r, const char *during, enum kg_input_class cls, uint64_t seed, int trial);
@@ -227,6 +243,12 @@ int kg_phase_build(struct kg_run *r);
 
 /* ---- timing.c ---- */
 void kg_phase_timing(struct kg_run *r);
+
+/* The reference's measurement (sets > 1: a batch), on a quiet device: taken again while the flush
+ * inside it says another context's work ran beside it, and where that lasts with the candidate's
+ * process stopped, that process is ended and the device asked again (timing.h's KG_QUIET_*): quiet
+ * then, timing.tampered; busy still, kgate's error. 0, or -1 after recording why. */
+int kg_run_ref_quiet(struct kg_run *r, uint32_t sets, uint64_t *ns);
 
 /* ---- timing_batch.c ---- */
 /* One timed measurement of `sets` calls back to back on the device, each on a set of inputs of

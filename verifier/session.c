@@ -99,9 +99,10 @@ int kg_sess_recv_reply(struct kg_session *s, uint32_t op, uint64_t seq, struct k
 			   double timeout_s, pid_t *pid)
 {
 	uint64_t t0 = kg_now_ns(), deadline = t0 + (uint64_t)(timeout_s * 1e9);
-	/* a device call's RUN ends inside the keeper's span: its reply polled for, for a while (wire.h's
-	 * KG_SPIN_NS); a host backend's process needs the CPU itself */
-	uint64_t spin = s->keeper && op == KG_OP_RUN ? t0 + KG_SPIN_NS : 0;
+	/* an ungated device call's RUN ends inside the keeper's span: its reply polled for, for a while
+	 * (wire.h's KG_SPIN_NS); a host backend's process needs the CPU itself, and a gated call's
+	 * span ends at its stream's mark on the device */
+	uint64_t spin = s->keeper && !s->gated && op == KG_OP_RUN ? t0 + KG_SPIN_NS : 0;
 	for (;;) {
 		uint64_t now = kg_now_ns();
 		if (now >= deadline) {
@@ -254,15 +255,10 @@ void kg_sess_fill_cmd(const struct kg_session *s, struct kg_wire_cmd *cmd, enum 
 	cmd->delay_ms = op == KG_OP_SETTLE ? arg : 0;
 	cmd->entry = op == KG_OP_RUN ? arg : 0;
 	cmd->arena_size = s->arena->used;
+	/* the tensors themselves are in the tables the runner got at start (kg_arena_tables_seal) */
 	cmd->n_in = (uint32_t)s->arena->n_in;
 	cmd->n_out = (uint32_t)s->arena->n_out;
-	for (int i = 0; i < s->arena->n_in + s->arena->n_out; i++) {
-		const struct kg_arena_slot *sl = &s->arena->slot[i];
-		cmd->t[i].offset = sl->off;
-		cmd->t[i].dtype = sl->dtype;
-		cmd->t[i].ndim = sl->ndim;
-		memcpy(cmd->t[i].shape, sl->shape, sizeof(cmd->t[i].shape));
-	}
+	cmd->table = (uint32_t)s->arena->table;
 	if (op == KG_OP_SETUP)
 		snprintf(cmd->path, sizeof(cmd->path), "%s", s->arena->dims);
 }

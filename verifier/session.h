@@ -108,6 +108,19 @@ struct kg_session {
 	 * the device's bytes, to be checked there. */
 	int inputs_same;
 	uint64_t in_diff; /* where not inputs_same after a keeper's END: the first byte that differs */
+	/* Gated calls (device/wire.h's gate page, shared with this runner): each call's ends marked on
+	 * the device. Off where the keeper cannot, where KGATE_NO_GATE=1, or where the trusted
+	 * runner's calibration before LOAD did not see its marks come (gate_off says why). */
+	int gated;
+	char gate_off[120];
+	/* gated: what each further set of a batch adds to a call that does nothing (calibrated on
+	 * batches of KG_CAL_SETS before LOAD); the flush's time in the calibration's flushed calls */
+	uint64_t cal_set_ns, cal_flush_ns;
+	/* a watched runner on a device: the device's free memory before LOAD (the baseline of
+	 * kgate's count of what the candidate holds) and after it; 0: not known */
+	uint64_t dev_free0, dev_free_load;
+	uint32_t dev_sets; /* the opts' room for a batch (the gated calibration's batches need it) */
+	uint64_t dev_stride;
 	int must_filter; /* a runner that applies its own run filter: checked in place before LOAD */
 };
 
@@ -124,6 +137,10 @@ enum {
 int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, struct kg_arena *a, kg_error *e);
 /* Sends SETUP for the arena's current layout. */
 int kg_session_setup(struct kg_session *s, kg_error *e);
+/* Whether kgate-device stages this session's calls itself (its outputs' poison, and inputs drawn or
+ * copied on the device): a keeper's session whose layout fits one START (KG_DEV_MAX_RANGES
+ * tensors). Else every byte comes from the host arena, where the caller writes inputs and poison. */
+int kg_session_dev_stages(const struct kg_session *s);
 /* A device command after the call (kgate-device's checks) ran out of time: work the candidate left
  * running holds the device. Its process is killed for it (the sandbox's timeout), which ends that
  * work; KG_SESSION_ENDED, outcome filled. */
@@ -172,6 +189,9 @@ struct kg_call {
 	uint64_t probe_ns;
 	void (*probe)(void *arg);
 	void *probe_arg;
+	/* With kgate-device and a gated call: probe_ns after the call's release on the device's
+	 * clock, kgate-device captures the inputs and the bands after the outputs (a keyed window of
+	 * KG_DEV_PROBE_MAX where they are larger), compared at END (the result's dev_probe_*) */
 };
 struct kg_call_result {
 	const char *step; /* where it stopped: "upload", "run", "download"; NULL when done */
@@ -198,6 +218,16 @@ struct kg_call_result {
 	 * (threads alive at both ends; one started since counts whole); valid when thread_known */
 	uint64_t thread_cpu_ns;
 	int thread_known;
+	/* devices: the call's sets (1: one call); a gated call's marks (device/wire.h's enum
+	 * kg_dev_gate_state, gate_set the set whose DONE never came); the flush's time on the keeper's
+	 * events (median and most over the sets; 0: not timed), the quiet-device probe; the mid-call
+	 * probe's finding (kg_dev_in_state, an arena offset); the device's free memory before START's
+	 * staging and after END (0: not known) */
+	uint32_t sets, gate, gate_set;
+	uint64_t flush_ns, flush_max_ns;
+	uint32_t dev_probe_state;
+	uint64_t dev_probe_diff;
+	uint64_t mem_free_start, mem_free_end;
 };
 /* KG_SESSION_OK, KG_SESSION_ENDED (see outcome), KG_SESSION_FAILED (see msg), or a negative errno
  * for the channel itself (e says why). */

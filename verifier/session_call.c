@@ -146,7 +146,10 @@ uint64_t kg_sess_in_hi(const struct kg_session *s)
 	return hi > lo && end <= lo ? lo : 0;
 }
 
-_Static_assert(KG_ARENA_MAX_SLOTS <= KG_DEV_MAX_RANGES, "every slot of an arena fits one START");
+int kg_session_dev_stages(const struct kg_session *s)
+{
+	return s->keeper && s->arena->n_in + s->arena->n_out <= KG_DEV_MAX_RANGES;
+}
 
 /* What the keeper stages on the device rather than from the host arena: every output poisoned
  * there with the arena's pattern (picked, not written, by kg_arena_poison_pick), and the inputs
@@ -160,7 +163,9 @@ static void stage_plan(const struct kg_session *s, const struct kg_call *c, stru
 	const struct kg_call_draw *d = c->inputs_from <= 0 && s->keeper && (s->keeper->caps & KG_DEV_CAP_GEN) ? c->draw : NULL;
 	if (d)
 		memcpy(st->key, d->key, sizeof(st->key));
-	for (int i = 0; i < a->n_in + a->n_out && st->n < KG_DEV_MAX_RANGES; i++) {
+	/* more tensors than one START stages (a whole model's): all of it from the host arena, where
+	 * the caller wrote the inputs and the poison (kg_session_dev_stages) */
+	for (int i = 0; kg_session_dev_stages(s) && i < a->n_in + a->n_out && st->n < KG_DEV_MAX_RANGES; i++) {
 		const struct kg_arena_slot *sl = &a->slot[i];
 		int out = i >= a->n_in;
 		if (!sl->bytes || (!out && c->inputs_from <= 0 && (!d || i >= d->n)))
@@ -183,6 +188,32 @@ static void stage_plan(const struct kg_session *s, const struct kg_call *c, stru
 		}
 		st->range[j] = g;
 	}
+}
+
+/* The mid-call probe's ranges (device/wire.h): everything before the first output (the inputs and
+ * their bands), a keyed window of it where it is larger than the capture, and the bands after the
+ * last output (8-byte words, clear of the outputs). */
+static void probe_plan(const struct kg_session *s, uint64_t probe_ns, struct kg_keeper_stage *st)
+{
+	uint64_t lo, hi, in_hi = kg_sess_in_hi(s), used = s->arena->used;
+	kg_arena_out_span(s->arena, &lo, &hi);
+	uint64_t room = KG_DEV_PROBE_MAX - KG_ARENA_GUARD * 2, a = 0, b = in_hi / 8 * 8;
+	if (b > room) { /* a window of the inputs at a keyed place, on a 256-byte edge */
+		uint64_t k = probe_ns * 0x9e3779b97f4a7c15ull;
+		a = (k >> 17) % (b - room) / 256 * 256;
+		b = a + room;
+	}
+	int n = 0;
+	if (b > a) {
+		st->probe_off[n] = a;
+		st->probe_bytes[n++] = b - a;
+	}
+	uint64_t t = (hi + 7) / 8 * 8, u = used / 8 * 8;
+	if (hi > lo && u > t && u - t <= KG_ARENA_GUARD * 2) {
+		st->probe_off[n] = t;
+		st->probe_bytes[n++] = u - t;
+	}
+	st->probe_ns = n ? probe_ns : 0;
 }
 
 /* A device call with kgate-device holding the arena: the keeper stages the inputs where the
@@ -209,17 +240,29 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 		kg_arena_out_span(s->arena, &lo, &hi);
 	r->step = "upload";
 	struct kg_keeper_stage st = {0};
-	uint32_t sets = s->loaded && c->sets > 1 ? c->sets : 1;
+	/* a batch before LOAD: the gated calibration's, of calls that do nothing */
+	uint32_t sets = c->sets > 1 && (s->loaded || s->gated) ? c->sets : 1;
 	if (s->loaded)
 		stage_plan(s, c, &st);
 	if (sets > 1) {
 		st.sets = sets;
 		st.stride = c->stride;
 	}
+	if (s->gated) {
+		st.gate = 1;
+		st.out_lo = lo;
+		st.out_hi = hi;
+		if (s->loaded && c->probe_ns && sets == 1)
+			probe_plan(s, c->probe_ns, &st);
+	}
+	r->sets = sets;
 	/* read while the process is stopped, before the clock starts: the same figure as after
 	 * START, without the reads' time inside the span */
 	uint64_t cpu0 = kg_sess_cpu_ns(s);
-	int rc = kg_keeper_begin(s->keeper, s->dev_slot, bytes, c->flush, &st, &t0, e);
+	struct kg_keeper_begun bg;
+	int rc = kg_keeper_begin(s->keeper, s->dev_slot, bytes, c->flush, &st, &bg, e);
+	t0 = bg.t0;
+	r->mem_free_start = bg.mem_free;
 	if (rc == -ETIMEDOUT && s->watched) {
 		/* the device would not let the keeper copy: work the candidate left running holds it */
 		return kg_session_kill_held(s);
@@ -242,6 +285,7 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 		cmd.sets = sets;
 		cmd.stride = c->stride;
 	}
+	cmd.gate = s->gated ? bg.tok : 0;
 	uint64_t sent;
 	rc = kg_sess_exchange(s, &cmd, c->entry, &rep, &sent, e);
 	r->parent_ns = kg_now_ns() - sent;
@@ -257,6 +301,13 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 		krc = kg_keeper_end(s->keeper, s->dev_slot, bytes, lo, hi, kg_sess_in_hi(s), c->keep, &ed, e);
 		s->inputs_same = !krc && ed.in_state == KG_DEV_IN_SAME;
 		s->in_diff = ed.in_diff;
+		r->gate = ed.gate;
+		r->gate_set = ed.gate_set;
+		r->flush_ns = ed.flush_ns;
+		r->flush_max_ns = ed.flush_max_ns;
+		r->dev_probe_state = ed.probe_state;
+		r->dev_probe_diff = ed.probe_diff;
+		r->mem_free_end = ed.mem_free;
 	}
 	rc = held_after_run(s, rc);
 	if (s->watched)
@@ -288,7 +339,9 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 		for (int i = 0; i < s->arena->n_in; i++)
 			copied += (double)s->arena->slot[i].bytes * sets;
 	}
-	double moved = 2.0 * copied + (c->flush ? (double)s->keeper->flush_bytes : 0) + 2.0 * (double)(hi - lo) * sets;
+	/* (a gated batch flushes before every set's release) */
+	double flushes = c->flush ? (s->gated ? (double)sets : 1.0) : 0;
+	double moved = 2.0 * copied + flushes * (double)s->keeper->flush_bytes + 2.0 * (double)(hi - lo) * sets;
 	r->snap_ns = mbps ? (uint64_t)(moved * 1000.0 / (double)mbps) : 0;
 	r->ret = rep.rc;
 	r->child_ns = rep.elapsed_ns;
@@ -299,9 +352,10 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	r->cpu_ns = r->cpu_known ? cpu1 - cpu0 : 0;
 	if (getenv("KGATE_DEBUG_TIMING"))
 		fprintf(stderr, "[kgate] %s device call: span %.1f us (host %.1f, RUN round trip %.1f, claim %.1f), snapshot %.1f us "
-				"(least %.1f), %zu bytes\n",
+				"(least %.1f), %zu bytes, %u sets%s, flush %.1f us (most %.1f)\n",
 			s->watched ? "cand" : "ref", (double)r->span_ns / 1e3, (double)r->host_span_ns / 1e3, (double)r->parent_ns / 1e3,
-			(double)r->child_ns / 1e3, (double)r->copy_ns / 1e3, (double)r->snap_ns / 1e3, bytes);
+			(double)r->child_ns / 1e3, (double)r->copy_ns / 1e3, (double)r->snap_ns / 1e3, bytes, sets,
+			s->gated ? " gated" : "", (double)r->flush_ns / 1e3, (double)r->flush_max_ns / 1e3);
 	r->step = NULL;
 	return KG_SESSION_OK;
 }
@@ -354,6 +408,7 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 #define KG_CAL_N 9
+#define KG_CAL_SETS 8 /* a gated batch's calibration: sets of calls that do nothing */
 
 static uint64_t median_u64(uint64_t *v, int n)
 {
@@ -363,19 +418,37 @@ static uint64_t median_u64(uint64_t *v, int n)
 
 /* The trusted clock's calibration: NOPs and calls that do nothing (the first three flushed, as
  * timed calls are); before LOAD, so that no untrusted code can slow them down to widen the
- * allowance it is later measured against. */
+ * allowance it is later measured against. A gated session's calls show whether the gate works
+ * across the two processes here: a mark of the trusted runner's that never came turns the gate
+ * off for the session (gate_off), and the calibration is taken again without it. Gated, batches
+ * of calls that do nothing give what each further set adds. */
 int kg_sess_calibrate(struct kg_session *s, kg_error *e)
 {
-	uint64_t nop[KG_CAL_N], run[KG_CAL_N], span[KG_CAL_N], cpu[KG_CAL_N];
-	int rc = 0;
+	uint64_t nop[KG_CAL_N], run[KG_CAL_N], span[KG_CAL_N], cpu[KG_CAL_N], fl[KG_CAL_N];
+	int rc = 0, nfl = 0;
 	for (int i = 0; i < KG_CAL_N && !rc; i++)
 		rc = kg_session_call(s, KG_OP_NOP, 0, NULL, &nop[i], e);
 	for (int i = 0; i < KG_CAL_N && !rc; i++) {
 		struct kg_call_result r;
 		rc = kg_session_run_call(s, &(struct kg_call){.flush = i < 3}, &r, e);
+		if (rc == KG_SESSION_FAILED && s->gated) {
+			/* the trusted runner could not queue its marks: ungated, from the start */
+			s->gated = 0;
+			snprintf(s->gate_off, sizeof(s->gate_off), "the trusted runner's gated call failed: %.60s", s->msg);
+			return kg_sess_calibrate(s, e);
+		}
 		run[i] = r.parent_ns;
 		span[i] = r.span_ns;
 		cpu[i] = r.cpu_ns;
+		if (!rc && r.flush_ns)
+			fl[nfl++] = r.flush_ns;
+		if (!rc && s->gated && r.gate != KG_DEV_GATE_OK) {
+			/* the trusted runner's mark did not come: no gated call can be judged here */
+			s->gated = 0;
+			snprintf(s->gate_off, sizeof(s->gate_off), "the trusted runner's marks did not reach kgate-device (%s)",
+				 r.gate == KG_DEV_GATE_NO_ARM ? "ARMED" : "DONE");
+			return kg_sess_calibrate(s, e);
+		}
 	}
 	if (rc)
 		return rc;
@@ -383,6 +456,25 @@ int kg_sess_calibrate(struct kg_session *s, kg_error *e)
 	s->cal_run_ns = median_u64(run, KG_CAL_N);
 	s->cal_span_ns = median_u64(span, KG_CAL_N);
 	s->cal_cpu_ns = median_u64(cpu, KG_CAL_N);
+	s->cal_flush_ns = nfl ? median_u64(fl, nfl) : 0;
+	s->cal_set_ns = 0;
+	if (s->gated && s->dev_sets >= KG_CAL_SETS) {
+		uint64_t b[5];
+		for (int i = 0; i < 5 && !rc; i++) {
+			struct kg_call_result r;
+			rc = kg_session_run_call(s, &(struct kg_call){.sets = KG_CAL_SETS, .stride = s->dev_stride}, &r, e);
+			b[i] = r.span_ns;
+			if (!rc && r.gate != KG_DEV_GATE_OK) {
+				s->gated = 0;
+				snprintf(s->gate_off, sizeof(s->gate_off), "a batch's marks did not reach kgate-device");
+				return kg_sess_calibrate(s, e);
+			}
+		}
+		if (rc)
+			return rc;
+		uint64_t m = median_u64(b, 5);
+		s->cal_set_ns = m > s->cal_span_ns ? (m - s->cal_span_ns) / (KG_CAL_SETS - 1) : 0;
+	}
 	return 0;
 }
 

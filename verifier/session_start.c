@@ -9,17 +9,19 @@
 #include "verifier/resolve.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 /* The run sandbox of a runner, kgate-run or a script, from the backend's data: what the two
  * differ in (when the filter applies, threads, sealed opens) the caller sets. */
-static struct kg_sb_spec run_spec(const struct kg_session_opts *o, const struct kg_arena *a, const char *const *argv,
-				  const char *const *envp, const int *fds, const struct kg_sb_path *paths, int n_paths)
+static struct kg_sb_spec run_spec(const struct kg_session_opts *o, const char *const *argv, const char *const *envp,
+				  const int *fds, int n_fds, const struct kg_sb_path *paths, int n_paths)
 {
 	struct kg_sb_spec spec = {
 		.profile = KG_SB_PROFILE_RUN,
@@ -28,7 +30,7 @@ static struct kg_sb_spec run_spec(const struct kg_session_opts *o, const struct 
 		.envp = envp,
 		.cwd = "/tmp",
 		.fds = fds,
-		.n_fds = a->fd_in < 0 ? 2 : a->fd_map < 0 ? 3 : 4,
+		.n_fds = n_fds,
 		.paths = paths,
 		.n_paths = n_paths,
 		.limits = o->limits,
@@ -48,9 +50,28 @@ static struct kg_sb_spec run_spec(const struct kg_session_opts *o, const struct 
 
 static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o, const char *load_path, kg_error *e);
 
-/* An interpreted runner (torch_runner.py): the Python kg_path_python found runs the script from
- * beside kgate-run on the same fds, under the run profile plus the backend's calls, applied by the
- * sandbox before exec. What it loads is a module's source, shown read-only. */
+/* The fds a runner gets from 3 on: the control socket, the arena (dev_fd: the device's in place of
+ * the host arena), a paged arena's inputs and page map or a device runner's gate page (gate_fd, fd
+ * 5: KG_WIRE_GATE_FD), then the tensor tables (runner/wire.h), whose number goes into tables_arg
+ * for its command line. The count, or -1 without tables. */
+static int runner_fds(const struct kg_arena *a, int ctl, int dev_fd, int gate_fd, int fds[5], char tables_arg[16])
+{
+	int n = 0;
+	fds[n++] = ctl;
+	fds[n++] = dev_fd >= 0 ? dev_fd : a->fd;
+	if (dev_fd >= 0 && gate_fd >= 0)
+		fds[n++] = gate_fd;
+	if (dev_fd < 0 && a->fd_in >= 0 && a->fd_map >= 0) {
+		fds[n++] = a->fd_in;
+		fds[n++] = a->fd_map;
+	}
+	if (a->fd_tables < 0)
+		return -1;
+	snprintf(tables_arg, 16, "%d", 3 + n);
+	fds[n++] = a->fd_tables;
+	return n;
+}
+
 /* The environment of a Python runner: a device runner's also sees the GPUs kgate was given and the
  * run's JIT cache (Triton's and inductor's directories under /kgate/jit, compiled there ahead of the
  * timed calls, one compiler thread in-process), into env (room for 16). */
@@ -111,10 +132,34 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 	if (filtered && kg_path_runner_script("libkgate-filter.so", flib, sizeof(flib)))
 		return kg_err(e, -ENOENT, "libkgate-filter.so not found beside kgate-run (the run filter of a Python "
 					  "runner on a device)");
+	int fds[5];
+	char tables[16];
+	struct kg_arena *a = s->arena;
+	int sv[2], dev_fd = -1, rc;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return kg_err(e, -errno, "socketpair: %s", strerror(errno));
+	if (device) {
+		if ((rc = script_device(s, o, a, &dev_fd, dev_arg, sizeof(dev_arg), e))) {
+			close(sv[0]);
+			close(sv[1]);
+			return rc;
+		}
+		/* a Python runner marks no gate on the device (kgate-run's CUDA backend does): its calls
+		 * are timed by the keeper's span as an ungated runner's are */
+		snprintf(s->gate_off, sizeof(s->gate_off), "a Python runner's calls are not gated");
+	}
+	int n_fds = runner_fds(a, sv[1], dev_fd, -1, fds, tables);
+	if (n_fds < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		if (dev_fd >= 0)
+			close(dev_fd);
+		return kg_err(e, -EINVAL, "the arena has no tensor tables for the runner");
+	}
 	/* a candidate's runner is told so: it builds a ModelNew from the problem's constructor
 	 * arguments instead of the problem's Model */
-	const char *argv[16] = {py, "-I", "-B", script, "--backend", o->be->name};
-	int ac = 6;
+	const char *argv[16] = {py, "-I", "-B", script, "--backend", o->be->name, "--tables", tables};
+	int ac = 8;
 	if (o->cand_module)
 		argv[ac++] = "--candidate";
 	const char *envp[20];
@@ -126,8 +171,13 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 	int n_paths = 1;
 	const char *load_path = "/kgate/lib/problem.py";
 	if (o->cand_module) {
-		if (!o->problem_module)
+		if (!o->problem_module) {
+			close(sv[0]);
+			close(sv[1]);
+			if (dev_fd >= 0)
+				close(dev_fd);
 			return kg_err(e, -EINVAL, "a candidate module needs its problem module");
+		}
 		paths[n_paths++] = (struct kg_sb_path){.host = o->cand_module, .inside = "/kgate/cand/kernel.py"};
 		paths[n_paths++] = (struct kg_sb_path){.host = o->so_path, .inside = "/kgate/cand/kernel.so",
 						       .flags = KG_SB_PATH_EXEC};
@@ -138,6 +188,11 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 		argv[ac++] = "--filter-lib";
 		argv[ac++] = flib;
 	}
+	if (device) {
+		argv[ac++] = "--device-arena";
+		argv[ac++] = dev_arg;
+	}
+	argv[ac] = NULL;
 	/* torch_runner.py loads its device half from beside itself */
 	char helper[PATH_MAX];
 	if (device && !kg_path_runner_script("torch_device.py", helper, sizeof(helper)))
@@ -146,25 +201,9 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 		paths[n_paths++] = (struct kg_sb_path){.host = o->jit_dir, .inside = "/kgate/jit",
 						       .flags = KG_SB_PATH_EXEC | (o->jit_rw ? KG_SB_PATH_RW : 0)};
 	kg_python_sandbox_paths(py, script, prefix, sizeof(prefix), paths, &n_paths);
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
-		return kg_err(e, -errno, "socketpair: %s", strerror(errno));
 	int one = 1;
 	setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
-	struct kg_arena *a = s->arena;
-	int dev_fd = -1, rc;
-	if (device) {
-		if ((rc = script_device(s, o, a, &dev_fd, dev_arg, sizeof(dev_arg), e))) {
-			close(sv[0]);
-			close(sv[1]);
-			return rc;
-		}
-		argv[ac++] = "--device-arena";
-		argv[ac++] = dev_arg;
-	}
-	argv[ac] = NULL;
-	int fds[4] = {sv[1], dev_fd >= 0 ? dev_fd : a->fd, dev_fd >= 0 ? -1 : a->fd_in, dev_fd >= 0 ? -1 : a->fd_map};
-	struct kg_sb_spec spec = run_spec(o, a, argv, envp, fds, paths, n_paths);
+	struct kg_sb_spec spec = run_spec(o, argv, envp, fds, n_fds, paths, n_paths);
 	spec.allow_threads = 1; /* the interpreter's own threads; its filter applies before exec */
 	/* on a device: the driver's nodes, opened several times a context, its eventfds and pipes,
 	 * beside the interpreter's own files */
@@ -216,6 +255,40 @@ static int check_filtered(struct kg_session *s)
 	return KG_SESSION_FAILED;
 }
 
+/* The session's gate page (device/wire.h): a sealed 4 KiB memfd the keeper maps and registers for
+ * its slot and the runner gets as fd 5; -1 (the session ungated, gate_off saying why) where the
+ * keeper has no gated calls, where KGATE_NO_GATE=1, or where it refuses the page. */
+static int gate_page(struct kg_session *s, kg_error *e)
+{
+	const char *no = getenv("KGATE_NO_GATE");
+	s->gated = 0;
+	if (no && *no == '1') {
+		snprintf(s->gate_off, sizeof(s->gate_off), "KGATE_NO_GATE=1");
+		return -1;
+	}
+	if (!(s->keeper->caps & KG_DEV_CAP_GATE)) {
+		snprintf(s->gate_off, sizeof(s->gate_off), "kgate-device has no gated calls on this device");
+		return -1;
+	}
+	int fd = memfd_create("kgate-gate", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	/* no runner can resize it under the keeper, which has it pinned */
+	if (fd < 0 || ftruncate(fd, KG_DEV_GATE_BYTES) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		snprintf(s->gate_off, sizeof(s->gate_off), "making the gate page: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	kg_error ge = {0};
+	if (kg_keeper_gate(s->keeper, s->dev_slot, fd, &ge)) {
+		snprintf(s->gate_off, sizeof(s->gate_off), "%.110s", ge.msg);
+		close(fd);
+		return -1;
+	}
+	(void)e;
+	s->gated = 1;
+	return fd;
+}
+
 int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, struct kg_arena *a, kg_error *e)
 {
 	int sv[2] = {-1, -1};
@@ -252,7 +325,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 
 	/* A device arena is the keeper's, exported to the runner in place of the host arena, which
 	 * then stays kgate's and the keeper's alone. Under a tool the runner copies exact buffers. */
-	int dev_fd = -1;
+	int dev_fd = -1, gate_fd = -1;
 	size_t dev_bytes = 0;
 	char dev_arg[32];
 	if (o->be->needs_gpu && !o->tool_argv) {
@@ -267,7 +340,10 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 			return rc;
 		}
 		s->keeper = o->keeper;
+		s->dev_sets = o->dev_sets;
+		s->dev_stride = o->dev_stride;
 		snprintf(dev_arg, sizeof(dev_arg), "%zu", dev_bytes);
+		gate_fd = gate_page(s, e);
 	}
 	const char *argv[40];
 	int ac = 0;
@@ -284,6 +360,11 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 		argv[ac++] = "--device-arena";
 		argv[ac++] = dev_arg;
 	}
+	char tables[16] = "";
+	argv[ac++] = "--tables";
+	argv[ac++] = tables; /* filled with the fds below */
+	if (gate_fd >= 0)
+		argv[ac++] = "--gate";
 	argv[ac] = NULL;
 	/* A sanitizer build's runner: ASan's own fault handler would report through /proc/self/maps,
 	 * which the seal ends (a fault named as an open); a fault must end the process as it does in
@@ -309,8 +390,19 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	}
 	envp[ne] = NULL;
 	/* fd 5: a paged arena's inputs, a memfd sealed so that the runner can only map it read-only;
-	 * fd 6: its page map (runner/wire.h) */
-	int fds[4] = {sv[1], dev_fd >= 0 ? dev_fd : a->fd, dev_fd >= 0 ? -1 : a->fd_in, dev_fd >= 0 ? -1 : a->fd_map};
+	 * fd 6: its page map; a device runner's fd 5: its gate page (--gate); then the tensor tables
+	 * (runner/wire.h) */
+	int fds[5];
+	int n_fds = runner_fds(a, sv[1], dev_fd, gate_fd, fds, tables);
+	if (n_fds < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		if (dev_fd >= 0)
+			close(dev_fd);
+		if (gate_fd >= 0)
+			close(gate_fd);
+		return kg_err(e, -EINVAL, "the arena has no tensor tables for the runner");
+	}
 	/* An installed runner lives under /usr, which every profile already shows read-only; a build
 	 * tree's runner has to be bound in (at the same path, so argv[0] stays valid). */
 	int n_paths = 1;
@@ -329,7 +421,7 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 			*slash = '\0';
 		paths[n_paths++] = (struct kg_sb_path){.host = tool_dir, .inside = NULL, .flags = KG_SB_PATH_EXEC};
 	}
-	struct kg_sb_spec spec = run_spec(o, a, argv, envp, fds, paths, n_paths);
+	struct kg_sb_spec spec = run_spec(o, argv, envp, fds, n_fds, paths, n_paths);
 	spec.seccomp_deferred = 1; /* kgate-run applies it itself, after sealing, before LOAD */
 	spec.allow_threads = o->threads;
 	spec.sealed_opens = o->be->sealed_opens;
@@ -340,6 +432,8 @@ int kg_session_start(struct kg_session *s, const struct kg_session_opts *o, stru
 	sv[1] = -1;
 	if (dev_fd >= 0)
 		close(dev_fd);
+	if (gate_fd >= 0)
+		close(gate_fd);
 	if (rc) {
 		close(sv[0]);
 		return rc;
@@ -365,6 +459,11 @@ static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o,
 		return rc;
 	int zero = 0;
 	setsockopt(s->ctl, SOL_SOCKET, SO_PASSCRED, &zero, sizeof(zero));
+	if (s->gated && !(r.flags & KG_HELLO_GATED)) {
+		/* said before anything untrusted ran in it: the runner could not map its gate page */
+		s->gated = 0;
+		snprintf(s->gate_off, sizeof(s->gate_off), "the runner could not map its gate page");
+	}
 	/* a device's ceiling is the keeper's measure, where nothing untrusted runs */
 	s->ceiling_mbps = s->keeper ? s->keeper->ceiling_mbps : r.info;
 	s->has_cpu_clock = s->runner_pid > 0 && !clock_getcpuclockid(s->runner_pid, &s->cpu_clock);
@@ -399,6 +498,11 @@ static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o,
 	snprintf(load.path, sizeof(load.path), "%s", load_path);
 	if (s->watched && (rc = kg_sb_distrust(s->sb, s->runner_pid, e)))
 		return rc;
+	/* the device's free memory with everything but the candidate in place: what it holds from
+	 * here on is counted against the policy's gpu.memory_mb */
+	kg_error me = {0};
+	if (s->keeper && s->watched && kg_keeper_meminfo(s->keeper, &s->dev_free0, &me))
+		s->dev_free0 = 0;
 	if ((rc = kg_sess_resume(s)))
 		return rc;
 	uint64_t t0;
@@ -409,6 +513,8 @@ static int hello_and_load(struct kg_session *s, const struct kg_session_opts *o,
 		if (h)
 			return h;
 	}
+	if (s->dev_free0 && kg_keeper_meminfo(s->keeper, &s->dev_free_load, &me))
+		s->dev_free_load = 0;
 	if (rc)
 		return rc;
 	s->sealed = r.info == 1;

@@ -279,6 +279,8 @@ int kg_report_text_file(const struct kg_verdict *v, FILE *f)
 		fprintf(f, "note: kg_forward gets this task's inputs in this order (the Model's parameters and buffers "
 			   "in state_dict order): %s\n",
 			ts(&tp, v->input_order));
+	if (v->constants[0])
+		fprintf(f, "constants: %s, passed to the forward as they are\n", ts(&tp, v->constants));
 	if (v->layers_active[0])
 		fprintf(f, "sandbox: %s%s%s\n", ts(&tp, v->layers_active), v->layers_failed[0] ? "; not available: " : "",
 			ts(&tp, v->layers_failed));

@@ -3,6 +3,7 @@
 #include "verifier/task.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,7 @@ static int parse_tensor(kg_yaml *y, yaml_node_t *n, const char *field, struct kg
 	if ((rc = kg_yaml_str(y, dn, sub, buf, sizeof(buf), e)))
 		return rc;
 	if (kg_dtype_parse(buf, &s->dtype))
-		return kg_err(e, -EINVAL, "%s:%d: field '%s': unknown dtype '%s' (f32 f16 bf16 i32 i64 u8)", y->path,
+		return kg_err(e, -EINVAL, "%s:%d: field '%s': unknown dtype '%s' (f32 f16 bf16 i32 i64 u8 bool)", y->path,
 			      kg_yaml_line(dn), sub, buf);
 	s->role = KG_ROLE_ACTIVATION;
 	yaml_node_t *rn = kg_yaml_get(y, n, "role");
@@ -86,8 +87,9 @@ static int parse_tensor(kg_yaml *y, yaml_node_t *n, const char *field, struct kg
 	if ((rc = kg_yaml_expect(y, sn, YAML_SEQUENCE_NODE, sub, e)))
 		return rc;
 	s->ndim = kg_yaml_seq_len(sn);
-	if (s->ndim < 1 || s->ndim > KG_MAX_DIMS)
-		return kg_err(e, -EINVAL, "%s:%d: field '%s': between 1 and %d dimensions", y->path, kg_yaml_line(sn),
+	/* [] is a scalar (a loss, a BatchNorm's step count): ndim 0, one element */
+	if (s->ndim < 0 || s->ndim > KG_MAX_DIMS)
+		return kg_err(e, -EINVAL, "%s:%d: field '%s': between 0 and %d dimensions", y->path, kg_yaml_line(sn),
 			      sub, KG_MAX_DIMS);
 	for (int i = 0; i < s->ndim; i++) {
 		char sub2[160];
@@ -307,11 +309,74 @@ static int parse_references(kg_yaml *y, yaml_node_t *ref, struct kg_task *t, kg_
 	return rc;
 }
 
+/* `constants`: a module's numbers from get_inputs(), {name, at, type, value} each (struct kg_const):
+ * the value a literal of its type, the positions distinct and within the forward's arguments. */
+static int parse_consts(kg_yaml *y, yaml_node_t *cn, struct kg_task *t, kg_error *e)
+{
+	static const char *const keys[] = {"name", "at", "type", "value", NULL};
+	int rc = kg_yaml_expect(y, cn, YAML_SEQUENCE_NODE, "constants", e);
+	if (rc)
+		return rc;
+	t->n_consts = kg_yaml_seq_len(cn);
+	if (t->n_consts > KG_MAX_CONSTS)
+		return kg_err(e, -EINVAL, "%s:%d: field 'constants': at most %d", y->path, kg_yaml_line(cn), KG_MAX_CONSTS);
+	for (int i = 0; i < t->n_consts; i++) {
+		struct kg_const *c = &t->consts[i];
+		yaml_node_t *n = kg_yaml_seq_item(y, cn, i);
+		char f[64], sub[80], type[16];
+		int64_t at;
+		snprintf(f, sizeof(f), "constants[%d]", i);
+		if ((rc = kg_yaml_check_keys(y, n, keys, f, e)))
+			return rc;
+		snprintf(sub, sizeof(sub), "%s.name", f);
+		if ((rc = kg_yaml_str(y, kg_yaml_get(y, n, "name"), sub, c->name, sizeof(c->name), e)))
+			return rc;
+		snprintf(sub, sizeof(sub), "%s.at", f);
+		if ((rc = kg_yaml_int(y, kg_yaml_get(y, n, "at"), sub, 0, t->n_inputs + t->n_consts - 1, &at, e)))
+			return rc;
+		c->at = (int)at;
+		for (int k = 0; k < i; k++)
+			if (t->consts[k].at == c->at)
+				return kg_err(e, -EINVAL, "%s: %s and %s are both argument %d", y->path, t->consts[k].name,
+					      c->name, c->at);
+		snprintf(sub, sizeof(sub), "%s.type", f);
+		yaml_node_t *tn = kg_yaml_get(y, n, "type");
+		if ((rc = kg_yaml_str(y, tn, sub, type, sizeof(type), e)))
+			return rc;
+		snprintf(sub, sizeof(sub), "%s.value", f);
+		yaml_node_t *vn = kg_yaml_get(y, n, "value");
+		if ((rc = kg_yaml_str(y, vn, sub, c->value, sizeof(c->value), e)))
+			return rc;
+		char *end = NULL;
+		int ok;
+		if (!strcmp(type, "int")) {
+			c->type = 'i';
+			errno = 0;
+			(void)strtoll(c->value, &end, 10);
+			ok = !errno && end != c->value && !*end;
+		} else if (!strcmp(type, "float")) {
+			c->type = 'f';
+			double d = strtod(c->value, &end);
+			ok = end != c->value && !*end && isfinite(d);
+		} else if (!strcmp(type, "bool")) {
+			c->type = 'b';
+			ok = !strcmp(c->value, "true") || !strcmp(c->value, "false");
+		} else {
+			return kg_err(e, -EINVAL, "%s:%d: field '%s.type': int, float or bool, got '%s'", y->path,
+				      kg_yaml_line(tn), f, type);
+		}
+		if (!ok || strspn(c->value, "0123456789+-.eEtruefals") != strlen(c->value))
+			return kg_err(e, -EINVAL, "%s:%d: field '%s': not a finite %s literal: '%s'", y->path,
+				      kg_yaml_line(vn), sub, type, c->value);
+	}
+	return 0;
+}
+
 static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 {
 	static const char *const keys[] = {"kgate_task", "name", "description", "dims", "shapes", "variants",
 					   "random_shapes", "inputs", "outputs", "tolerance", "cost", "reference",
-					   "nonfinite", "exclude_classes", "baseline", NULL};
+					   "nonfinite", "exclude_classes", "constants", "baseline", NULL};
 	yaml_node_t *root = kg_yaml_root(y);
 	int rc = kg_yaml_check_keys(y, root, keys, "task", e);
 	if (rc)
@@ -336,8 +401,9 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 	if ((rc = kg_yaml_expect(y, dims, YAML_SEQUENCE_NODE, "dims", e)))
 		return rc;
 	t->n_dims = kg_yaml_seq_len(dims);
-	if (t->n_dims < 1 || t->n_dims > KG_MAX_SYMS)
-		return kg_err(e, -EINVAL, "%s:%d: field 'dims': between 1 and %d names", y->path, kg_yaml_line(dims),
+	/* none: a module whose every size is a literal (`dims: []`, `nominal: {}`) */
+	if (t->n_dims < 0 || t->n_dims > KG_MAX_SYMS)
+		return kg_err(e, -EINVAL, "%s:%d: field 'dims': between 0 and %d names", y->path, kg_yaml_line(dims),
 			      KG_MAX_SYMS);
 	if ((rc = kg_yaml_seq_unique(y, dims, "dims", e)))
 		return rc;
@@ -395,6 +461,9 @@ static int parse_task(kg_yaml *y, struct kg_task *t, kg_error *e)
 
 	if ((rc = parse_tensors(y, root, "inputs", t->inputs, &t->n_inputs, e)) ||
 	    (rc = parse_tensors(y, root, "outputs", t->outputs, &t->n_outputs, e)))
+		return rc;
+	yaml_node_t *cn = kg_yaml_get(y, root, "constants");
+	if (cn && (rc = parse_consts(y, cn, t, e)))
 		return rc;
 	for (int j = 0; j < t->n_outputs; j++)
 		for (int i = 0; t->outputs[j].terms == KG_TERMS_ABS_INPUTS && i < t->n_inputs; i++)

@@ -12,7 +12,11 @@
 #include "kg_vocab.h"
 #include "verifier/expr.h"
 
-#define KG_MAX_TENSORS 8
+/* Inputs, and outputs, a manifest may declare, each: the format's bound, not the wire's (the runner's
+ * tensor table holds any count the memory does, runner/wire.h). A whole KernelBench model's
+ * parameters and buffers are its inputs: ResNet101 has 626. */
+#define KG_MAX_TENSORS 1024
+#define KG_MAX_CONSTS 4 /* a module task's numbers from get_inputs() */
 #define KG_MAX_SHAPESETS 8
 #define KG_MAX_VARIANTS 12
 #define KG_MAX_RANDOM_SHAPES 8
@@ -55,6 +59,16 @@ struct kg_tensor_spec {
 	int factor_row;
 };
 
+/* A number a KernelBench problem's get_inputs() gives its forward (`s = 3.14`): a constant of the
+ * task, passed as it is to the Model's and ModelNew's forward at its argument position `at` (a C
+ * candidate is written for it). value is the manifest's text, which Python reads back exactly. */
+struct kg_const {
+	char name[KG_NAME_LEN];
+	int at; /* the forward's argument position, counting tensors and constants */
+	char type; /* 'i' int, 'f' float, 'b' bool */
+	char value[48];
+};
+
 struct kg_shapeset {
 	char name[KG_NAME_LEN];
 	kg_dims dims;
@@ -81,6 +95,8 @@ struct kg_task {
 	struct kg_tensor_spec inputs[KG_MAX_TENSORS];
 	int n_outputs;
 	struct kg_tensor_spec outputs[KG_MAX_TENSORS];
+	int n_consts;
+	struct kg_const consts[KG_MAX_CONSTS];
 	double atol, rtol;
 	double rms_tol; /* extra absolute slack, relative to the RMS of the reference output */
 	char cost_bytes[KG_EXPR_LEN]; /* fewest bytes moved through memory */

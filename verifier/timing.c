@@ -59,8 +59,15 @@ uint64_t kg_timing_bound(const struct kg_timed_call *c, const struct kg_clock_ca
 	 * protocol's own span (calibrated) and the least the snapshot itself can take: whatever else
 	 * kept the device busy in between is the candidate's. Never the claimed tail. */
 	uint64_t snap = c->snap_ns < cal->snap_cap_ns ? c->snap_ns : cal->snap_cap_ns;
-	uint64_t idle = cal->span_ns + snap;
+	uint64_t idle = cal->span_ns + snap + (c->sets > 1 ? (uint64_t)(c->sets - 1) * cal->set_ns : 0);
 	return c->span_ns > idle ? c->span_ns - idle : 0;
+}
+
+int kg_timing_busy(uint64_t flush_ns, uint64_t quiet_ns)
+{
+	if (!flush_ns || !quiet_ns)
+		return 0;
+	return (double)flush_ns > KG_QUIET_RATIO * (double)quiet_ns + (double)KG_QUIET_SLACK_NS;
 }
 
 uint64_t kg_timing_reported(const struct kg_timed_call *c, const struct kg_clock_cal *cal)
@@ -297,15 +304,73 @@ static int class_schedule(const struct kg_plan *p, enum kg_input_class *out, int
 	return nk;
 }
 
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts))
+		;
+}
+
+static int ref_measure(struct kg_run *r, uint32_t sets, uint64_t *ns)
+{
+	return sets > 1 ? kg_run_ref_batch(r, sets, r->batch_stride, ns) : kg_run_reference(r, 1, ns);
+}
+
+int kg_run_ref_quiet(struct kg_run *r, uint32_t sets, uint64_t *ns)
+{
+	if (ref_measure(r, sets, ns))
+		return -1;
+	uint64_t first = r->ref_flush_ns;
+	for (int tries = 0; kg_timing_busy(r->ref_flush_ns, r->quiet_flush_ns); tries++) {
+		if (tries < KG_QUIET_RETAKES) {
+			/* the candidate's process is stopped: what its host code would start cannot start */
+			sleep_ms(5);
+			if (ref_measure(r, sets, ns))
+				return -1;
+			continue;
+		}
+		/* busy through every retake: the device asked again once nothing of the candidate's can
+		 * run on it (its process ended, its context with it) */
+		uint64_t last = r->ref_flush_ns;
+		kg_session_kill_held(&r->cs);
+		r->cand_dead = 1;
+		sleep_ms(100);
+		int quiet = 0;
+		for (int k = 0; k < 2; k++) {
+			if (ref_measure(r, sets, ns))
+				return -1;
+			quiet += !kg_timing_busy(r->ref_flush_ns, r->quiet_flush_ns);
+		}
+		if (quiet == 2) {
+			kg_verdict_add_reason(r->v, KG_R_TIMING_TAMPERED,
+					      "the device was busy beside the reference's measurements while the candidate's "
+					      "process was stopped (kgate-device's flush inside them took %.1f us, then %.1f us "
+					      "%d times over, %.1f us on the quiet device), and quiet again once that process was "
+					      "ended (%.1f us): work the candidate left running on the device slowed the "
+					      "reference it is compared with",
+					      (double)first / 1e3, (double)last / 1e3, KG_QUIET_RETAKES,
+					      (double)r->quiet_flush_ns / 1e3, (double)r->ref_flush_ns / 1e3);
+			return -1;
+		}
+		kg_run_internal(r, "the device is busy with work from outside this run: kgate-device's flush inside the "
+				   "reference's measurements took %.1f us (%.1f us on the quiet device), also with the "
+				   "candidate's process ended: no timing is taken on a shared device",
+				(double)r->ref_flush_ns / 1e3, (double)r->quiet_flush_ns / 1e3);
+		return -1;
+	}
+	return 0;
+}
+
 /* One call of both sides on fresh inputs of class cls, flushed, and the checks over it; wrong is
- * the code a wrong output earns. 0 when it passed. */
+ * the code a wrong output earns; timed: the reference's is a measurement, taken on a quiet device
+ * (kg_run_ref_quiet). 0 when it passed. */
 static int checked_call(struct kg_run *r, enum kg_input_class cls, uint64_t seed, enum kg_reason_code wrong,
-			const char *when, uint64_t *ref_ns, struct kg_cand_call *c)
+			const char *when, int timed, uint64_t *ref_ns, struct kg_cand_call *c)
 {
 	struct kg_view v;
 	struct kg_findings f = {0};
 	kg_run_gen_inputs(r, cls, seed);
-	if (kg_run_reference(r, 1, ref_ns))
+	if (timed ? kg_run_ref_quiet(r, 1, ref_ns) : kg_run_reference(r, 1, ref_ns))
 		return -1;
 	kg_run_candidate(r, 1, cls, seed, c);
 	if (r->cand_dead)
@@ -350,7 +415,7 @@ static int decoy(struct kg_run *r, int i)
 		return -1;
 	/* every shape passed its checks before timing began: a wrong result here is a kernel that
 	 * changed once timed (check.stale_result), whichever shape the decoy drew */
-	if (checked_call(r, cls, kg_seed_derive(d, 1), KG_R_CHECK_STALE_RESULT, "during timing", &ns, &c))
+	if (checked_call(r, cls, kg_seed_derive(d, 1), KG_R_CHECK_STALE_RESULT, "during timing", 0, &ns, &c))
 		return -1;
 	return kg_run_set_shape(r, 0, "during timing");
 }
@@ -426,6 +491,7 @@ void kg_phase_timing(struct kg_run *r)
 		.cpu_clock = p->be->cpu_clock && r->cs.has_cpu_clock,
 		.par = p->pol.threads ? (int)(ncpu > 1 ? ncpu : 1) : 1,
 		.noise_scale = getenv("KGATE_SANITIZE") ? 4 : 1,
+		.set_ns = r->cs.cal_set_ns,
 	};
 	double *cms = calloc((size_t)n, sizeof(double)), *rms = calloc((size_t)n, sizeof(double));
 	double *pms = calloc((size_t)n, sizeof(double)), *ex = calloc((size_t)n, sizeof(double));
@@ -459,17 +525,18 @@ void kg_phase_timing(struct kg_run *r)
 		kg_run_progress(r, "timing %d/%d", i < 0 ? 0 : i + 1, n);
 		if (decoy(r, i + w) ||
 		    (sets > 1 ? kg_run_batched(r, sets, cls, seed, &ref_ns, &c)
-			      : checked_call(r, cls, seed, KG_R_CHECK_STALE_RESULT, "during timing", &ref_ns, &c)))
+			      : checked_call(r, cls, seed, KG_R_CHECK_STALE_RESULT, "during timing", 1, &ref_ns, &c)))
 			break;
 		if (i == -1 && sets == 1) {
-			struct kg_timed_call one = {.child_ns = c.r.child_ns, .span_ns = c.r.span_ns, .snap_ns = c.r.snap_ns};
+			struct kg_timed_call one = {.child_ns = c.r.child_ns, .span_ns = c.r.span_ns, .snap_ns = c.r.snap_ns, .sets = 1};
 			sets = batch_for(r, ref_ns, &one, &cal);
 			/* the first batch warms what a batch touches (every set's pages), untimed, and sizes
 			 * the batch again at its own time a call: one call's span is mostly latency */
 			if (sets > 1 && kg_run_batched(r, sets, batch_class(p), kg_seed_derive(seed, 2), &ref_ns, &c))
 				break;
 			if (sets > 1) {
-				struct kg_timed_call all = {.child_ns = c.r.child_ns, .span_ns = c.r.span_ns, .snap_ns = c.r.snap_ns};
+				struct kg_timed_call all = {
+					.child_ns = c.r.child_ns, .span_ns = c.r.span_ns, .snap_ns = c.r.snap_ns, .sets = c.r.sets};
 				double per_ms = (double)(ref_ns > kg_timing_reported(&all, &cal) ? ref_ns : kg_timing_reported(&all, &cal)) /
 						1e6 / sets;
 				uint32_t again = kg_timing_batch_sets(per_ms, batch_room(r), KG_BATCH_TARGET_MS);
@@ -488,6 +555,7 @@ void kg_phase_timing(struct kg_run *r)
 			.cpu_known = c.r.cpu_known,
 			.thread_cpu_ns = c.r.thread_cpu_ns,
 			.thread_known = c.r.thread_known,
+			.sets = c.r.sets,
 		};
 		/* a batch's figures are its span's, shared out among its calls */
 		ex[i] = (double)r->ref_excess_ns / 1e6;
@@ -523,9 +591,12 @@ void kg_phase_timing(struct kg_run *r)
 		goto out;
 	}
 	int beyond = figures(r);
-	char bt[64] = "";
+	char bt[200] = "";
 	if (sets > 1)
 		snprintf(bt, sizeof(bt), "; %u calls back to back a measurement", sets);
+	if (r->cs.keeper) /* how the device's clock took each call's ends */
+		snprintf(bt + strlen(bt), sizeof(bt) - strlen(bt), "; %s%.80s", r->cs.gated ? "gated" : "ungated: ",
+			 r->cs.gated ? "" : r->cs.gate_off);
 	kg_verdict_add_check(r->v, "timing", beyond ? KG_CHECK_FAIL : KG_CHECK_PASS, kg_secs_since(t0),
 			     "candidate median %.4f ms (spread %.1f%%), reference %.4f ms, speedup %.3fx%s%s",
 			     r->v->cand.median_ms, 100 * r->v->cand.spread, r->v->ref.median_ms, r->v->speedup,

@@ -25,6 +25,7 @@ struct kg_timed_call {
 	int cpu_known;
 	uint64_t thread_cpu_ns; /* with threads: the most any one thread was charged (when known) */
 	int thread_known;
+	uint32_t sets; /* devices: the calls the span holds (0 or 1: one) */
 };
 
 /* The session's calibration, on calls that did nothing, measured before the .so was loaded. */
@@ -35,6 +36,9 @@ struct kg_clock_cal {
 	int cpu_clock; /* the work runs on the CPU: the runner's CPU time bounds it */
 	int par; /* threads the candidate may run at once (1 without threads) */
 	uint64_t snap_cap_ns; /* devices: the most of snap_ns ever subtracted (no cap with a keeper) */
+	/* devices, gated: what each further set of a batch adds to a call that does nothing (the
+	 * keeper's handoffs between sets; calibrated before LOAD) */
+	uint64_t set_ns;
 	/* CPU: the CPU time the host added to a call of the trusted reference's runner, timed beside
 	 * the candidate, beyond its own clock and a call that does nothing (the median over the timed
 	 * calls; 0 when quiet): a busy host charges any runner that much, honest or not, so a
@@ -84,15 +88,31 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
  * short kernel; a forger hides its whole kernel in every call. */
 #define KG_TAMPER_MIN_GAP_NS 150000u
 #define KG_TAMPER_DEVICE_GAP_NS 1000000u
-/* A batched measurement's length at the slower side's time for one call (timing_batch.c): the
- * host's latencies at a span's ends, ~0.2 ms on an H200 host with a jitter of ~0.1 ms, are then
- * shared out below 1 % */
+/* A batched measurement's length at the slower side's time for one call (timing_batch.c): an
+ * ungated span's host latencies at its ends (~0.2 ms on an H200 host, ~0.1 ms of jitter), or a
+ * gated batch's handoffs between sets (calibrated, subtracted), shared out among its calls; a gated
+ * batch holds at most KG_DEV_MAX_GATED_SETS */
 #define KG_BATCH_TARGET_MS 25.0
 /* the fewest batched measurements the timing's figures (median, p10, p90) are taken over */
 #define KG_BATCH_MIN_MEASURES 7
 /* the most sets a batch takes where an output's tolerance is the reference's per element
  * (timing.c): each may cost a reference call on the host */
 #define KG_BATCH_TERMS_SETS 8
+
+/* The quiet device (timing.c): the flush inside a reference's measurement, a kernel on the
+ * compute engine of the keeper's, takes what it takes on the quiet device unless another context's
+ * work ran beside it (time-sliced, or taking the memory's bandwidth). Busy: more than
+ * KG_QUIET_RATIO times the quiet flush plus KG_QUIET_SLACK_NS. A busy measurement of the reference
+ * is taken again, up to KG_QUIET_RETAKES times with the candidate's process stopped; busy still, the
+ * candidate's process is ended and the reference measured twice more: quiet then, the candidate's
+ * work had been running (timing.tampered); busy still, the device is shared with work from outside
+ * the run (not verified). A slowed reference is never a speedup. */
+#define KG_QUIET_RATIO 1.3
+#define KG_QUIET_SLACK_NS 10000u
+#define KG_QUIET_RETAKES 4
+/* 1 where a flush of flush_ns says the device was busy, against the quiet device's quiet_ns (0:
+ * not known, and nothing is said) */
+int kg_timing_busy(uint64_t flush_ns, uint64_t quiet_ns);
 
 /* A measured ceiling the reported time cannot beat: bytes moved at the memory ceiling (GB/s,
  * bytes read plus written) or flops at the compute ceiling (GFLOP/s), each times par (threads the

@@ -192,7 +192,7 @@ int kg_run_batched(struct kg_run *r, uint32_t sets, enum kg_input_class cls, uin
 {
 	uint64_t stride = r->batch_stride;
 	kg_run_gen_inputs(r, cls, seed);
-	if (kg_run_ref_batch(r, sets, stride, ref_ns))
+	if (kg_run_ref_quiet(r, sets, ref_ns)) /* on a quiet device (timing.c) */
 		return -1;
 	r->batch_sets = sets;
 	kg_run_candidate(r, 1, cls, seed, c);

@@ -181,7 +181,7 @@ void kg_run_cand_arena(struct kg_run *r, uint64_t seed)
 	 * under their own keys (plan.c): a canary or poison word tells nothing of the inputs */
 	uint64_t t0 = kg_now_ns();
 	kg_arena_canary_fill(&r->ca, seed);
-	if (r->cs.keeper)
+	if (kg_session_dev_stages(&r->cs))
 		kg_arena_poison_pick(&r->ca, seed); /* the keeper writes it on the device */
 	else
 		kg_arena_poison(&r->ca, seed);
@@ -226,6 +226,38 @@ static void probe_finding(struct kg_run *r, struct kg_findings *f)
 	r->probe_found.hit = 0;
 }
 
+/* The device's mid-call probe (a gated call's capture of the inputs and bands at a keyed moment
+ * after the release, on the device's clock) found bytes other than staged: an input or a band in
+ * use as scratch mid-call, whatever it held when the call returned. */
+static void dev_probe_finding(struct kg_run *r, const struct kg_cand_call *c, struct kg_findings *f)
+{
+	if (c->r.dev_probe_state != KG_DEV_IN_DIFFERS || f->n >= KG_MAX_FINDINGS)
+		return;
+	int slot = -1, side = 0;
+	uint64_t pos = 0;
+	int at = kg_arena_where(&r->ca, c->r.dev_probe_diff, &slot, &side, &pos);
+	struct kg_finding *x = &f->f[f->n++];
+	memset(x, 0, sizeof(*x));
+	x->slot = slot;
+	if (at == KG_ARENA_AT_TENSOR && slot >= 0 && slot < r->ca.n_in) {
+		x->code = KG_R_CHECK_INPUT_MODIFIED;
+		x->index = (int64_t)(pos / kg_dtype_size(r->ca.slot[slot].dtype));
+		snprintf(x->msg, sizeof(x->msg),
+			 "while kg_forward ran (kgate-device's capture of its arena at a secret moment after the inputs "
+			 "were released) input '%s' held other bytes than staged, from byte %llu: the input is used as "
+			 "scratch, whatever it holds when the call returns",
+			 r->names[slot], (unsigned long long)pos);
+	} else {
+		x->code = KG_R_CHECK_CANARY;
+		x->index = (int64_t)pos;
+		snprintf(x->msg, sizeof(x->msg),
+			 "while kg_forward ran (kgate-device's capture of its arena at a secret moment after the inputs "
+			 "were released) the guard band %llu bytes %s '%s' held other bytes than kgate wrote: the band is "
+			 "used as scratch, whatever it holds when the call returns",
+			 (unsigned long long)pos, side < 0 ? "in front of" : "after", slot >= 0 ? r->names[slot] : "?");
+	}
+}
+
 /* The inputs at the same offsets and sizes in both arenas (kg_run_layout lays both out alike). */
 static int same_input_layout(const struct kg_arena *a, const struct kg_arena *b)
 {
@@ -267,6 +299,30 @@ void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint
 	r->out_hash_ok = 0;
 	int rc = kg_session_run_call(&r->cs, &call, &c->r, &e);
 	r->candout_host = !call.keep;
+	if (!rc && kg_run_dev_memory(r, c->r.mem_free_end, "after kg_forward returned", cls, seed, 1))
+		return;
+	if (!rc && (c->r.gate == KG_DEV_GATE_NO_ARM || c->r.gate == KG_DEV_GATE_NO_DONE)) {
+		/* its runner answered RUN, and the device never saw the call's stream mark what an
+		 * honest runner marks before it answers: the reply was not the call's end */
+		if (already_reported(r, KG_R_SANDBOX_PROTOCOL, cls))
+			;
+		else if (c->r.gate == KG_DEV_GATE_NO_ARM)
+			trial_reason(r, KG_R_SANDBOX_PROTOCOL, cls, seed,
+				     "candidate's runner answered RUN without arming the call: kgate-device never saw its "
+				     "ARMED mark within %u ms, and no input reached its arena before the reply",
+				     KG_DEV_GATE_GRACE_MS);
+		else
+			trial_reason(r, KG_R_SANDBOX_PROTOCOL, cls, seed,
+				     "candidate's runner answered RUN, and kgate-device never saw call %u of %u marked done on "
+				     "its stream within %u ms: the reply was not the call's end (its outputs were taken as "
+				     "they were)",
+				     c->r.gate_set, c->r.sets, KG_DEV_GATE_GRACE_MS);
+		/* nothing it delivered is judged as a call's outputs (c->ok stays 0), and a runner that
+		 * answers for its calls is not called again: every call would wait out the grace */
+		kg_session_kill_held(&r->cs);
+		r->cand_dead = 1;
+		return;
+	}
 	if (rc == KG_SESSION_FAILED && r->plan->be->needs_gpu && c->r.step && !strcmp(c->r.step, "run")) {
 		/* the runner survived but the device did not: a faulting kernel (the runner's words) */
 		trial_reason(r, KG_R_SANDBOX_CRASH, cls, seed, "candidate kernel failed: \"%s\" (its runner's claim)",
@@ -457,6 +513,7 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 		kg_run_ahead_start(r, next->cls, next->seed);
 	uint64_t t0 = kg_now_ns();
 	probe_finding(r, &f);
+	dev_probe_finding(r, &c, &f);
 	kg_run_view_inputs(r, &v);
 	kg_check_canaries(&v, &f);
 	kg_check_inputs(&v, &f);

@@ -24,7 +24,7 @@
  * internal error. */
 static void ref_prepare(struct kg_run *r)
 {
-	if (r->rs.keeper) /* written on the device by the keeper's START */
+	if (kg_session_dev_stages(&r->rs)) /* written on the device by the keeper's START */
 		kg_arena_poison_pick(&r->ra, SEED_REF_POISON + r->ref_poison_seq++);
 	else
 		kg_arena_poison(&r->ra, SEED_REF_POISON + r->ref_poison_seq++);
@@ -116,9 +116,10 @@ int kg_run_degenerate(struct kg_run *r, const struct kg_view *v)
 		mean[j] = r->ref_stats[j].n_finite ? r->ref_stats[j].sum / (double)r->ref_stats[j].n_finite : 0.0;
 	if (ref_stats_on_device(r, "", 1, mean, out))
 		return 0;
+	/* one output a constant passes is enough; a scalar is its own mean (kg_check_degenerate) */
 	for (int j = 0; j < r->plan->task.n_outputs; j++)
-		if (!out[j].far[0] || !out[j].far[1])
-			return 1; /* one output a constant passes is enough */
+		if (!out[j].far[0] || (!out[j].far[1] && r->ra.slot[r->plan->task.n_inputs + j].numel > 1))
+			return 1;
 	return 0;
 }
 
@@ -138,21 +139,49 @@ int kg_run_refout_host(struct kg_run *r)
 	return 0;
 }
 
+/* What the reference's call took from the device's free memory (its START against its END, the
+ * candidate stopped between them), counted once the candidate has its baseline. */
+static void ref_mem_note(struct kg_run *r, const struct kg_call_result *res)
+{
+	if (r->cs_up && r->cs.dev_free0 && res->mem_free_start && res->mem_free_end)
+		r->ref_dev_grown += (int64_t)res->mem_free_start - (int64_t)res->mem_free_end;
+}
+
+/* A gated reference call whose marks did not all come: the trusted runner's calibration saw them
+ * come, so this is kgate's to explain; 0 when they came (or the call was not gated). */
+static int ref_gate_failed(struct kg_run *r, const struct kg_call_result *res, const char *what)
+{
+	if (res->gate != KG_DEV_GATE_NO_ARM && res->gate != KG_DEV_GATE_NO_DONE)
+		return 0;
+	kg_run_internal(r, "the reference%s (%s): kgate-device never saw its runner's %s mark (set %u of %u)", what,
+			kg_run_shape_str(r), res->gate == KG_DEV_GATE_NO_ARM ? "ARMED" : "DONE", res->gate_set, res->sets);
+	return -1;
+}
+
 static int ref_finish(struct kg_run *r, int rc, const struct kg_call_result *res, const kg_error *e,
 		      const char *what, void *const *dst, int kept)
 {
 	const struct kg_plan *p = r->plan;
 	struct kg_arena *a = &r->ra;
+	if (rc || res->ret) {
+		/* the device's memory taken by the candidate beyond its bound: its fault, not kgate's */
+		if (kg_run_ref_starved(r))
+			return -1;
+	}
 	if (rc) {
 		char why[700];
 		kg_run_ref_failure(r, rc, e, why, sizeof(why));
 		kg_run_internal(r, "running the reference%s (%s, %s): %s", what, kg_run_shape_str(r), res->step, why);
 		return -1;
 	}
+	ref_mem_note(r, res);
 	if (res->ret) {
 		kg_run_internal(r, "the reference%s returned %d (%s)", what, res->ret, kg_run_shape_str(r));
 		return -1;
 	}
+	if (ref_gate_failed(r, res, what))
+		return -1;
+	r->ref_flush_ns = res->flush_ns;
 	if (kept)
 		return ref_stats(r, what);
 	if (dst == r->refout)
@@ -212,10 +241,12 @@ static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, ui
 		/* the tolerance model (compare.h): the task's bounds, the reduction's growth, both scaled
 		 * by this reference output's own magnitude */
 		const struct kg_arena_slot *sl = &a->slot[s];
+		/* a bool has no rounding: judged byte for byte, whatever the task's bounds */
+		int exact = sl->dtype == KG_BOOL;
 		const struct kg_tol_model m = {
-			.atol = p->atol,
-			.rtol = p->rtol,
-			.rms = p->rms_tol,
+			.atol = exact ? 0 : p->atol,
+			.rtol = exact ? 0 : p->rtol,
+			.rms = exact ? 0 : p->rms_tol,
 			.growth = p->growth,
 			.cap = p->growth_cap,
 			.factor_row = p->task.outputs[j].factor_row && sl->ndim > 0 ? sl->shape[sl->ndim - 1] : 0,
@@ -238,7 +269,7 @@ static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, ui
 	if (r->rs.keeper) {
 		/* on a device both sides are timed alike: by the keeper's span, as the candidate's
 		 * bound is (timing.c), never below the runner's own events */
-		uint64_t idle = r->rs.cal_span_ns + res->snap_ns;
+		uint64_t idle = r->rs.cal_span_ns + res->snap_ns + (res->sets > 1 ? (res->sets - 1) * r->rs.cal_set_ns : 0);
 		uint64_t bound = res->span_ns > idle ? res->span_ns - idle : 0;
 		if (bound > *ns)
 			*ns = bound;
@@ -270,6 +301,13 @@ int kg_run_ref_batch(struct kg_run *r, uint32_t sets, uint64_t stride, uint64_t 
 	int rc = kg_session_run_call(&r->rs, &call, &res, &e);
 	t = kg_prof_add(KG_PROF_REF_CALL, t);
 	r->refout_host = 0; /* what the arena holds is no set's outputs */
+	if ((rc || res.ret) && kg_run_ref_starved(r))
+		return -1;
+	if (!rc)
+		ref_mem_note(r, &res);
+	if (!rc && !res.ret && ref_gate_failed(r, &res, " on a batch"))
+		return -1;
+	r->ref_flush_ns = res.flush_ns;
 	if (rc || res.ret) {
 		char why[700];
 		if (rc)

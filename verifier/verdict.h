@@ -113,6 +113,9 @@ struct kg_verdict {
 	/* a module task: its inputs in the order kg_forward gets them (activations, then the Model's
 	 * parameters and buffers in state_dict order), named in a rejection */
 	char input_order[400];
+	/* a module task's constants, the numbers its forward gets from get_inputs() ("s=3.14 (float,
+	 * argument 1)"), "" for none */
+	char constants[300];
 	double bytes, flops; /* cost of one call at the nominal dims, 0 when unknown */
 	double cand_gbps, cand_gflops, roofline; /* roofline: fraction of the measured ceiling */
 	double ceiling_gbps;

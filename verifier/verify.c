@@ -128,12 +128,26 @@ static void input_order(struct kg_run *r)
 	}
 }
 
+/* A module task's constants (get_inputs()'s numbers), for every report to show. */
+static void constants(struct kg_run *r)
+{
+	const struct kg_task *t = &r->plan->task;
+	struct kg_verdict *v = r->v;
+	size_t n = 0;
+	for (int i = 0; i < t->n_consts && n < sizeof(v->constants); i++) {
+		const struct kg_const *c = &t->consts[i];
+		n += (size_t)snprintf(v->constants + n, sizeof(v->constants) - n, "%s%s=%s (%s, argument %d)", i ? ", " : "",
+				      c->name, c->value, c->type == 'i' ? "int" : c->type == 'f' ? "float" : "bool", c->at);
+	}
+}
+
 static void finish(struct kg_run *r, uint64_t t_start)
 {
 	struct kg_verdict *v = r->v;
 	kg_phase_baselines(r); /* while the candidate's arena is still there */
 	if (r->plan->ref_be->id == KG_BACKEND_TORCH)
 		input_order(r);
+	constants(r);
 	if (r->cs_up)
 		kg_session_close(&r->cs);
 	if (r->rs_up)

@@ -35,7 +35,8 @@ long kg_hostile_recv(long fd, long buf, long len, long flags, long addr, long al
 void kg_hostile_recv_end(void);
 void kg_hostile_restorer(void);
 
-/* The runner's records, as runner/wire.h lays them out. */
+/* The runner's records, as runner/wire.h lays them out: a command names its tensors by the number
+ * of a table in the tensor tables, which the runner read into its heap at start. */
 struct tensor {
 	uint64_t offset;
 	int32_t dtype, ndim;
@@ -44,10 +45,11 @@ struct tensor {
 struct cmd {
 	uint32_t magic, op;
 	uint64_t seq, arena_size;
-	uint32_t n_in, n_out;
-	struct tensor t[16];
+	uint32_t n_in, n_out, table, pad0;
 	uint32_t delay_ms, entry;
 	char path[512];
+	uint32_t sets, pad;
+	uint64_t stride;
 };
 struct reply {
 	uint32_t magic, op;
@@ -79,6 +81,57 @@ static void softmax(const float *x, float *y, int64_t rows, int64_t cols)
 	}
 }
 
+/* The runner's copy of the tensor tables: a header (the wire's magic, a count), the tables' heads,
+ * their tensors. It lies in the runner's heap below the descriptors kg_forward is handed (read at
+ * start, before anything else the runner allocates there after). */
+struct tab_head {
+	uint64_t at;
+	uint32_t n_in, n_out;
+};
+static const unsigned char *tables;
+static uint32_t cur; /* the current SETUP's table */
+
+static const unsigned char *find_tables(const void *near)
+{
+	const unsigned char *p = (const unsigned char *)((uintptr_t)near & ~(uintptr_t)7);
+	for (long off = 8; off < (8l << 20); off += 8) {
+		const uint32_t *h = (const uint32_t *)(const void *)(p - off);
+		if (h[0] != 0x6b67775au || !h[1] || h[1] > 64)
+			continue;
+		const struct tab_head *th = (const struct tab_head *)(const void *)(h + 2);
+		int ok = 1;
+		for (uint32_t k = 0; k < h[1] && ok; k++)
+			ok = th[k].at % 8 == 0 && th[k].at < (1u << 20) && th[k].n_in == 1 && th[k].n_out == 1;
+		if (ok)
+			return (const unsigned char *)h;
+	}
+	return NULL;
+}
+
+/* Table k's tensors (input, output). */
+static const struct tensor *table_of(uint32_t k)
+{
+	const struct tab_head *th = (const struct tab_head *)(const void *)(tables + 8);
+	return (const struct tensor *)(const void *)(tables + th[k].at);
+}
+
+/* The arena's base in this process: the table whose tensors are this call's. */
+static unsigned char *base_of(const kg_tensor *in, const kg_tensor *out)
+{
+	if (!tables && !(tables = find_tables(in)))
+		return NULL;
+	uint32_t count = ((const uint32_t *)(const void *)tables)[1];
+	for (uint32_t k = 0; k < count; k++) {
+		const struct tensor *t = table_of(k);
+		if (t[0].shape[0] == in[0].shape[0] && t[0].shape[1] == in[0].shape[1] &&
+		    (intptr_t)(t[1].offset - t[0].offset) == (char *)out[0].data - (char *)in[0].data) {
+			cur = k;
+			return (unsigned char *)in[0].data - t[0].offset;
+		}
+	}
+	return NULL;
+}
+
 /* The runner's command record sits a few frames up the stack; stale copies of earlier commands lie
  * about too: the live one has the highest sequence number. */
 static const struct cmd *live_run(void)
@@ -86,7 +139,7 @@ static const struct cmd *live_run(void)
 	volatile unsigned char probe = 0;
 	const unsigned char *p = (const unsigned char *)((uintptr_t)&probe & ~(uintptr_t)7);
 	const struct cmd *best = NULL;
-	for (long off = 0; off < 6 * 1024; off += 8) {
+	for (long off = 0; off < 3 * 1024; off += 8) {
 		const struct cmd *c = (const struct cmd *)(p + off);
 		if (c->magic == 0x6b67775au && c->op == RUN && c->seq < (1ull << 40) && (!best || c->seq > best->seq))
 			best = c;
@@ -105,19 +158,21 @@ static void on_sys(int sig, siginfo_t *si, void *ucv)
 	long n = kg_hostile_recv(g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]);
 	g[REG_RAX] = n;
 	const struct cmd *c = (const struct cmd *)g[REG_RSI];
+	if (n == (long)sizeof(*c) && c->magic == 0x6b67775au && c->op == SETUP)
+		cur = c->table;
 	if (n == (long)sizeof(*c) && c->magic == 0x6b67775au && c->op == FLUSH && arena_base) {
-		softmax((const float *)(arena_base + c->t[0].offset), (float *)(arena_base + c->t[1].offset),
-			c->t[0].shape[0], c->t[0].shape[1]);
+		const struct tensor *t = table_of(cur);
+		softmax((const float *)(arena_base + t[0].offset), (float *)(arena_base + t[1].offset), t[0].shape[0],
+			t[0].shape[1]);
 		computed = 1;
 	}
 }
 
-static void arm(const kg_tensor *in)
+static void arm(const kg_tensor *in, const kg_tensor *out)
 {
 	const struct cmd *now = live_run();
-	if (!now)
+	if (!now || !(arena_base = base_of(in, out)))
 		return;
-	arena_base = (unsigned char *)in[0].data - now->t[0].offset;
 	uint64_t ip = (uint64_t)(uintptr_t)kg_hostile_recv_end;
 	struct sock_filter prog[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
@@ -150,6 +205,6 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 	}
 	softmax(in[0].data, out[0].data, in[0].shape[0], in[0].shape[1]);
 	if (!armed++)
-		arm(in);
+		arm(in, out);
 	return 0;
 }

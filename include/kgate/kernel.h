@@ -20,11 +20,16 @@ typedef enum kg_dtype {
 	KG_I32 = 3,
 	KG_I64 = 4,
 	KG_U8 = 5,
+	/* one byte holding 0 or 1 (torch.bool, C's _Bool, C++'s bool); added within version 1: a
+	 * candidate built before it never sees one, since only a task that declares one has it */
+	KG_BOOL = 6,
 } kg_dtype;
 
 /* data is a host pointer on the CPU backend, a device pointer on CUDA. stride counts elements;
  * v1 tensors are always row-major contiguous, stride is given so that candidates need not
- * recompute it. */
+ * recompute it. A scalar (a 0-dim tensor: a loss, a BatchNorm's step count) has ndim 0 and one
+ * element; kg_numel gives 1 for it. n_in and n_out are whatever the task declares (a whole model's
+ * parameters are inputs: hundreds of them). */
 typedef struct kg_tensor {
 	void *data;
 	int32_t dtype; /* kg_dtype */

@@ -4,15 +4,19 @@
  * through END's snapshot) and by the host's fill (verifier/inputs.c). END's comparison of the
  * inputs on the device leaves the host arena's copy alone when they are as staged. Its judgement
  * of an output (CHECK) gives kg_compare's verdict, indices and maxima, the sums to rounding, with
- * and without row factors, and STATS the reference's finite sum and poison. Exits 77 (skipped)
- * without a driver; with --require, a keeper without its kernels fails.
- * Usage: gpu-kernels [--require] [KGATE-DEVICE] */
+ * and without row factors, and STATS the reference's finite sum and poison. Its gated calls
+ * (device/wire.h's gate page), with this program playing the runner from the CPU: the clock waits
+ * for ARMED, a set is released only after the set before it was marked done, what never came is
+ * named, the flush is timed; printed: how soon a release reaches the CPU. Exits 77 (skipped)
+ * without a driver; with --require, a keeper without its kernels or its gated calls fails.
+ * Usage: gpu-kernels [--require] [--gate] [KGATE-DEVICE]   (--gate: the gated calls alone) */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "device/judge.h"
@@ -47,7 +51,7 @@ static int one(struct kg_keeper *k, int slot, unsigned char *host, unsigned char
 	kg_inputs_params(&st.range[0].gen, dt, n, shape, ndim, KG_ROLE_ACTIVATION, c, KG_CLASS_ALL, key, 3);
 	memcpy(st.key, key->w, sizeof(st.key));
 	kg_error e = {0};
-	uint64_t t0;
+	struct kg_keeper_begun t0;
 	struct kg_keeper_ended ed;
 	memset(host, 0xab, bytes);
 	if (kg_keeper_begin(k, slot, bytes, 0, &st, &t0, &e) ||
@@ -94,7 +98,7 @@ static void fill_pair(float *x, float *g, size_t n, uint64_t st)
 static void judge(struct kg_keeper *k, int ref, void *rh, int cand, void *ch, size_t n, int64_t row, double atol)
 {
 	kg_error e = {0};
-	uint64_t t0;
+	struct kg_keeper_begun t0;
 	struct kg_keeper_ended ed;
 	size_t bytes = n * 4;
 	fill_pair(rh, ch, n, 0x5eedull + n + (uint64_t)row);
@@ -184,7 +188,7 @@ static void batch(struct kg_keeper *k, const int slot[2], uint32_t sets, size_t 
 	memcpy(st.key, key.w, sizeof(st.key));
 	struct kg_keeper_stage from = {.n = 1, .sets = sets, .stride = stride, .src_slot = slot[0],
 				       .range = {{.off = 0, .bytes = n * 4, .kind = KG_DEV_R_SLOT}}};
-	uint64_t t0;
+	struct kg_keeper_begun t0;
 	struct kg_keeper_ended ed[3];
 	if (kg_keeper_begin(k, slot[0], bytes, 1, &st, &t0, &e) ||
 	    kg_keeper_end(k, slot[0], bytes, n * 4, bytes, 0, 1, &ed[0], &e) ||
@@ -238,10 +242,172 @@ static void batch(struct kg_keeper *k, const int slot[2], uint32_t sets, size_t 
 	printf("batch of %u sets of %zu floats: %d sets checked\n", sets, n, checked);
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* until the page's word at off reaches want (cyclically), at most 2 s; the ns it took, or 0 */
+static uint64_t wait_word(volatile uint32_t *g, uint32_t off, uint32_t want)
+{
+	uint64_t t0 = now_ns();
+	while ((int32_t)(__atomic_load_n(g + off / 4, __ATOMIC_ACQUIRE) - want) < 0)
+		if (now_ns() - t0 > 2000000000ull)
+			return 0;
+	uint64_t t = now_ns() - t0;
+	return t ? t : 1;
+}
+
+/* kgate-device's gated calls, on a keeper of their own, this program the runner: every mark it
+ * stores from the CPU, every release it reads there (the device writes the page) */
+static void gate_checks(const char *dev, int require)
+{
+	struct kg_keeper k;
+	kg_error e = {0};
+	if (kg_keeper_start(&k, dev, &e)) {
+		fail("gate: the keeper did not start: %s%s%lld", e.msg, "", 0);
+		return;
+	}
+	printf("gate: quiet flush %.1f us, %.0f MiB of device memory free\n", (double)k.quiet_flush_ns / 1e3,
+	       (double)k.mem_free / 1048576.0);
+	if (!(k.caps & KG_DEV_CAP_GATE)) {
+		if (require)
+			fail("gate: kgate-device has no gated calls on this device (its self-test of the stream memory "
+			     "operations failed)%s%s%lld",
+			     "", "", 0);
+		kg_keeper_stop(&k);
+		return;
+	}
+	const size_t bytes = 64u << 10, stride = 64u << 10;
+	int fd = memfd_create("gpu-gate-arena", MFD_CLOEXEC), pfd = memfd_create("gpu-gate-page", MFD_CLOEXEC), slot, dfd;
+	size_t dbytes;
+	unsigned char *host;
+	volatile uint32_t *g;
+	if (fd < 0 || pfd < 0 || ftruncate(fd, (off_t)bytes) || ftruncate(pfd, KG_DEV_GATE_BYTES) ||
+	    (host = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED ||
+	    (g = mmap(NULL, KG_DEV_GATE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0)) == MAP_FAILED ||
+	    kg_keeper_attach(&k, fd, bytes, 4, stride, &slot, &dfd, &dbytes, &e) || kg_keeper_gate(&k, slot, pfd, &e)) {
+		fail("gate: attaching the arena and its page failed: %s%s%lld", e.msg, "", 0);
+		kg_keeper_stop(&k);
+		return;
+	}
+	close(dfd);
+	memset(host, 0x11, bytes);
+	/* the input [0, 16K), the output [20K, 36K) poisoned on the device */
+	struct kg_keeper_stage st = {.n = 1,
+				     .range = {{.off = 20480, .bytes = 16384, .pattern = 0x7fc00001u, .kind = KG_DEV_R_FILL, .elem = 4}},
+				     .gate = 1,
+				     .out_lo = 20480,
+				     .out_hi = 36864};
+	struct kg_keeper_begun bg;
+	struct kg_keeper_ended ed;
+	/* a lone call, every mark: the release reaches the CPU only after ARMED */
+	if (kg_keeper_begin(&k, slot, bytes, 1, &st, &bg, &e)) {
+		fail("gate: START failed: %s%s%lld", e.msg, "", 0);
+	} else {
+		struct timespec ts = {0, 20000000};
+		nanosleep(&ts, NULL);
+		if ((int32_t)(g[KG_DEV_GATE_RELEASED / 4] - bg.tok) >= 0)
+			fail("gate: the call was released %s%s(token %lld) before the runner armed it", "", "", (long long)bg.tok);
+		__atomic_store_n(g + KG_DEV_GATE_ARMED / 4, bg.tok, __ATOMIC_RELEASE);
+		uint64_t rel = wait_word(g, KG_DEV_GATE_RELEASED, bg.tok);
+		__atomic_store_n(g + KG_DEV_GATE_DONE / 4, bg.tok, __ATOMIC_RELEASE);
+		if (!rel)
+			fail("gate: the release never reached the CPU%s%s (token %lld)", "", "", (long long)bg.tok);
+		if (kg_keeper_end(&k, slot, bytes, 20480, 36864, 16384, 0, &ed, &e))
+			fail("gate: END failed: %s%s%lld", e.msg, "", 0);
+		else if (ed.gate != KG_DEV_GATE_OK || !ed.dev_ns || !ed.flush_ns)
+			fail("gate: a call with every mark: gate %s%s%lld (or no span, no flush time)", "", "", (long long)ed.gate);
+		else
+			printf("gate: ARMED to the release on the CPU %.1f us; span %.1f us (its flush %.1f us) with the CPU's "
+			       "round trip in it\n",
+			       (double)rel / 1e3, (double)ed.dev_ns / 1e3, (double)ed.flush_ns / 1e3);
+	}
+	/* no ARMED, then no DONE: named, and forced through */
+	for (int miss = 0; miss < 2; miss++) {
+		if (kg_keeper_begin(&k, slot, bytes, 0, &st, &bg, &e)) {
+			fail("gate: START failed: %s%s%lld", e.msg, "", 0);
+			continue;
+		}
+		if (miss)
+			__atomic_store_n(g + KG_DEV_GATE_ARMED / 4, bg.tok, __ATOMIC_RELEASE);
+		if (kg_keeper_end(&k, slot, bytes, 20480, 36864, 16384, 0, &ed, &e))
+			fail("gate: END of a call whose mark never came failed: %s%s%lld", e.msg, "", 0);
+		else if (ed.gate != (miss ? KG_DEV_GATE_NO_DONE : KG_DEV_GATE_NO_ARM) || ed.gate_set != 0)
+			fail("gate: a call without its %s mark named%s %lld", miss ? "DONE" : "ARMED", "", (long long)ed.gate);
+	}
+	/* a batch of four: each set released only after the one before it was marked done */
+	struct kg_keeper_stage bt = st;
+	bt.sets = 4;
+	bt.stride = stride;
+	if (kg_keeper_begin(&k, slot, 36864 + 4096, 1, &bt, &bg, &e)) {
+		fail("gate: a batch's START failed: %s%s%lld", e.msg, "", 0);
+	} else {
+		__atomic_store_n(g + KG_DEV_GATE_ARMED / 4, bg.tok, __ATOMIC_RELEASE);
+		for (uint32_t set = 0; set < 4; set++) {
+			if (!wait_word(g, KG_DEV_GATE_RELEASED, bg.tok + set)) {
+				fail("gate: set %s%s%lld of a batch never released", "", "", (long long)set);
+				break;
+			}
+			struct timespec ts = {0, 2000000};
+			nanosleep(&ts, NULL);
+			if (g[KG_DEV_GATE_RELEASED / 4] != bg.tok + set)
+				fail("gate: set %s%s%lld's successor released before it was done", "", "", (long long)set);
+			__atomic_store_n(g + KG_DEV_GATE_DONE / 4, bg.tok + set, __ATOMIC_RELEASE);
+		}
+		if (kg_keeper_end(&k, slot, 36864 + 4096, 20480, 36864, 0, 1, &ed, &e) || ed.gate != KG_DEV_GATE_OK)
+			fail("gate: a batch's END: %s%s (gate %lld)", e.msg, "", (long long)ed.gate);
+		else
+			printf("gate: a batch of 4, each set released after the last was done: span %.1f us, flush median %.1f "
+			       "us, most %.1f us\n",
+			       (double)ed.dev_ns / 1e3, (double)ed.flush_ns / 1e3, (double)ed.flush_max_ns / 1e3);
+	}
+	/* the mid-call probe over the input: as staged, at a moment 50 us after the release */
+	struct kg_keeper_stage pr = st;
+	pr.probe_ns = 50000;
+	pr.probe_bytes[0] = 16384;
+	if (kg_keeper_begin(&k, slot, bytes, 0, &pr, &bg, &e)) {
+		fail("gate: a probed START failed: %s%s%lld", e.msg, "", 0);
+	} else {
+		__atomic_store_n(g + KG_DEV_GATE_ARMED / 4, bg.tok, __ATOMIC_RELEASE);
+		wait_word(g, KG_DEV_GATE_RELEASED, bg.tok);
+		__atomic_store_n(g + KG_DEV_GATE_DONE / 4, bg.tok, __ATOMIC_RELEASE);
+		if (kg_keeper_end(&k, slot, bytes, 20480, 36864, 16384, 0, &ed, &e) || ed.probe_state != KG_DEV_IN_SAME)
+			fail("gate: the probe of an untouched input: %s%s (state %lld)", e.msg, "", (long long)ed.probe_state);
+	}
+	uint64_t mf = 0;
+	if (kg_keeper_meminfo(&k, &mf, &e) || !mf)
+		fail("gate: MEMINFO: %s%s%lld", e.msg, "", 0);
+	munmap(host, bytes);
+	munmap((void *)g, KG_DEV_GATE_BYTES);
+	close(fd);
+	close(pfd);
+	kg_keeper_stop(&k);
+}
+
 int main(int argc, char **argv)
 {
-	int require = argc > 1 && !strcmp(argv[1], "--require");
-	const char *dev = argc > 1 + require ? argv[1 + require] : "build/kgate-device";
+	int a = 1, require = 0, gate_only = 0;
+	for (; a < argc && argv[a][0] == '-'; a++) {
+		require |= !strcmp(argv[a], "--require");
+		gate_only |= !strcmp(argv[a], "--gate");
+	}
+	const char *dev = a < argc ? argv[a] : "build/kgate-device";
+	if (gate_only) {
+		struct kg_keeper probe;
+		kg_error pe = {0};
+		if (kg_keeper_start(&probe, dev, &pe)) {
+			printf("SKIP: no device keeper here: %s\n", pe.msg);
+			kg_keeper_stop(&probe);
+			return 77;
+		}
+		kg_keeper_stop(&probe);
+		gate_checks(dev, require);
+		printf("gated calls: %d failures\n", failures);
+		return failures ? 1 : 0;
+	}
 	struct kg_keeper k;
 	kg_error e = {0};
 	if (kg_keeper_start(&k, dev, &e)) {
@@ -272,7 +438,7 @@ int main(int argc, char **argv)
 	}
 	close(dfd); /* no runner here: the mirror is the keeper's alone */
 	kg_key key = {{0x01234567, 0x89abcdef, 7, 8, 9, 10, 11, 12}};
-	const kg_dtype dts[] = {KG_F32, KG_F16, KG_BF16, KG_I32, KG_I64, KG_U8};
+	const kg_dtype dts[] = {KG_F32, KG_F16, KG_BF16, KG_I32, KG_I64, KG_U8, KG_BOOL};
 	const int64_t small[3] = {3, 37, 37}, rows[2] = {1000, 1031};
 	int draws = 0;
 	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
@@ -295,7 +461,7 @@ int main(int argc, char **argv)
 	kg_inputs_params(&st.range[0].gen, KG_F32, in_bytes / 4, ishape, 1, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, 0, &key, 0);
 	memcpy(st.key, key.w, sizeof(st.key));
 	memset(host, 0xab, in_bytes + out_bytes);
-	uint64_t t0;
+	struct kg_keeper_begun t0;
 	struct kg_keeper_ended ed;
 	if (kg_keeper_begin(&k, slot, in_bytes + out_bytes, 1, &st, &t0, &e) ||
 	    kg_keeper_end(&k, slot, in_bytes + out_bytes, in_bytes, in_bytes + out_bytes, in_bytes, 0, &ed, &e))
@@ -342,6 +508,7 @@ int main(int argc, char **argv)
 	batch(&k, bslot, 3, 1u << 20, wide);     /* a copy a set */
 	batch(&k, bslot, 200, 4096, narrow);     /* the keeper's copy kernel */
 	kg_keeper_stop(&k);
+	gate_checks(dev, require);
 	printf("%d draws compared, %d failures\n", draws, failures);
 	return failures ? 1 : 0;
 }

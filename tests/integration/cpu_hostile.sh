@@ -119,6 +119,9 @@ hostile sandbox.syscall softmax $H/guard_handler.c $P
 hostile check.nan softmax $H/map_exhaust.c $P
 hostile check.nan softmax $H/setup_error.c $P
 ok "setup_error.c: the failed SETUP is the candidate's (sandbox.protocol)" grep -q '"sandbox.protocol"' "$json"
+# the runner's copy of the tensor tables rewritten from inside (every output pointed at its input):
+# the candidate's own memory; the parent judges the outputs it laid out, left unwritten
+hostile check.unwritten_output softmax $H/table_rewrite.c $P
 # a reason from the candidate's own text (a forged fault line): the wait status decides
 hostile sandbox.crash softmax $H/forged_fault.c $P
 # a guard band used as scratch and restored before the return: seen mid-call, the process stopped

@@ -35,4 +35,33 @@ d = json.load(open(sys.argv[1]))
 assert d["exit_code"] == 3 and not d["reasons"], (d["exit_code"], d["reasons"])
 c = [c for c in d["checks"] if c["name"] == "static-imports"]
 assert c and c[0]["status"] == "pass", c' "$tmp/tls.json"
+# TMA tensor maps by a route the policy shows (kgate 0.3 refused the runtime's driver entry points,
+# the one way to cuTensorMapEncodeTiled it knew, whatever the policy): the driver's tensor-map
+# encoders imported by name pass the static check under gpu.tensor_maps (the default), and are
+# static.forbidden_symbol where a policy turns it off; cudaGetDriverEntryPoint* stays refused, and
+# its rejection names the key that lifts it, gpu.driver_entry_points
+imports() { # imports NAME EXIT CODE|- TASK CANDIDATE POLICY [SYMBOL]
+	"$KGATE" verify "$4" "$5" --policy "$6" --quiet --report json:"$tmp/$1.json" >"$tmp/$1.out" 2>&1
+	rc=$?
+	ok "no GPU: $1 (exit $rc, want $2 ${3})" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+codes = [r["code"] for r in d["reasons"]]
+assert d["exit_code"] == int(sys.argv[2]), (d["exit_code"], codes)
+if sys.argv[3] == "-":
+    assert not codes, codes
+    c = [c for c in d["checks"] if c["name"] == "static-imports"]
+    assert c and c[0]["status"] == "pass", c
+else:
+    r = [r for r in d["reasons"] if r["code"] == sys.argv[3]]
+    assert r and sys.argv[4] in r[0]["message"], codes
+    if len(sys.argv) > 5:
+        assert sys.argv[5] in r[0]["message"], r[0]["message"]' "$tmp/$1.json" "$2" "$3" "${7:-}" ${8:+"$8"}
+}
+imports tma-default 3 - matmul examples/cuda/matmul/tma.cu ci
+imports tma-maps-off 1 static.forbidden_symbol matmul examples/cuda/matmul/tma.cu tests/data/nogpu-no-tensor-maps.yaml \
+	cuTensorMapEncodeTiled
+imports entry-default 1 static.forbidden_symbol matmul examples/cuda/unusual/tma_entry_point.cu ci \
+	cudaGetDriverEntryPointByVersion gpu.driver_entry_points
+imports entry-lifted 3 - matmul examples/cuda/unusual/tma_entry_point.cu tests/data/nogpu-entry.yaml
 finish

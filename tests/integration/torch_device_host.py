@@ -48,20 +48,22 @@ L = F * D1 * D2
 STRIDE = 1 << 14
 SETS = 3
 dev = HostDevice(STRIDE * SETS)
-r = tr.Runner(candidate=False, dev=dev)
-r.device_mod = td
-with open(sys.argv[2]) as fh:  # tests/data/kernelbench/layernorm.py
-    r.src = fh.read()
 # the task's tensors: x, ln.weight, ln.bias, then y; 256-byte aligned offsets as kgate's flat arena
 offs = [0, 256, 512, 1024]
 shapes = [(B, F, D1, D2), (F, D1, D2), (F, D1, D2), (B, F, D1, D2)]
-fields = []
+# the tensor tables file (runner/wire.h): a header, one table head, its tensors
+blob = tr.TABLES.pack(tr.MAGIC, 1) + tr.TABLE.pack(tr.TABLES.size + tr.TABLE.size, 3, 1)
 for off, shp in zip(offs, shapes):
-    fields += [off, 0, len(shp)] + list(shp) + [0] * (8 - len(shp))
-fields += [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] * (16 - len(offs))
+    blob += tr.TENSOR.pack(off, 0, len(shp), *(list(shp) + [0] * (8 - len(shp))))
+fd = os.memfd_create("tables")
+os.write(fd, blob)
+r = tr.Runner(candidate=False, tables_fd=fd, dev=dev)
+r.device_mod = td
+with open(sys.argv[2]) as fh:  # tests/data/kernelbench/layernorm.py
+    r.src = fh.read()
 note = b"batch_size=%d features=%d dim1=%d dim2=%d" % (B, F, D1, D2)
-cmd = tr.CMD.pack(tr.MAGIC, tr.SETUP, 1, STRIDE, 3, 1, *fields, 0, 0, note, 0, 0, 0)
-f = tr.CMD.unpack(cmd)[:-3]
+cmd = tr.CMD.pack(tr.MAGIC, tr.SETUP, 1, STRIDE, 3, 1, 0, 0, 0, 0, note, 0, 0, 0, 0, 0)
+f = tr.CMD.unpack(cmd)[:-5]
 r.setup(f)
 assert r.n_x == 1 and [n for n, _ in r.bound] == ["ln.weight", "ln.bias"], (r.n_x, r.bound)
 assert r.table[3] == (1024, 0, (B, F, D1, D2)), r.table

@@ -66,25 +66,26 @@ ok "  and says which" grep -q "nosuch" "$tmp/bad.out"
 # a module kgate cannot map: exit 2 with the reason, never a crash
 mkdir -p "$tmp/lvl"
 cp $D/softmax.py "$tmp/lvl/"
-cat >"$tmp/lvl/scalar.py" <<'PY'
+# (a scalar output maps since a loss's did: torch_mapping.sh; a dict of outputs does not)
+cat >"$tmp/lvl/dict_out.py" <<'PY'
 import torch
 import torch.nn as nn
 class Model(nn.Module):
     def forward(self, x):
-        return x.sum()
+        return {"sum": x.sum(1)}
 def get_inputs():
     return [torch.randn(8, 8)]
 def get_init_inputs():
     return []
 PY
-"$KGATE" verify "$tmp/lvl/scalar.py" examples/softmax/online.c $Q >"$tmp/scalar.out" 2>&1
+"$KGATE" verify "$tmp/lvl/dict_out.py" examples/softmax/online.c $Q >"$tmp/dict.out" 2>&1
 rc=$?
-ok "a scalar output is exit 2 (got $rc)" [ $rc -eq 2 ]
-ok "  and says why" grep -q "0 dimensions" "$tmp/scalar.out"
+ok "a dict output is exit 2 (got $rc)" [ $rc -eq 2 ]
+ok "  and says why" grep -q "forward returns dict; kgate maps a tensor, a number or a tuple of them" "$tmp/dict.out"
 "$KGATE" task import --kernelbench "$tmp/lvl" --out "$tmp/lvlout" --dims batch_size=4 >"$tmp/lvl.out" 2>&1
 rc=$?
 ok "a level with one unmappable problem: exit 1 (got $rc), the other imported" sh -c \
-	'[ $0 -eq 1 ] && grep -q "imported  softmax.py" "$1" && grep -q "skipped   scalar.py" "$1" && test -f "$2/softmax/task.yaml"' \
+	'[ $0 -eq 1 ] && grep -q "imported  softmax.py" "$1" && grep -q "skipped   dict_out.py" "$1" && test -f "$2/softmax/task.yaml"' \
 	$rc "$tmp/lvl.out" "$tmp/lvlout"
 
 # a level as KernelBench writes it, in one batch: expressions (M = 1024 * 2), groups = in_channels,

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,11 +43,17 @@ static int setup(void **state)
 	kg_key ck = {{1}}, pk = {{2}};
 	kg_arena_set_keys(&f.a, &ck, &pk);
 	int64_t shp[2][2][KG_MAX_DIMS] = {{{1000}, {777}}, {{300}, {5000}}};
-	for (int r = 1; r >= 0; r--) {
-		assert_int_equal(kg_arena_layout(&f.a, r, 1, 1, dt2, nd2, (const int64_t(*)[KG_MAX_DIMS])shp[r], &e), 0);
-		kg_arena_map_region(&f.a);
+	for (int r = 0; r < 2; r++) {
+		assert_int_equal(kg_arena_layout(&f.a, r, r, 1, 1, dt2, nd2, (const int64_t(*)[KG_MAX_DIMS])shp[r], &e), 0);
+		assert_int_equal(kg_arena_table_add(&f.a, &e), 0);
+		assert_int_equal(kg_arena_map_region(&f.a, &e), 0);
 	}
+	/* tables go in the order of their numbers */
+	assert_int_equal(kg_arena_table_add(&f.a, &e), -EINVAL);
 	assert_int_equal(kg_arena_map_seal(&f.a, &e), 0);
+	assert_int_equal(kg_arena_tables_seal(&f.a, &e), 0);
+	/* region 0 current */
+	assert_int_equal(kg_arena_layout(&f.a, 0, 0, 1, 1, dt2, nd2, (const int64_t(*)[KG_MAX_DIMS])shp[0], &e), 0);
 	kg_arena_canary_fill(&f.a, 9);
 	kg_arena_poison(&f.a, 9);
 	*state = &f;
@@ -143,12 +150,12 @@ static void test_regions(void **state)
 	 * file, each with an inaccessible page after it */
 	uint64_t in0 = a->slot[0].off, out0 = a->slot[1].off;
 	int64_t shp[2][KG_MAX_DIMS] = {{300}, {5000}};
-	assert_int_equal(kg_arena_layout(a, 1, 1, 1, dt2, nd2, (const int64_t(*)[KG_MAX_DIMS])shp, &e), 0);
+	assert_int_equal(kg_arena_layout(a, 1, 1, 1, 1, dt2, nd2, (const int64_t(*)[KG_MAX_DIMS])shp, &e), 0);
 	assert_true(a->slot[0].off > in0 + 4000);
 	assert_true(a->slot[0].off + a->slot[0].bytes + KG_ARENA_PAGE <= a->in_cap);
 	assert_true(a->slot[1].off > out0 + 777 * 4);
 	assert_int_equal((a->slot[1].off + a->slot[1].bytes) % KG_ARENA_PAGE, 0);
-	assert_int_equal(kg_arena_layout(a, 2, 1, 1, dt2, nd2, (const int64_t(*)[KG_MAX_DIMS])shp, &e), -EINVAL);
+	assert_int_equal(kg_arena_layout(a, 2, 2, 1, 1, dt2, nd2, (const int64_t(*)[KG_MAX_DIMS])shp, &e), -EINVAL);
 	/* the page map: four tensor ranges, page-aligned, sealed against any change */
 	struct kg_wire_pagemap h;
 	assert_int_equal(pread(a->fd_map, &h, sizeof(h), 0), (ssize_t)sizeof(h));
@@ -163,6 +170,70 @@ static void test_regions(void **state)
 	}
 	char c = 0;
 	assert_int_equal(pwrite(a->fd_map, &c, 1, 0), -1);
+}
+
+/* The tensor tables the runners get at start: each shape's layout as the runner reads it, the file
+ * sealed against any change (what SETUP names cannot be rewritten under the runner). */
+static void test_tables(void **state)
+{
+	struct fx *f = *state;
+	struct kg_arena *a = &f->a;
+	struct stat st;
+	assert_int_equal(fstat(a->fd_tables, &st), 0);
+	unsigned char *buf = malloc((size_t)st.st_size);
+	assert_non_null(buf);
+	assert_int_equal(pread(a->fd_tables, buf, (size_t)st.st_size, 0), st.st_size);
+	char err[200];
+	const struct kg_wire_tensor *t = NULL;
+	assert_int_equal(kg_wire_table_get(buf, (size_t)st.st_size, 0, 1, 1, a->capacity, &t, err, sizeof(err)), 0);
+	/* table 0 is region 0's layout, the current one */
+	assert_int_equal(t[0].offset, a->slot[0].off);
+	assert_int_equal(t[1].offset, a->slot[1].off);
+	assert_int_equal(t[0].shape[0], 1000);
+	assert_int_equal(t[1].shape[0], 777);
+	assert_int_equal(kg_wire_table_get(buf, (size_t)st.st_size, 1, 1, 1, a->capacity, &t, err, sizeof(err)), 0);
+	assert_int_equal(t[0].shape[0], 300);
+	assert_int_equal(t[1].shape[0], 5000);
+	assert_int_equal(t[1].dtype, KG_F32);
+	assert_int_equal(kg_wire_table_get(buf, (size_t)st.st_size, 2, 1, 1, a->capacity, &t, err, sizeof(err)), -1);
+	free(buf);
+	char c = 0;
+	assert_int_equal(pwrite(a->fd_tables, &c, 1, 0), -1);
+	assert_int_equal(ftruncate(a->fd_tables, 0), -1);
+}
+
+/* A bool output's poison is never 0 or 1: no element a kernel wrote looks unwritten. */
+static void test_bool_poison(void **state)
+{
+	(void)state;
+	struct kg_arena a;
+	kg_error e = {0};
+	const kg_dtype dt[2] = {KG_F32, KG_BOOL};
+	const int nd[2] = {1, 1};
+	const int64_t shp[2][KG_MAX_DIMS] = {{16}, {4096}};
+	uint64_t bytes[2] = {64, 4096};
+	assert_int_equal(kg_arena_create(&a, kg_arena_size_for(bytes, 2), &e), 0);
+	kg_key ck = {{3}}, pk = {{4}};
+	kg_arena_set_keys(&a, &ck, &pk);
+	assert_int_equal(kg_arena_layout(&a, 0, 0, 1, 1, dt, nd, shp, &e), 0);
+	unsigned seen[256] = {0};
+	for (uint64_t id = 0; id < 2000; id++) {
+		kg_arena_poison(&a, id);
+		const unsigned char *o = kg_arena_ptr(&a, 1);
+		assert_true(o[0] > 1);
+		assert_int_equal(o[4095], o[0]);
+		seen[o[0]]++;
+		/* a kernel's all-true or all-false output is written in full */
+		unsigned char tru[4096];
+		memset(tru, (int)(id & 1), sizeof(tru));
+		memcpy(kg_arena_ptr(&a, 1), tru, sizeof(tru));
+		assert_int_equal(kg_arena_unwritten(&a, 1, NULL), -1);
+	}
+	int kinds = 0;
+	for (int i = 0; i < 256; i++)
+		kinds += seen[i] > 0;
+	assert_true(kinds > 100); /* keyed, not one fixed byte */
+	kg_arena_destroy(&a);
 }
 
 static void test_streaming(void **state)
@@ -252,6 +323,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_inputs_sealed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keyed_canaries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_regions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tables, setup, teardown),
+		cmocka_unit_test(test_bool_poison),
 		cmocka_unit_test_setup_teardown(test_streaming, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runner_sealed, setup, teardown),
 	};

@@ -48,7 +48,7 @@ static int setup(void **state)
 	const int64_t shp[2][KG_MAX_DIMS] = {{N}, {N}};
 	uint64_t bytes[2] = {N * 4, N * 4};
 	assert_int_equal(kg_arena_create(&f->a, kg_arena_size_for(bytes, 2), &e), 0);
-	assert_int_equal(kg_arena_layout(&f->a, 0, 1, 1, dt, nd, shp, &e), 0);
+	assert_int_equal(kg_arena_layout(&f->a, 0, 0, 1, 1, dt, nd, shp, &e), 0);
 	kg_arena_canary_fill(&f->a, 0x1234);
 	kg_arena_poison(&f->a, 77);
 	for (int i = 0; i < N; i++) {

@@ -665,7 +665,7 @@ static void layout(struct kg_arena *a)
 	int nd[2] = {1, 2};
 	int64_t shape[2][KG_MAX_DIMS] = {{10}, {3, 3}};
 	kg_error e;
-	assert_int_equal(kg_arena_layout(a, 0, 1, 1, dt, nd, (const int64_t(*)[KG_MAX_DIMS])shape, &e), 0);
+	assert_int_equal(kg_arena_layout(a, 0, 0, 1, 1, dt, nd, (const int64_t(*)[KG_MAX_DIMS])shape, &e), 0);
 }
 
 static void test_arena_canary(void **state)

@@ -44,7 +44,7 @@ static float *fill(enum kg_input_class c, unsigned mix, uint32_t seed, const int
 static void test_core_matches_fill(void **state)
 {
 	(void)state;
-	const kg_dtype dts[] = {KG_F32, KG_F16, KG_BF16, KG_I32, KG_I64, KG_U8};
+	const kg_dtype dts[] = {KG_F32, KG_F16, KG_BF16, KG_I32, KG_I64, KG_U8, KG_BOOL};
 	const int64_t shapes[][3] = {{3, 37, 37}, {5, 7, 131}, {1, 1, 9}};
 	kg_key k = key_of(77);
 	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
@@ -162,6 +162,52 @@ static void test_core_normal_moments(void **state)
 
 /* What kgate-device refuses: an unknown kind or dtype, bytes that are not n elements, a mix the
  * rows may not take, integers drawn as floats. */
+/* A bool input (a mask) holds 0 and 1 alike and nothing else; a whole model's inputs (hundreds)
+ * each draw from streams of their own, and inputs 0-127 from the streams they always had. */
+static void test_bool_and_many_tensors(void **state)
+{
+	(void)state;
+	kg_key k = key_of(9);
+	int64_t shape[1] = {4096};
+	unsigned char m[4096];
+	kg_inputs_fill(m, KG_BOOL, 4096, shape, 1, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, KG_CLASS_ALL, &k, 3);
+	int ones = 0;
+	for (int i = 0; i < 4096; i++) {
+		assert_true(m[i] <= 1);
+		ones += m[i];
+	}
+	assert_in_range(ones, 1800, 2300);
+	for (uint32_t t = 0; t < 128; t++)
+		assert_int_equal(KG_GEN_STREAM(t, KG_GEN_S_ELEM), t << 24 | KG_GEN_S_ELEM);
+	/* every stream of tensors 0..1023 distinct, the top bit (the verifier's own streams) clear */
+	static const uint32_t codes[] = {0, KG_GEN_S_ELEM, KG_GEN_S_EXTRA, KG_GEN_S_BASE, KG_GEN_S_ROW, KG_GEN_S_SPIKE,
+					 KG_GEN_S_MIX};
+	enum { N = 1024 * 7 };
+	uint32_t *all = malloc(N * sizeof(*all));
+	assert_non_null(all);
+	for (uint32_t t = 0; t < 1024; t++)
+		for (int c = 0; c < 7; c++) {
+			all[t * 7 + (uint32_t)c] = KG_GEN_STREAM(t, codes[c]);
+			assert_false(all[t * 7 + (uint32_t)c] >> 31);
+		}
+	for (int i = 0; i < N; i++)
+		for (int j = i + 1; j < N; j++)
+			if (all[i] == all[j])
+				fail_msg("streams %d and %d are both %#x", i, j, all[i]);
+	free(all);
+	/* and their elements differ: input 130's normal draw is not input 2's */
+	float a[64], b[64];
+	int64_t s64[1] = {64};
+	kg_inputs_fill(a, KG_F32, 64, s64, 1, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, KG_CLASS_ALL, &k, 2);
+	kg_inputs_fill(b, KG_F32, 64, s64, 1, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, KG_CLASS_ALL, &k, 130);
+	assert_memory_not_equal(a, b, sizeof(a));
+	struct kg_gen_tensor t;
+	kg_inputs_params(&t, KG_F32, 64, s64, 1, KG_ROLE_WEIGHT, KG_CLASS_NORMAL, KG_CLASS_ALL, &k, 700);
+	assert_true(kg_gen_valid(&t, 256));
+	t.tensor = KG_GEN_MAX_TENSOR;
+	assert_false(kg_gen_valid(&t, 256));
+}
+
 static void test_core_valid(void **state)
 {
 	(void)state;
@@ -369,6 +415,7 @@ int main(void)
 		cmocka_unit_test(test_core_exp_log),
 		cmocka_unit_test(test_core_normal_moments),
 		cmocka_unit_test(test_core_valid),
+		cmocka_unit_test(test_bool_and_many_tensors),
 		cmocka_unit_test(test_spiked),
 		cmocka_unit_test(test_mixed),
 		cmocka_unit_test(test_seeded_classes_differ),

@@ -6,7 +6,12 @@
  * ends the keeper, an END of 8000 bytes finds "the candidate" wrote byte 8 (an input), a SETTLE
  * look after 7 ms finds it wrote byte 4101 (an output) after END, a batched END of 3 sets finds
  * it wrote byte 9 of set 2 (an input of the batch's last call). Its GEN
- * ranges run the generator's core on the host, as kgate-device's kernel runs it on the GPU. */
+ * ranges run the generator's core on the host, as kgate-device's kernel runs it on the GPU.
+ * Started with CUDA_VISIBLE_DEVICES=kg-fake-gate (the one variable kgate passes on), it has gated
+ * calls too: GATE maps the page, a gated START gives the call's tokens, and END reads the marks the
+ * test (playing the runner) stored in the page, as kgate-device does once its grace is over, storing
+ * what never came itself; a probe_ns of 4242 "catches" byte 16 of the first probe range in use as
+ * scratch mid-call (changed at the capture, restored before END). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -68,13 +73,23 @@ static int fake_range(void *arg, const struct kg_dev_range *g)
 static int fake_keeper(void)
 {
 	int ctl = KG_DEV_CTL_FD;
-	struct kg_dev_reply hello = {
-		.op = KG_DEV_HELLO, .ceiling_mbps = 1000000, .granularity = 4096, .caps = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP};
+	const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+	int gates = vis && !strcmp(vis, "kg-fake-gate");
+	struct kg_dev_reply hello = {.op = KG_DEV_HELLO,
+				     .ceiling_mbps = 1000000,
+				     .granularity = 4096,
+				     .caps = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP | (gates ? KG_DEV_CAP_GATE : 0),
+				     .flush_ns = 30000,
+				     .mem_free = 6ull << 30};
 	if (send_rep(ctl, &hello, -1))
 		return 1;
 	unsigned char *host = NULL, *dev = NULL, *staged = NULL;
 	uint32_t batch_sets = 1;
 	uint64_t batch_stride = 0;
+	volatile uint32_t *page = NULL; /* the gate page (GATE) */
+	uint32_t tok = 0, gate_tok = 0, gate_sets = 0;
+	int gate_open = 0;
+	struct kg_dev_cmd started = {0}; /* the last gated START (its probe) */
 	for (uint64_t t = 1000;; t += 1000) {
 		struct kg_dev_cmd c = {0};
 		int fd = -1;
@@ -101,9 +116,35 @@ static int fake_keeper(void)
 			r.slot = 2;
 			break;
 		}
+		case KG_DEV_GATE:
+			if (!gates || page || fd < 0) {
+				r.status = !gates ? -ENOTSUP : -EINVAL;
+				break;
+			}
+			page = mmap(NULL, KG_DEV_GATE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			if (page == MAP_FAILED)
+				return 1;
+			break;
+		case KG_DEV_MEMINFO:
+			r.mem_free = (6ull << 30) - 4096;
+			break;
 		case KG_DEV_START:
 			if (c.bytes == 7)
 				return 0;
+			if (c.gate) {
+				uint32_t sets = c.sets > 1 ? c.sets : 1;
+				if (!kg_stage_gate_valid(&c, page != NULL, sets)) {
+					r.status = -EINVAL;
+					snprintf(r.msg, sizeof(r.msg), "bad gated START");
+					break;
+				}
+				r.gate_tok = gate_tok = tok + 1;
+				tok += sets;
+				gate_sets = sets;
+				gate_open = 1;
+				started = c;
+			}
+			r.mem_free = 6ull << 30;
 			if (!kg_stage_valid(&c, NULL) ||
 			    kg_stage_walk(&c, fake_host, fake_range, &(struct fake_stage){dev, host, c.key})) {
 				r.status = -EINVAL;
@@ -124,6 +165,29 @@ static int fake_keeper(void)
 			r.t_ns = t;
 			break;
 		case KG_DEV_END: {
+			if (gate_open) { /* the marks "the runner" stored, read once the grace is over */
+				uint32_t armed = page[KG_DEV_GATE_ARMED / 4], done = page[KG_DEV_GATE_DONE / 4];
+				r.gate = kg_stage_gate_verdict(armed, done, gate_tok, gate_sets, &r.gate_set);
+				if (r.gate != KG_DEV_GATE_OK) /* stored by the keeper, so its queue runs through */
+					page[KG_DEV_GATE_ARMED / 4] = page[KG_DEV_GATE_DONE / 4] = gate_tok + gate_sets - 1;
+				gate_open = 0;
+				r.flush_ns = 30000;
+				r.flush_max_ns = 31000;
+				r.mem_free = (6ull << 30) - 8192;
+				if (started.probe_ns && started.probe_bytes[0]) {
+					/* the capture: a word in use as scratch at its moment (4242), restored since */
+					uint64_t at = started.probe_off[0], k = 0;
+					if (started.probe_ns == 4242)
+						dev[at + 16] ^= 0x5a;
+					while (k < started.probe_bytes[0] && dev[at + k] == staged[at + k])
+						k++;
+					if (started.probe_ns == 4242)
+						dev[at + 16] ^= 0x5a;
+					r.probe_state = k == started.probe_bytes[0] ? KG_DEV_IN_SAME : KG_DEV_IN_DIFFERS;
+					r.probe_diff = at + k / 8 * 8;
+				}
+				memset(&started, 0, sizeof(started));
+			}
 			if (c.sets > 1) { /* every set's outputs "written", set 2's input too; the image compared */
 				if (c.sets != batch_sets || !c.keep || c.in_hi)
 					return 1;
@@ -235,7 +299,7 @@ static void test_call_cycle(void **state)
 	assert_true(d != MAP_FAILED);
 	h[100] = 42;
 	h[4096] = 7;
-	uint64_t t0 = 0;
+	struct kg_keeper_begun t0;
 	struct kg_keeper_ended ed;
 	/* an output of 1024 fp32 at 4096 poisoned on the device: the host arena's byte there is not
 	 * sent, the bytes around it are */
@@ -249,7 +313,7 @@ static void test_call_cycle(void **state)
 	assert_int_equal(d[4096], 0xef);
 	assert_int_equal(kg_keeper_end(&k, slot, 8192, 100, 200, 0, 0, &ed, &e), 0);
 	assert_int_equal(ed.in_state, KG_DEV_IN_UNCHECKED);
-	assert_true(ed.t_ns > t0);
+	assert_true(ed.t_ns > t0.t0);
 	assert_int_equal(ed.copy_ns, 20);
 	assert_int_equal(ed.dev_ns, 450);
 	assert_int_equal(h[100], 42 ^ 0xff); /* the host arena holds what the device held */
@@ -283,7 +347,7 @@ static void test_batch(void **state)
 	struct kg_keeper_stage st = {.n = 1, .sets = 3, .stride = 8192, .range = {{.off = 0, .bytes = 4000, .kind = KG_DEV_R_GEN}}};
 	kg_inputs_params(&st.range[0].gen, KG_F32, 1000, shape, 1, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, 0, &key, 0);
 	memcpy(st.key, key.w, sizeof(st.key));
-	uint64_t t0;
+	struct kg_keeper_begun t0;
 	assert_int_equal(kg_keeper_begin(&k, slot, 6000, 1, &st, &t0, &e), 0);
 	float want[1000];
 	for (uint32_t set = 0; set < 3; set++) {
@@ -316,6 +380,152 @@ static void test_batch(void **state)
 	kg_keeper_stop(&k);
 }
 
+/* Gated calls (wire.h's gate page): GATE takes the page (refused where the keeper has no gated
+ * calls), a gated START gives the call's first token (set k's is tok + k, counting on from the last
+ * call's), and END says which of the runner's marks never came, from the words the runner (here,
+ * the test) stored: all of them (OK), no ARMED, or the first set without its DONE; what never came
+ * is stored by the keeper. The flush's times and the device's free memory come back; MEMINFO reads
+ * the free memory alone. */
+static void test_gate(void **state)
+{
+	(void)state;
+	struct kg_keeper k;
+	kg_error e = {0};
+	assert_int_equal(kg_keeper_start(&k, "/proc/self/exe", &e), 0);
+	unsigned char *h;
+	int hfd = host_arena(8192, &h);
+	int slot = -1, dfd = -1;
+	size_t dbytes = 0;
+	assert_int_equal(kg_keeper_attach(&k, hfd, 8192, 3, 8192, &slot, &dfd, &dbytes, &e), 0);
+	int pfd = memfd_create("gate", MFD_CLOEXEC);
+	assert_true(pfd >= 0);
+	assert_int_equal(ftruncate(pfd, KG_DEV_GATE_BYTES), 0);
+	/* this keeper has no gated calls: refused before anything is sent */
+	assert_int_equal(kg_keeper_gate(&k, slot, pfd, &e), -ENOTSUP);
+	kg_keeper_stop(&k);
+	close(dfd);
+
+	assert_int_equal(setenv("CUDA_VISIBLE_DEVICES", "kg-fake-gate", 1), 0);
+	assert_int_equal(kg_keeper_start(&k, "/proc/self/exe", &e), 0);
+	unsetenv("CUDA_VISIBLE_DEVICES");
+	assert_true(k.caps & KG_DEV_CAP_GATE);
+	assert_int_equal(k.quiet_flush_ns, 30000);
+	assert_int_equal(k.mem_free, 6ull << 30);
+	assert_int_equal(kg_keeper_attach(&k, hfd, 8192, 3, 8192, &slot, &dfd, &dbytes, &e), 0);
+	/* a gated START before the slot has its page: refused */
+	struct kg_keeper_stage st = {.gate = 1, .out_lo = 4096, .out_hi = 6000};
+	struct kg_keeper_begun bg;
+	assert_int_not_equal(kg_keeper_begin(&k, slot, 8192, 1, &st, &bg, &e), 0);
+	assert_int_equal(kg_keeper_gate(&k, slot, pfd, &e), 0);
+	uint32_t *g = mmap(NULL, KG_DEV_GATE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0);
+	assert_true(g != MAP_FAILED);
+	struct kg_keeper_ended ed;
+	/* every mark: the call's ends as the device saw them */
+	assert_int_equal(kg_keeper_begin(&k, slot, 8192, 1, &st, &bg, &e), 0);
+	assert_int_equal(bg.tok, 1);
+	assert_int_equal(bg.mem_free, 6ull << 30);
+	g[KG_DEV_GATE_ARMED / 4] = bg.tok;
+	g[KG_DEV_GATE_DONE / 4] = bg.tok;
+	assert_int_equal(kg_keeper_end(&k, slot, 8192, 4096, 6000, 0, 0, &ed, &e), 0);
+	assert_int_equal(ed.gate, KG_DEV_GATE_OK);
+	assert_int_equal(ed.flush_ns, 30000);
+	assert_int_equal(ed.flush_max_ns, 31000);
+	assert_int_equal(ed.mem_free, (6ull << 30) - 8192);
+	assert_int_equal(ed.probe_state, KG_DEV_IN_UNCHECKED);
+	/* a runner that answered without arming: named, and ARMED stored by the keeper */
+	assert_int_equal(kg_keeper_begin(&k, slot, 8192, 1, &st, &bg, &e), 0);
+	assert_int_equal(bg.tok, 2);
+	assert_int_equal(kg_keeper_end(&k, slot, 8192, 4096, 6000, 0, 0, &ed, &e), 0);
+	assert_int_equal(ed.gate, KG_DEV_GATE_NO_ARM);
+	assert_int_equal(g[KG_DEV_GATE_ARMED / 4], 2);
+	assert_int_equal(g[KG_DEV_GATE_DONE / 4], 2);
+	/* a batch of three whose second set never came: set 1 named, the tokens go on from 3 */
+	struct kg_keeper_stage bt = {.gate = 1, .out_lo = 4096, .out_hi = 6000, .sets = 3, .stride = 8192};
+	assert_int_equal(kg_keeper_begin(&k, slot, 6000, 1, &bt, &bg, &e), 0);
+	assert_int_equal(bg.tok, 3);
+	g[KG_DEV_GATE_ARMED / 4] = 3;
+	g[KG_DEV_GATE_DONE / 4] = 3;
+	assert_int_equal(kg_keeper_end(&k, slot, 6000, 4096, 6000, 0, 1, &ed, &e), 0);
+	assert_int_equal(ed.gate, KG_DEV_GATE_NO_DONE);
+	assert_int_equal(ed.gate_set, 1);
+	assert_int_equal(g[KG_DEV_GATE_DONE / 4], 5);
+	/* the mid-call probe: the inputs' range captured while a word of it was in use, restored
+	 * by the end (the inputs compare the same at END, the capture does not) */
+	struct kg_keeper_stage pr = {.gate = 1, .out_lo = 4096, .out_hi = 6000, .probe_ns = 4242,
+				     .probe_off = {0, 6000}, .probe_bytes = {4096, 2192}};
+	assert_int_equal(kg_keeper_begin(&k, slot, 8192, 1, &pr, &bg, &e), 0);
+	g[KG_DEV_GATE_ARMED / 4] = g[KG_DEV_GATE_DONE / 4] = bg.tok;
+	assert_int_equal(kg_keeper_end(&k, slot, 8192, 4096, 6000, 4096, 0, &ed, &e), 0);
+	assert_int_equal(ed.gate, KG_DEV_GATE_OK);
+	assert_int_equal(ed.in_state, KG_DEV_IN_SAME);
+	assert_int_equal(ed.probe_state, KG_DEV_IN_DIFFERS);
+	assert_int_equal(ed.probe_diff, 16);
+	pr.probe_ns = 1000; /* a capture at a moment of no use */
+	assert_int_equal(kg_keeper_begin(&k, slot, 8192, 1, &pr, &bg, &e), 0);
+	g[KG_DEV_GATE_ARMED / 4] = g[KG_DEV_GATE_DONE / 4] = bg.tok;
+	assert_int_equal(kg_keeper_end(&k, slot, 8192, 4096, 6000, 4096, 0, &ed, &e), 0);
+	assert_int_equal(ed.probe_state, KG_DEV_IN_SAME);
+	/* a probe range over the outputs is refused, so is a probe of a batch */
+	pr.probe_off[1] = 4000;
+	assert_int_not_equal(kg_keeper_begin(&k, slot, 8192, 1, &pr, &bg, &e), 0);
+	pr.probe_off[1] = 6000;
+	pr.sets = 3;
+	pr.stride = 8192;
+	assert_int_not_equal(kg_keeper_begin(&k, slot, 8192, 1, &pr, &bg, &e), 0);
+	uint64_t mf = 0;
+	assert_int_equal(kg_keeper_meminfo(&k, &mf, &e), 0);
+	assert_int_equal(mf, (6ull << 30) - 4096);
+	munmap(g, KG_DEV_GATE_BYTES);
+	munmap(h, 8192);
+	close(pfd);
+	close(dfd);
+	close(hfd);
+	kg_keeper_stop(&k);
+}
+
+/* The gated START's own checks and the verdict on marks that never came, as kgate-device and the
+ * fake keeper share them (stage.c): sets within the gated bound, outputs inside the call, probe
+ * ranges of a lone call on 8-byte words clear of the outputs and within the capture; the marks
+ * compared cyclically, across the 32-bit counter's wrap too. */
+static void test_gate_rules(void **state)
+{
+	(void)state;
+	struct kg_dev_cmd c = {.op = KG_DEV_START, .bytes = 8192, .gate = 1, .out_lo = 4096, .out_hi = 6000};
+	assert_int_equal(kg_stage_gate_valid(&c, 1, 1), 1);
+	assert_int_equal(kg_stage_gate_valid(&c, 0, 1), 0); /* no page */
+	assert_int_equal(kg_stage_gate_valid(&c, 1, KG_DEV_MAX_GATED_SETS), 1);
+	assert_int_equal(kg_stage_gate_valid(&c, 1, KG_DEV_MAX_GATED_SETS + 1), 0);
+	struct kg_dev_cmd b = c;
+	b.out_hi = 9000; /* outputs past the call */
+	assert_int_equal(kg_stage_gate_valid(&b, 1, 1), 0);
+	b = c;
+	b.probe_ns = 5000;
+	b.probe_off[0] = 0;
+	b.probe_bytes[0] = 4096;
+	assert_int_equal(kg_stage_gate_valid(&b, 1, 1), 1);
+	assert_int_equal(kg_stage_gate_valid(&b, 1, 2), 0); /* a batch is not probed */
+	b.probe_bytes[0] = 4100; /* over the first output */
+	assert_int_equal(kg_stage_gate_valid(&b, 1, 1), 0);
+	b.probe_bytes[0] = 4092; /* not whole words */
+	assert_int_equal(kg_stage_gate_valid(&b, 1, 1), 0);
+	b.probe_bytes[0] = 4096;
+	b.probe_ns = 0; /* ranges without a moment */
+	assert_int_equal(kg_stage_gate_valid(&b, 1, 1), 0);
+	uint32_t set = 9;
+	assert_int_equal(kg_stage_gate_verdict(7, 9, 7, 3, &set), KG_DEV_GATE_OK);
+	assert_int_equal(set, 0);
+	assert_int_equal(kg_stage_gate_verdict(6, 6, 7, 3, &set), KG_DEV_GATE_NO_ARM);
+	assert_int_equal(kg_stage_gate_verdict(7, 6, 7, 3, &set), KG_DEV_GATE_NO_DONE);
+	assert_int_equal(set, 0); /* no set done */
+	assert_int_equal(kg_stage_gate_verdict(7, 8, 7, 3, &set), KG_DEV_GATE_NO_DONE);
+	assert_int_equal(set, 2);
+	/* across the wrap: tokens 0xfffffffe, 0xffffffff, 0 */
+	assert_int_equal(kg_stage_gate_verdict(0xfffffffeu, 0, 0xfffffffeu, 3, &set), KG_DEV_GATE_OK);
+	assert_int_equal(kg_stage_gate_verdict(0xfffffffeu, 0xffffffffu, 0xfffffffeu, 3, &set), KG_DEV_GATE_NO_DONE);
+	assert_int_equal(set, 2);
+	assert_int_equal(kg_stage_gate_verdict(0xfffffffdu, 0xfffffffdu, 0xfffffffeu, 3, &set), KG_DEV_GATE_NO_ARM);
+}
+
 /* A reply to an earlier command (one given up on) is not this command's answer. */
 /* A call's inputs drawn on the device (GEN ranges under the call's key: the same bits as the
  * host's fill), compared there at END: left as they were in the host arena when the same (here,
@@ -341,7 +551,7 @@ static void test_gen_and_compare(void **state)
 	memcpy(st.key, key.w, sizeof(st.key));
 	float want[1000];
 	kg_inputs_fill_tensor(want, &st.range[0].gen, &key);
-	uint64_t t0;
+	struct kg_keeper_begun t0;
 	struct kg_keeper_ended ed;
 	uint32_t ins = 0;
 	for (int pass = 0; pass < 2; pass++) {
@@ -419,7 +629,7 @@ static void test_keeper_gone(void **state)
 	struct kg_keeper k;
 	kg_error e = {0};
 	assert_int_equal(kg_keeper_start(&k, "/proc/self/exe", &e), 0);
-	uint64_t t0;
+	struct kg_keeper_begun t0;
 	assert_int_equal(kg_keeper_begin(&k, 0, 7, 0, NULL, &t0, &e), -EPIPE);
 	assert_non_null(strstr(e.msg, "ended"));
 	assert_true(k.dead);
@@ -546,6 +756,8 @@ int main(void)
 		cmocka_unit_test(test_call_cycle),
 		cmocka_unit_test(test_gen_and_compare),
 		cmocka_unit_test(test_batch),
+		cmocka_unit_test(test_gate),
+		cmocka_unit_test(test_gate_rules),
 		cmocka_unit_test(test_stale_reply_dropped),
 		cmocka_unit_test(test_keeper_gone),
 		cmocka_unit_test(test_stage_valid),

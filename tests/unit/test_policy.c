@@ -76,6 +76,11 @@ static void test_errors(void **state)
 		{"kgate_policy: 1\ngpu: {required: maybe}\n", "gpu.required"},
 		{"kgate_policy: 1\ngpu: {compute_sanitizer: maybe}\n", "a list of memcheck"},
 		{"kgate_policy: 1\ngpu:\n  compute_sanitizer: [memcheck, leakcheck]\n", ":3: field 'gpu.compute_sanitizer': unknown tool 'leakcheck'"},
+		{"kgate_policy: 1\ngpu:\n  memory_mb: 8\n", ":3: field 'gpu.memory_mb'"},
+		{"kgate_policy: 1\ngpu: {memory_mb: lots}\n", "gpu.memory_mb"},
+		{"kgate_policy: 1\ngpu: {tensor_maps: sometimes}\n", "gpu.tensor_maps"},
+		{"kgate_policy: 1\ngpu: {driver_entry_points: 1.5}\n", "gpu.driver_entry_points"},
+		{"kgate_policy: 1\ngpu: {memory: 100}\n", "unknown key 'memory'"},
 		{"kgate_policy: 2\n", "kgate_policy"},
 		{"trials: 2\n", "kgate_policy"},
 	};
@@ -144,12 +149,40 @@ static void test_queries(void **state)
 	free(p);
 }
 
+/* The gpu section's bounds and routes: device memory (8 GiB unless the policy says), the driver's
+ * tensor-map encoders imported by name (on unless the policy turns them off; nothing else of the
+ * driver's with them), and the runtime's driver entry points (off unless the policy lifts them). */
+static void test_gpu(void **state)
+{
+	(void)state;
+	struct kg_policy *p = malloc(sizeof(*p));
+	kg_error e;
+	kg_policy_defaults(p);
+	assert_int_equal(p->gpu_memory_bytes, 8ull << 30);
+	assert_true(kg_policy_gpu_symbol_allowed(p, "cuTensorMapEncodeTiled"));
+	assert_true(kg_policy_gpu_symbol_allowed(p, "cuTensorMapEncodeIm2col"));
+	assert_true(kg_policy_gpu_symbol_allowed(p, "cuTensorMapReplaceAddress"));
+	assert_false(kg_policy_gpu_symbol_allowed(p, "cuTensorMapEncodeTiledX"));
+	assert_false(kg_policy_gpu_symbol_allowed(p, "cuCtxCreate_v2"));
+	assert_false(kg_policy_gpu_symbol_allowed(p, "cudaGetDriverEntryPoint"));
+	assert_false(kg_policy_symbol_allowed(p, "cuTensorMapEncodeTiled")); /* the gpu section's, alone */
+	assert_int_equal(load_text("kgate_policy: 1\ngpu: {memory_mb: 512, tensor_maps: false, driver_entry_points: true}\n", p, &e),
+			 0);
+	assert_int_equal(p->gpu_memory_bytes, 512ull << 20);
+	assert_false(kg_policy_gpu_symbol_allowed(p, "cuTensorMapEncodeTiled"));
+	assert_true(kg_policy_gpu_symbol_allowed(p, "cudaGetDriverEntryPoint"));
+	assert_true(kg_policy_gpu_symbol_allowed(p, "cudaGetDriverEntryPointByVersion"));
+	assert_false(kg_policy_gpu_symbol_allowed(p, "cuGetProcAddress_v2"));
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shipped),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_queries),
+		cmocka_unit_test(test_gpu),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

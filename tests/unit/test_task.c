@@ -179,6 +179,21 @@ static void test_malformed(void **state)
 		 {"random_shapes.ranges.C", "fewer than 32", NULL}},
 		{"  - {C: 1}\n", "  - {C: 1}\nrandom_shapes: {count: 2, ranges: {Z: [1, 64]}}\n",
 		 {"random_shapes.ranges", "'Z' is not a declared dimension", NULL}},
+		/* a module's constants: a literal of its type, at a distinct argument position */
+		{"exclude_classes", "constants: [{name: s, at: 1, type: float, value: lots}]\nexclude_classes",
+		 {"constants[0].value", "not a finite float literal", NULL}},
+		{"exclude_classes", "constants: [{name: s, at: 1, type: float, value: inf}]\nexclude_classes",
+		 {"constants[0].value", NULL, NULL}},
+		{"exclude_classes", "constants: [{name: s, at: 1, type: int, value: 2.5}]\nexclude_classes",
+		 {"not a finite int literal", NULL, NULL}},
+		{"exclude_classes", "constants: [{name: s, at: 1, type: str, value: a}]\nexclude_classes",
+		 {"int, float or bool", NULL, NULL}},
+		{"exclude_classes", "constants: [{name: s, at: 3, type: int, value: 2}]\nexclude_classes",
+		 {"constants[0].at", NULL, NULL}},
+		{"exclude_classes",
+		 "constants: [{name: s, at: 1, type: int, value: 2}, {name: u, at: 1, type: int, value: 3}]\nexclude_classes",
+		 {"both argument 1", NULL, NULL}},
+		{"shape: [R, C]}", "shape: [R, C, R, C, R, C, R, C, R]}", {"inputs[0].shape", "between 0 and 8", NULL}},
 		{"  - {C: 1}\n", "  - {C: 1}\nrandom_shapes: {count: 9, ranges: {C: [1, 64]}}\n",
 		 {"random_shapes.count", NULL, NULL}},
 		{"  - {C: 1}\n", "  - {C: 1}\nrandom_shapes: {count: 2, ranges: {C: [1, 40], C: [1, 50]}}\n",
@@ -206,6 +221,55 @@ static void test_malformed(void **state)
 			if (!strstr(e.msg, cases[i].expect[k]))
 				fail_msg("case %zu: '%s' not in: %s", i, cases[i].expect[k], e.msg);
 	}
+	free(t);
+}
+
+/* What a KernelBench module maps to: a scalar (shape []: ndim 0, one element), a bool mask, the
+ * forward's numbers as constants, a module with no dims at all, and a whole model's tensors (far more
+ * than a command record ever held). */
+static void test_module_shapes(void **state)
+{
+	(void)state;
+	struct kg_task *t = malloc(sizeof(*t));
+	kg_error e;
+	const char *scalar = "kgate_task: 1\nname: s\ndims: []\nshapes: {nominal: {}}\n"
+			     "inputs:\n  - {name: x, dtype: f32, shape: [8]}\n  - {name: m, dtype: bool, shape: [8]}\n"
+			     "  - {name: steps, dtype: i64, shape: [], role: weight}\n"
+			     "outputs:\n  - {name: y, dtype: f32, shape: [], reduction: 8}\n  - {name: b, dtype: bool, shape: [8]}\n"
+			     "constants:\n  - {name: s, at: 1, type: float, value: 3.14}\n"
+			     "  - {name: k, at: 4, type: int, value: -2}\n  - {name: f, at: 0, type: bool, value: true}\n"
+			     "tolerance: {atol: 1e-5, rtol: 1e-4}\nreference: {c: ref.c}\n";
+	if (load_text(scalar, t, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(t->n_dims, 0);
+	assert_int_equal(t->inputs[2].ndim, 0);
+	assert_int_equal(t->outputs[0].ndim, 0);
+	assert_int_equal(t->inputs[1].dtype, KG_BOOL);
+	assert_int_equal(t->outputs[1].dtype, KG_BOOL);
+	int64_t shape[KG_MAX_DIMS];
+	assert_int_equal(kg_task_shape(&t->outputs[0], &t->shapesets[0].dims, shape, &e), 0);
+	assert_int_equal(kg_shape_numel(0, shape), 1);
+	assert_int_equal(t->n_consts, 3);
+	assert_string_equal(t->consts[0].name, "s");
+	assert_int_equal(t->consts[0].at, 1);
+	assert_int_equal(t->consts[0].type, 'f');
+	assert_string_equal(t->consts[0].value, "3.14");
+	assert_int_equal(t->consts[1].type, 'i');
+	assert_int_equal(t->consts[2].type, 'b');
+	/* 700 inputs: a whole model's parameters and buffers */
+	size_t cap = 1u << 17, n = 0;
+	char *big = malloc(cap);
+	assert_non_null(big);
+	n += (size_t)snprintf(big + n, cap - n, "kgate_task: 1\nname: big\ndims: [N]\nshapes: {nominal: {N: 4}}\ninputs:\n");
+	for (int i = 0; i < 700; i++)
+		n += (size_t)snprintf(big + n, cap - n, "  - {name: w%d, dtype: f32, shape: [N, %d], role: weight}\n", i, i + 1);
+	n += (size_t)snprintf(big + n, cap - n, "outputs:\n  - {name: y, dtype: f32, shape: [N]}\n"
+						 "tolerance: {atol: 1e-5, rtol: 1e-4}\nreference: {c: ref.c}\n");
+	if (load_text(big, t, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(t->n_inputs, 700);
+	assert_string_equal(t->inputs[699].name, "w699");
+	free(big);
 	free(t);
 }
 
@@ -269,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_good),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_baseline),
+		cmocka_unit_test(test_module_shapes),
 		cmocka_unit_test(test_garbage_never_crashes),
 		cmocka_unit_test(test_shipped_tasks),
 	};

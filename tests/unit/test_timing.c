@@ -101,6 +101,25 @@ static void test_bound_device(void **state)
 	assert_int_equal(kg_timing_reported(&esc, &dev), 340000);
 	c.span_ns = 10000;
 	assert_int_equal(kg_timing_bound(&c, &dev), 0);
+	/* a gated batch of 8: each further set's handoffs (calibrated, 7 us each) are the keeper's */
+	const struct kg_clock_cal gated = {.span_ns = 60000, .snap_cap_ns = UINT64_MAX, .set_ns = 7000};
+	struct kg_timed_call b = {.span_ns = 1000000, .snap_ns = 40000, .sets = 8};
+	assert_int_equal(kg_timing_bound(&b, &gated), 1000000 - 60000 - 40000 - 7 * 7000);
+	b.sets = 1; /* one call: none */
+	assert_int_equal(kg_timing_bound(&b, &gated), 1000000 - 60000 - 40000);
+}
+
+/* The quiet device: a flush inside the reference's measurement within 1.3 times the quiet one and
+ * 10 us is quiet; beyond, busy; nothing is said where either figure is unknown. */
+static void test_quiet(void **state)
+{
+	(void)state;
+	assert_false(kg_timing_busy(33000, 33000));
+	assert_false(kg_timing_busy(52900, 33000)); /* 1.3 * 33 + 10 = 52.9 us */
+	assert_true(kg_timing_busy(53000, 33000));
+	assert_true(kg_timing_busy(2000000, 33000)); /* a time slice of another context's */
+	assert_false(kg_timing_busy(0, 33000));
+	assert_false(kg_timing_busy(2000000, 0));
 }
 
 static void test_tamper_cpu(void **state)
@@ -288,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_batch_sizes),
 		cmocka_unit_test(test_bound_cpu),
 		cmocka_unit_test(test_bound_device),
+		cmocka_unit_test(test_quiet),
 		cmocka_unit_test(test_tamper_cpu),
 		cmocka_unit_test(test_tamper_device),
 		cmocka_unit_test(test_tamper_sanitizer),

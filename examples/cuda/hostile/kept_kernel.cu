@@ -6,7 +6,9 @@
  * copied the buffer out and answered at once, claiming 1 us, accepted at a forged speedup.
  * kgate-device now stages the inputs in memory the candidate never maps and copies them onto its
  * arena only once the clock runs: the watcher's work lands inside the span, every claim is a lie
- * (timing.tampered). (Task: softmax.) */
+ * (timing.tampered).
+ * A gated call (device/wire.h) ends at the given stream's DONE mark on the device, which a reply of
+ * kg_forward's own never brings: sandbox.protocol at its first call. (Task: softmax.) */
 #include <kgate/kernel.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -24,7 +26,8 @@ static long raw_syscall(long n, long a, long b, long c, long d, long e, long f)
 	return r;
 }
 
-/* The runner's records, as runner/wire.h lays them out. */
+/* The runner's records, as runner/wire.h lays them out: a command names its tensors by the number
+ * of a table in the tensor tables, which the runner read into its heap at start. */
 struct tensor {
 	uint64_t offset;
 	int32_t dtype, ndim;
@@ -33,10 +36,11 @@ struct tensor {
 struct cmd {
 	uint32_t magic, op;
 	uint64_t seq, arena_size;
-	uint32_t n_in, n_out;
-	struct tensor t[16];
+	uint32_t n_in, n_out, table, pad0;
 	uint32_t delay_ms, entry;
 	char path[512];
+	uint32_t sets, pad;
+	uint64_t stride;
 };
 struct reply {
 	uint32_t magic, op;
@@ -47,6 +51,57 @@ struct reply {
 	char msg[400];
 };
 enum { SETUP = 3, UPLOAD, FLUSH, RUN, DOWNLOAD, SETTLE, NOP, QUIT };
+
+/* The runner's copy of the tensor tables: a header (the wire's magic, a count), the tables' heads,
+ * their tensors, in the runner's heap below the descriptors kg_forward is handed (read at start;
+ * the driver's own small allocations lie between). */
+struct tab_head {
+	uint64_t at;
+	uint32_t n_in, n_out;
+};
+static const unsigned char *tables;
+static uint32_t cur; /* the current SETUP's table */
+
+static const unsigned char *find_tables(const void *near)
+{
+	const unsigned char *p = (const unsigned char *)((uintptr_t)near & ~(uintptr_t)7);
+	for (long off = 8; off < (64l << 20); off += 8) {
+		const uint32_t *h = (const uint32_t *)(const void *)(p - off);
+		if (h[0] != 0x6b67775au || !h[1] || h[1] > 64)
+			continue;
+		const struct tab_head *th = (const struct tab_head *)(const void *)(h + 2);
+		int ok = 1;
+		for (uint32_t k = 0; k < h[1] && ok; k++)
+			ok = th[k].at % 8 == 0 && th[k].at < (1u << 20) && th[k].n_in == 1 && th[k].n_out == 1;
+		if (ok)
+			return (const unsigned char *)h;
+	}
+	return NULL;
+}
+
+/* Table k's tensors (input, output). */
+static const struct tensor *table_of(uint32_t k)
+{
+	const struct tab_head *th = (const struct tab_head *)(const void *)(tables + 8);
+	return (const struct tensor *)(const void *)(tables + th[k].at);
+}
+
+/* The device arena's base: the table whose tensors are this call's. */
+static unsigned char *base_of(const kg_tensor *in, const kg_tensor *out)
+{
+	if (!tables && !(tables = find_tables(in)))
+		return NULL;
+	uint32_t count = ((const uint32_t *)(const void *)tables)[1];
+	for (uint32_t k = 0; k < count; k++) {
+		const struct tensor *t = table_of(k);
+		if (t[0].shape[0] == in[0].shape[0] && t[0].shape[1] == in[0].shape[1] &&
+		    (intptr_t)(t[1].offset - t[0].offset) == (char *)out[0].data - (char *)in[0].data) {
+			cur = k;
+			return (unsigned char *)in[0].data - t[0].offset;
+		}
+	}
+	return NULL;
+}
 
 __device__ static void merge(float &m, float &s, float m2, float s2)
 {
@@ -200,7 +255,7 @@ static const struct cmd *live_run(void)
 	volatile unsigned char probe = 0;
 	const unsigned char *p = (const unsigned char *)((uintptr_t)&probe & ~(uintptr_t)7);
 	const struct cmd *best = NULL;
-	for (long off = 0; off < 6 * 1024; off += 8) {
+	for (long off = 0; off < 3 * 1024; off += 8) {
 		const struct cmd *c = (const struct cmd *)(p + off);
 		if (c->magic == 0x6b67775au && c->op == RUN && c->seq < (1ull << 40) && (!best || c->seq > best->seq))
 			best = c;
@@ -208,12 +263,13 @@ static const struct cmd *live_run(void)
 	return best;
 }
 
-static void set_layout(struct mailbox *mb, const struct cmd *c)
+static void set_layout(struct mailbox *mb)
 {
-	mb->in_off = c->t[0].offset;
-	mb->out_off = c->t[1].offset;
-	mb->rows = (unsigned long long)c->t[0].shape[0];
-	mb->cols = (unsigned long long)c->t[0].shape[1];
+	const struct tensor *t = table_of(cur);
+	mb->in_off = t[0].offset;
+	mb->out_off = t[1].offset;
+	mb->rows = (unsigned long long)t[0].shape[0];
+	mb->cols = (unsigned long long)t[0].shape[1];
 	__sync_synchronize();
 	mb->layout = mb->layout + 1;
 }
@@ -239,18 +295,19 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 	(void)n_in, (void)n_out;
 	cudaStream_t st = (cudaStream_t)stream;
 	const struct cmd *now = live_run();
-	if (!now) { /* no runner to take over: an honest call */
+	unsigned char *dev = now ? base_of(in, out) : NULL;
+	if (!dev) { /* no runner to take over: an honest call */
 		softmax<<<(unsigned)in[0].shape[0], 1024, 0, st>>>((const float *)in[0].data, (float *)out[0].data,
 								  in[0].shape[1]);
 		return 0;
 	}
-	unsigned char *dev = (unsigned char *)in[0].data - now->t[0].offset;
 	static struct cmd c;
 	static struct reply rep;
 	memcpy(&c, now, sizeof(c));
 	/* this call, honestly; the watcher for the next ones */
-	softmax<<<(unsigned)c.t[0].shape[0], 1024, 0, st>>>((const float *)(dev + c.t[0].offset),
-							   (float *)(dev + c.t[1].offset), c.t[0].shape[1]);
+	const struct tensor *t0 = table_of(cur);
+	softmax<<<(unsigned)t0[0].shape[0], 1024, 0, st>>>((const float *)(dev + t0[0].offset), (float *)(dev + t0[1].offset),
+							  t0[0].shape[1]);
 	cudaStreamSynchronize(st);
 	struct mailbox *mb = NULL;
 	float *priv = NULL;
@@ -259,7 +316,7 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 	    cudaStreamCreateWithFlags(&ws, cudaStreamNonBlocking))
 		return 0;
 	memset((void *)mb, 0, sizeof(*mb));
-	set_layout(mb, &c);
+	set_layout(mb);
 	struct mailbox *mb_dev = NULL;
 	cudaHostGetDevicePointer((void **)&mb_dev, mb, 0);
 	watcher<<<1, 1024, 0, ws>>>(dev, priv, mb_dev);
@@ -296,10 +353,13 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 		rep.magic = 0x6b67775au;
 		rep.op = c.op;
 		rep.seq = c.seq;
-		size_t out_bytes = (size_t)c.t[1].shape[0] * (size_t)c.t[1].shape[1] * 4;
+		if (c.op == SETUP)
+			cur = c.table;
+		const struct tensor *t = table_of(cur);
+		size_t out_bytes = (size_t)t[1].shape[0] * (size_t)t[1].shape[1] * 4;
 		switch (c.op) {
 		case SETUP:
-			set_layout(mb, &c);
+			set_layout(mb);
 			break;
 		case UPLOAD:
 			if (host)
@@ -314,7 +374,7 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 		case RUN:
 			wait_done(mb, dev, st); /* kgate 0.2: done already; now: the work happens here */
 			if (out_bytes <= (64u << 20))
-				cudaMemcpyAsync(dev + c.t[1].offset, priv, out_bytes, cudaMemcpyDeviceToDevice, st);
+				cudaMemcpyAsync(dev + t[1].offset, priv, out_bytes, cudaMemcpyDeviceToDevice, st);
 			cudaStreamSynchronize(st);
 			rep.elapsed_ns = 1000;
 			break;

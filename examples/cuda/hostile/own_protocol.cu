@@ -9,7 +9,9 @@
  * kgate now has kgate-device write the inputs and snapshot the outputs, and the runner gets RUN
  * alone: the work is done after its RUN (the process is stopped before it), the keeper's span from
  * the inputs on the device to its snapshot of the outputs holds it, and the claim is a lie in every
- * call: timing.tampered. (Task: softmax.) */
+ * call: timing.tampered.
+ * A gated call (device/wire.h) ends at the given stream's DONE mark on the device, which a reply of
+ * kg_forward's own never brings: sandbox.protocol at its first call. (Task: softmax.) */
 #include <kgate/kernel.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -27,7 +29,8 @@ static long raw_syscall(long n, long a, long b, long c, long d, long e, long f)
 	return r;
 }
 
-/* The runner's records, as runner/wire.h lays them out. */
+/* The runner's records, as runner/wire.h lays them out: a command names its tensors by the number
+ * of a table in the tensor tables, which the runner read into its heap at start. */
 struct tensor {
 	uint64_t offset;
 	int32_t dtype, ndim;
@@ -36,10 +39,11 @@ struct tensor {
 struct cmd {
 	uint32_t magic, op;
 	uint64_t seq, arena_size;
-	uint32_t n_in, n_out;
-	struct tensor t[16];
+	uint32_t n_in, n_out, table, pad0;
 	uint32_t delay_ms, entry;
 	char path[512];
+	uint32_t sets, pad;
+	uint64_t stride;
 };
 struct reply {
 	uint32_t magic, op;
@@ -50,6 +54,57 @@ struct reply {
 	char msg[400];
 };
 enum { SETUP = 3, UPLOAD, FLUSH, RUN, DOWNLOAD, SETTLE, NOP, QUIT };
+
+/* The runner's copy of the tensor tables: a header (the wire's magic, a count), the tables' heads,
+ * their tensors, in the runner's heap below the descriptors kg_forward is handed (read at start;
+ * the driver's own small allocations lie between). */
+struct tab_head {
+	uint64_t at;
+	uint32_t n_in, n_out;
+};
+static const unsigned char *tables;
+static uint32_t cur; /* the current SETUP's table */
+
+static const unsigned char *find_tables(const void *near)
+{
+	const unsigned char *p = (const unsigned char *)((uintptr_t)near & ~(uintptr_t)7);
+	for (long off = 8; off < (64l << 20); off += 8) {
+		const uint32_t *h = (const uint32_t *)(const void *)(p - off);
+		if (h[0] != 0x6b67775au || !h[1] || h[1] > 64)
+			continue;
+		const struct tab_head *th = (const struct tab_head *)(const void *)(h + 2);
+		int ok = 1;
+		for (uint32_t k = 0; k < h[1] && ok; k++)
+			ok = th[k].at % 8 == 0 && th[k].at < (1u << 20) && th[k].n_in == 1 && th[k].n_out == 1;
+		if (ok)
+			return (const unsigned char *)h;
+	}
+	return NULL;
+}
+
+/* Table k's tensors (input, output). */
+static const struct tensor *table_of(uint32_t k)
+{
+	const struct tab_head *th = (const struct tab_head *)(const void *)(tables + 8);
+	return (const struct tensor *)(const void *)(tables + th[k].at);
+}
+
+/* The device arena's base: the table whose tensors are this call's. */
+static unsigned char *base_of(const kg_tensor *in, const kg_tensor *out)
+{
+	if (!tables && !(tables = find_tables(in)))
+		return NULL;
+	uint32_t count = ((const uint32_t *)(const void *)tables)[1];
+	for (uint32_t k = 0; k < count; k++) {
+		const struct tensor *t = table_of(k);
+		if (t[0].shape[0] == in[0].shape[0] && t[0].shape[1] == in[0].shape[1] &&
+		    (intptr_t)(t[1].offset - t[0].offset) == (char *)out[0].data - (char *)in[0].data) {
+			cur = k;
+			return (unsigned char *)in[0].data - t[0].offset;
+		}
+	}
+	return NULL;
+}
 
 __device__ static void merge(float &m, float &s, float m2, float s2)
 {
@@ -112,10 +167,11 @@ __global__ static void spin(void)
 	while (t - t0 < 2000000ull);
 }
 
-static void compute(unsigned char *dev, const struct cmd *c, cudaStream_t st)
+static void compute(unsigned char *dev, cudaStream_t st)
 {
-	softmax<<<(unsigned)c->t[0].shape[0], 1024, 0, st>>>((const float *)(dev + c->t[0].offset),
-							    (float *)(dev + c->t[1].offset), c->t[0].shape[1]);
+	const struct tensor *t = table_of(cur);
+	softmax<<<(unsigned)t[0].shape[0], 1024, 0, st>>>((const float *)(dev + t[0].offset), (float *)(dev + t[1].offset),
+							 t[0].shape[1]);
 	spin<<<1, 1, 0, st>>>();
 }
 
@@ -126,7 +182,7 @@ static const struct cmd *live_run(void)
 	volatile unsigned char probe = 0;
 	const unsigned char *p = (const unsigned char *)((uintptr_t)&probe & ~(uintptr_t)7);
 	const struct cmd *best = NULL;
-	for (long off = 0; off < 6 * 1024; off += 8) {
+	for (long off = 0; off < 3 * 1024; off += 8) {
 		const struct cmd *c = (const struct cmd *)(p + off);
 		if (c->magic == 0x6b67775au && c->op == RUN && c->seq < (1ull << 40) && (!best || c->seq > best->seq))
 			best = c;
@@ -139,12 +195,12 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 	(void)n_in, (void)n_out;
 	cudaStream_t st = (cudaStream_t)stream;
 	const struct cmd *now = live_run();
-	if (!now) { /* no runner to take over: an honest call */
+	unsigned char *dev = now ? base_of(in, out) : NULL;
+	if (!dev) { /* no runner to take over: an honest call */
 		softmax<<<(unsigned)in[0].shape[0], 1024, 0, st>>>((const float *)in[0].data, (float *)out[0].data,
 								  in[0].shape[1]);
 		return 0;
 	}
-	unsigned char *dev = (unsigned char *)in[0].data - now->t[0].offset;
 	/* the host arena, where kgate 0.2's runner had it: fd 4, mapped again (its seal let a device
 	 * runner map files) */
 	struct {
@@ -163,7 +219,7 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 	static struct cmd c;
 	static struct reply rep;
 	memcpy(&c, now, sizeof(c));
-	compute(dev, &c, st);
+	compute(dev, st);
 	memset(&rep, 0, sizeof(rep));
 	rep.magic = 0x6b67775au;
 	rep.op = RUN;
@@ -189,14 +245,14 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 			break;
 		case FLUSH:
 			/* the inputs are on the device: the work now, the answer when it is done */
-			compute(dev, &c, st);
+			compute(dev, st);
 			cudaStreamSynchronize(st);
 			computed = 1;
 			rep.info = 100u << 20;
 			break;
 		case RUN:
 			if (!computed)
-				compute(dev, &c, st); /* and no wait: the answer at once */
+				compute(dev, st); /* and no wait: the answer at once */
 			computed = 0;
 			rep.elapsed_ns = 1000;
 			break;
@@ -206,7 +262,10 @@ int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *s
 			if (host)
 				cudaMemcpy(host, dev, c.arena_size, cudaMemcpyDeviceToHost);
 			break;
-		default: /* SETUP, NOP: nothing to do */
+		case SETUP:
+			cur = c.table;
+			break;
+		default: /* NOP: nothing to do */
 			break;
 		}
 	}

@@ -1,0 +1,322 @@
+/* Work left running slows only the reference, on the copy engines: an honest softmax that, after
+ * each of its calls (the last of a batch), leaves a chain of device-to-device copies (32 MiB each,
+ * about 32 GiB in all) queued in a second CUDA context of its own, which the runner's
+ * cuCtxSynchronize (of the primary context) does not wait for. Before each copy the chain waits on
+ * a word of mapped host memory (cuStreamWaitValue32): kg_forward sets it as it begins, so the chain
+ * pauses for the candidate's own kernels, and the candidate's stream clears it once they are done,
+ * so the chain runs on while the parent checks and while the reference is measured, taking the
+ * memory's bandwidth from it. The driver functions (cuCtxCreate, the stream memory operations) no
+ * import shows: found from the auxiliary vector, r_debug and libcuda's own symbol table.
+ * kgate main 9500fee: the reference's measurements are charged for the copies: accepted at a
+ * forged speedup, by the share of the bandwidth the copies take (a memory-bound softmax).
+ * kgate now measures the reference on a quiet device: the flush inside each of its measurements, a
+ * memory-bound kernel of kgate-device's, is slower by that share; busy through four retakes with the
+ * candidate's process stopped (the chain runs on), then quiet once that process is ended:
+ * timing.tampered. A chain that took less than KG_QUIET_RATIO's share of the bandwidth would be
+ * unseen, and would gain no more than that. (Task: softmax.) */
+#include <kgate/kernel.h>
+#include <cuda_runtime.h>
+#include <elf.h>
+#include <link.h>
+#include <math.h>
+#include <stdint.h>
+
+KG_CANDIDATE;
+
+/* ---- driver functions no import shows ---- */
+
+static int name_is(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+static int has_part(const char *s, const char *part)
+{
+	for (; s && *s; s++) {
+		const char *a = s, *b = part;
+		while (*a && *b && *a == *b)
+			a++, b++;
+		if (!*b)
+			return 1;
+	}
+	return 0;
+}
+
+/* the auxiliary vector sits above the main thread's stack frames: AT_PHDR, AT_PHENT, AT_PHNUM */
+static const unsigned long *find_auxv(void)
+{
+	volatile unsigned long probe = 0;
+	const unsigned long *p = (const unsigned long *)((uintptr_t)&probe & ~(uintptr_t)7);
+	for (long i = 0; i < (1l << 20) / 8; i++) {
+		const unsigned long *q = p + i;
+		if (q[0] == AT_PHDR && q[2] == AT_PHENT && q[3] == sizeof(Elf64_Phdr) && q[4] == AT_PHNUM && q[5] > 0 &&
+		    q[5] < 64)
+			return q;
+	}
+	return 0;
+}
+
+static uintptr_t dyn_ptr(const struct link_map *lm, uintptr_t v)
+{
+	return v < lm->l_addr ? v + lm->l_addr : v; /* glibc relocates most in place; some not */
+}
+
+/* a symbol of the loaded object whose name has `lib` in it */
+static void *find_sym(const char *lib, const char *name)
+{
+	const unsigned long *aux = find_auxv();
+	if (!aux)
+		return 0;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)aux[1];
+	unsigned long n = aux[5];
+	uintptr_t bias = 0;
+	const Elf64_Dyn *dyn = 0;
+	for (unsigned long i = 0; i < n; i++)
+		if (ph[i].p_type == PT_PHDR)
+			bias = (uintptr_t)ph - ph[i].p_vaddr;
+	for (unsigned long i = 0; i < n; i++)
+		if (ph[i].p_type == PT_DYNAMIC)
+			dyn = (const Elf64_Dyn *)(bias + ph[i].p_vaddr);
+	const struct r_debug *rd = 0;
+	for (const Elf64_Dyn *d = dyn; d && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_DEBUG)
+			rd = (const struct r_debug *)d->d_un.d_ptr;
+	for (const struct link_map *lm = rd ? rd->r_map : 0; lm; lm = lm->l_next) {
+		if (!has_part(lm->l_name, lib))
+			continue;
+		const Elf64_Sym *sym = 0;
+		const char *str = 0;
+		const uint32_t *gh = 0;
+		for (const Elf64_Dyn *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
+			if (d->d_tag == DT_SYMTAB)
+				sym = (const Elf64_Sym *)dyn_ptr(lm, d->d_un.d_ptr);
+			else if (d->d_tag == DT_STRTAB)
+				str = (const char *)dyn_ptr(lm, d->d_un.d_ptr);
+			else if (d->d_tag == DT_GNU_HASH)
+				gh = (const uint32_t *)dyn_ptr(lm, d->d_un.d_ptr);
+		}
+		if (!sym || !str || !gh)
+			return 0;
+		/* the symbol count from the GNU hash: the last bucket's chain's end */
+		uint32_t nb = gh[0], off = gh[1], bloom = gh[2], last = 0;
+		const uint32_t *buckets = gh + 4 + 2 * bloom, *chain = buckets + nb;
+		for (uint32_t b = 0; b < nb; b++)
+			if (buckets[b] > last)
+				last = buckets[b];
+		if (last >= off)
+			while (!(chain[last - off] & 1))
+				last++;
+		for (uint32_t i = 0; i <= last; i++)
+			if (sym[i].st_value && name_is(str + sym[i].st_name, name))
+				return (void *)(lm->l_addr + sym[i].st_value);
+		return 0;
+	}
+	return 0;
+}
+
+typedef int (*ctx_create_fn)(void **, unsigned, int);
+typedef int (*ctx_cur_fn)(void **);
+typedef int (*ctx_set_fn)(void *);
+
+/* ---- the hog ---- */
+
+typedef int (*wait_fn)(void *, unsigned long long, unsigned, unsigned);
+typedef int (*write_fn)(void *, unsigned long long, unsigned, unsigned);
+
+static struct {
+	int up, failed;
+	void *primary, *other;
+	ctx_set_fn set;
+	wait_fn wait;
+	write_fn write;
+	cudaStream_t stream; /* in the other context */
+	volatile unsigned *pause_host; /* 1 while the candidate's own kernels run */
+	unsigned long long pause_dev;
+	char *buf;
+} h;
+
+#define HOG_COPY (32ull << 20)
+#define HOG_COPIES 1024
+
+static void hog_init(void)
+{
+	h.up = 1;
+	ctx_create_fn create = (ctx_create_fn)find_sym("libcuda.so", "cuCtxCreate_v2");
+	ctx_cur_fn get = (ctx_cur_fn)find_sym("libcuda.so", "cuCtxGetCurrent");
+	h.set = (ctx_set_fn)find_sym("libcuda.so", "cuCtxSetCurrent");
+	h.wait = (wait_fn)find_sym("libcuda.so", "cuStreamWaitValue32_v2");
+	h.write = (write_fn)find_sym("libcuda.so", "cuStreamWriteValue32_v2");
+	void *dev = 0;
+	if (!create || !get || !h.set || !h.wait || !h.write || get(&h.primary) ||
+	    cudaHostAlloc((void **)&h.pause_host, 4096, cudaHostAllocMapped | cudaHostAllocPortable) ||
+	    cudaHostGetDevicePointer(&dev, (void *)h.pause_host, 0)) {
+		h.failed = 1;
+		return;
+	}
+	h.pause_dev = (unsigned long long)(uintptr_t)dev;
+	*h.pause_host = 1;
+	if (create(&h.other, 0, 0)) { /* current now */
+		h.failed = 1;
+		return;
+	}
+	if (cudaMalloc((void **)&h.buf, 2 * HOG_COPY) || cudaStreamCreateWithFlags(&h.stream, cudaStreamNonBlocking))
+		h.failed = 1;
+	h.set(h.primary);
+}
+
+/* after the work queued on st: the pause lifted by st once that work is done, and a new chain
+ * where the last one has run out */
+static void hog_after(cudaStream_t st)
+{
+	if (h.failed || h.write((void *)st, h.pause_dev, 0, 0 /* CU_STREAM_WRITE_VALUE_DEFAULT */))
+		return;
+	if (h.set(h.other))
+		return;
+	if (cudaStreamQuery(h.stream) == cudaSuccess)
+		for (int i = 0; i < HOG_COPIES; i++)
+			if (h.wait((void *)h.stream, h.pause_dev, 0, 1 /* CU_STREAM_WAIT_VALUE_EQ */) ||
+			    cudaMemcpyAsync(h.buf + (i & 1) * HOG_COPY, h.buf + !(i & 1) * HOG_COPY, HOG_COPY,
+					    cudaMemcpyDeviceToDevice, h.stream))
+				break;
+	h.set(h.primary);
+}
+
+/* ---- the honest softmax ---- */
+
+/* The runner's RUN record, as kgate main 9500fee lays it out (the tensors in the record) and as
+ * later runners do (the tensors in a table: the record holds only its number, and a gate follows
+ * the stride). Both are tried, so that one example serves the "before" and the "after" runs. */
+struct cmd_old {
+	uint32_t magic, op;
+	uint64_t seq, arena_size;
+	uint32_t n_in, n_out;
+	struct { uint64_t offset; int32_t dtype, ndim; int64_t shape[8]; } t[16];
+	uint32_t delay_ms, entry;
+	char path[512];
+	uint32_t sets, pad;
+	uint64_t stride;
+};
+struct cmd_new {
+	uint32_t magic, op;
+	uint64_t seq, arena_size;
+	uint32_t n_in, n_out, table, pad0;
+	uint32_t delay_ms, entry;
+	char path[512];
+	uint32_t sets, pad;
+	uint64_t stride;
+	uint32_t gate, pad2;
+};
+struct cmd {
+	uint64_t seq, stride;
+	uint32_t sets;
+};
+
+static int plausible(uint32_t sets, uint64_t stride)
+{
+	return sets <= 1024 && (sets <= 1 || (stride && stride % 256 == 0 && stride < (1ull << 40)));
+}
+
+/* The live RUN record sits a few frames up the stack (serve()'s); stale copies of earlier ones may
+ * lie about too: the one with the highest sequence number. The scan stays within 3 KiB: the runner's
+ * stack above this frame may be no larger. */
+static const struct cmd *live_run(void)
+{
+	static struct cmd found;
+	volatile unsigned char probe = 0;
+	const unsigned char *p = (const unsigned char *)((uintptr_t)&probe & ~(uintptr_t)7);
+	int any = 0;
+	for (long off = 0; off + (long)sizeof(struct cmd_new) < 3 * 1024; off += 8) {
+		const struct cmd_new *n = (const struct cmd_new *)(p + off);
+		if (n->magic != 0x6b67775au || n->op != 7 /* RUN */ || n->seq >= (1ull << 40) || (any && n->seq <= found.seq))
+			continue;
+		const struct cmd_old *o = (const struct cmd_old *)(p + off);
+		if (plausible(n->sets, n->stride) && n->n_in + n->n_out < 4096 && n->table < 4096)
+			found = (struct cmd){n->seq, n->stride, n->sets};
+		else if (off + (long)sizeof(struct cmd_old) < 3 * 1024 && plausible(o->sets, o->stride))
+			found = (struct cmd){o->seq, o->stride, o->sets};
+		else
+			continue;
+		any = 1;
+	}
+	return any ? &found : 0;
+}
+
+__device__ static void merge(float &m, float &s, float m2, float s2)
+{
+	float mm = fmaxf(m, m2);
+	s = (m == -INFINITY ? 0.0f : s * __expf(m - mm)) + (m2 == -INFINITY ? 0.0f : s2 * __expf(m2 - mm));
+	m = mm;
+}
+
+__global__ static void softmax(const float *x, float *y, long long cols)
+{
+	__shared__ float sm[32], ss[32];
+	__shared__ int snan;
+	const float *xr = x + blockIdx.x * cols;
+	float *yr = y + blockIdx.x * cols;
+	float m = -INFINITY, s = 0.0f;
+	int nan = 0;
+	for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
+		float v = xr[c];
+		nan |= isnan(v);
+		if (v > m) {
+			s = (m == -INFINITY ? 0.0f : s * __expf(m - v));
+			m = v;
+		}
+		s += __expf(v - m);
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+	if ((threadIdx.x & 31) == 0) {
+		sm[threadIdx.x >> 5] = m;
+		ss[threadIdx.x >> 5] = s;
+	}
+	nan = __syncthreads_or(nan);
+	if (threadIdx.x < 32) {
+		int nw = blockDim.x >> 5;
+		m = threadIdx.x < nw ? sm[threadIdx.x] : -INFINITY;
+		s = threadIdx.x < nw ? ss[threadIdx.x] : 0.0f;
+		for (int o = 16; o > 0; o >>= 1)
+			merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+		if (threadIdx.x == 0) {
+			sm[0] = m;
+			ss[0] = s;
+			snan = nan;
+		}
+	}
+	__syncthreads();
+	m = sm[0];
+	float inv = 1.0f / ss[0];
+	nan = snan;
+	for (long long c = threadIdx.x; c < cols; c += blockDim.x)
+		yr[c] = nan ? NAN : __expf(xr[c] - m) * inv;
+}
+
+int kg_forward(const kg_tensor *in, int n_in, kg_tensor *out, int n_out, void *stream)
+{
+	if (n_in != 1 || n_out != 1)
+		return -22;
+	cudaStream_t st = (cudaStream_t)stream;
+	if (!h.up)
+		hog_init();
+	if (!h.failed)
+		*h.pause_host = 1; /* the chain stops at its next copy: this call's own kernels run alone */
+	if (in[0].shape[0] && in[0].shape[1])
+		softmax<<<(unsigned)in[0].shape[0], 1024, 0, st>>>((const float *)in[0].data, (float *)out[0].data,
+								  in[0].shape[1]);
+	/* the last call of a batch (or a lone call) leaves the next hog behind it */
+	const struct cmd *c = live_run();
+	int last = 1;
+	if (c && c->sets > 1 && c->stride) { /* the runner calls a batch's sets in order */
+		static uint64_t seq;
+		static unsigned k;
+		k = seq == c->seq ? k + 1 : 0;
+		seq = c->seq;
+		last = k + 1 == c->sets;
+	}
+	if (last)
+		hog_after(st);
+	return cudaGetLastError() == cudaSuccess ? 0 : -5;
+}
