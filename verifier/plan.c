@@ -85,8 +85,9 @@ static int draw_shapes(struct kg_plan *p, const kg_dims *base, kg_error *e)
 }
 
 /* A module's torch (a ModelNew, the Model as reference) runs on the GPU where there is one and
- * kgate's torch has CUDA: the candidate's and, beside a device candidate, the reference's. A host
- * candidate (C) keeps a host reference. */
+ * kgate's torch has CUDA: a ModelNew candidate and its reference both (both Python runners, timed
+ * alike). A C candidate keeps a host reference; so does a .cu one, whose runner's calls are gated
+ * where a Python runner's are not (the two sides would be timed by different clocks). */
 static void torch_placement(struct kg_plan *p)
 {
 	char py[PATH_MAX], ver[160];
@@ -101,7 +102,7 @@ static void torch_placement(struct kg_plan *p)
 		return;
 	if (p->be->id == KG_BACKEND_TORCH)
 		p->be = kg_backend_torch_device();
-	if (p->ref_be->id == KG_BACKEND_TORCH && p->be->needs_gpu)
+	if (p->ref_be->id == KG_BACKEND_TORCH && p->be->id == KG_BACKEND_TORCH && p->be->needs_gpu)
 		p->ref_be = kg_backend_torch_device();
 }
 
