@@ -50,6 +50,15 @@ int kg_path_runner_script(const char *name, char *out, size_t outsz);
  * (when not NULL) what it said: "torch 1.13.0 (no torch.compile)". -ENOENT, with why in version,
  * when none has torch. */
 int kg_path_python(char *out, size_t outsz, char *version, size_t versz);
+/* Whether this host can build a ModelNew's load_inline extensions (torch_build.py --check, run as
+ * kgate's own process, no candidate in it): 0 and "ok" when it can, 1 with the missing pieces in out
+ * ("missing pybind11's headers, pybind11/pybind11.h (Debian: pybind11-dev); ..."), -errno with why
+ * when the check could not run (no Python with torch). */
+int kg_torch_toolchain(char *out, size_t outsz);
+/* The exit status of torch_build.py for a build this host lacks a piece of load_inline's toolchain
+ * for: not the candidate's fault (the builder's own process decides it, after the candidate's top
+ * level ran in a child), so the run is not verified and kg_torch_toolchain names the pieces. */
+#define KG_TORCH_BUILD_NO_TOOLCHAIN 4
 /* What a Python runner's sandbox shows beside /usr: the script where it is not under /usr, and a
  * Python installed elsewhere (a virtual environment, pyenv) with its whole prefix, executable.
  * Appends to paths[*n] (room for two more); prefix is the caller's storage for the latter. */

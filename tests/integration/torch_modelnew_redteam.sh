@@ -4,8 +4,8 @@
 # torch.utils.cpp_extension, buffers of the ModelNew's own, extension flags for the ISA and
 # OpenMP) are accepted; hostile modules are rejected for their reasons. Candidates: tests/data/kernelbench/cand/rt_*.py, each saying at its
 # top what it does and which verdict is right.
-# Skipped where no Python with torch is found; the load_inline cases where torch's C++ headers are
-# missing.
+# Skipped where no Python with torch is found; the load_inline cases where a piece of their toolchain
+# is missing (named).
 set -u
 . tests/integration/lib.sh
 need_torch
@@ -75,8 +75,7 @@ assert "123456789" not in msg' "$tmp/seed.json"
 # prepared once in __init__ (rt_honest_init_precompute.py, check.mismatch).
 
 # C++ through load_inline (each extension's build takes half a minute on a small machine)
-inc=$(/usr/bin/python3 -c 'import torch.utils.cpp_extension as c, os; print(os.path.isfile(os.path.join(c.include_paths()[0], "torch", "extension.h")))' 2>/dev/null)
-if [ "$inc" = "True" ]; then
+if load_inline_ready; then
 	# honest: two extensions, functions as a dict with docstrings, OpenMP with -fopenmp on both lines
 	expect 0 - $D/softmax.py $C/rt_honest_two_exts.py $SM $Q
 	# honest: two extensions each defining a C++ `forward` (each one's definitions are its own)
@@ -85,7 +84,5 @@ if [ "$inc" = "True" ]; then
 	if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
 		expect 0 - $D/softmax.py $C/rt_honest_avx_flags.py $SM $Q
 	fi
-else
-	echo "skip load_inline cases: torch's C++ headers are not installed (libtorch-dev)"
 fi
 finish
