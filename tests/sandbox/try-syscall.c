@@ -267,6 +267,8 @@ static int act(const char *a, int argc, char **argv)
 		free(p);
 		return 0;
 	}
+	if (!strcmp(a, "xcomp")) /* ARCH_REQ_XCOMP_PERM for the AMX tile data, as oneDNN asks */
+		return result(a, (int)syscall(SYS_arch_prctl, 0x1023, 18));
 	if (!strncmp(a, "hold-", 5))
 		return hold(a + 5, (size_t)atoll(x), argc > 1 ? atoi(y) : 3);
 	if (!strcmp(a, "dlopen")) {
