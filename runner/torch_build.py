@@ -304,14 +304,18 @@ def toolchain():
     Debian package that brings it: the C++ compiler (on the sandbox's PATH), torch's C++ headers and
     the pybind11 and Python headers they include (torch/extension.h pulls in torch/python.h), the
     libraries the extension links against, and the binutils that keep two extensions apart."""
-    import torch.utils.cpp_extension as ce
-
-    py_inc = sysconfig.get_paths()["include"]
-    incs = list(ce.include_paths()) + [py_inc, "/usr/local/include", "/usr/include"]
-    arch = sysconfig.get_config_var("MULTIARCH") or ""
-    libdirs = list(ce.library_paths()) + ["/usr/local/lib", "/usr/lib/" + arch, "/usr/lib"]
-    path = "/usr/bin:/bin"  # the compile sandbox's (backend.c)
     missing = []
+    try:
+        import torch.utils.cpp_extension as ce
+        ce_incs, ce_libs = list(ce.include_paths()), list(ce.library_paths())
+    except ImportError as ex:
+        missing.append(missing_import(ex))
+        ce_incs, ce_libs = [], []
+    py_inc = sysconfig.get_paths()["include"]
+    incs = ce_incs + [py_inc, "/usr/local/include", "/usr/include"]
+    arch = sysconfig.get_config_var("MULTIARCH") or ""
+    libdirs = ce_libs + ["/usr/local/lib", "/usr/lib/" + arch, "/usr/lib"]
+    path = "/usr/bin:/bin"  # the compile sandbox's (backend.c)
     if not shutil.which("c++", path=path):
         missing.append("the C++ compiler c++ (Debian: g++)")
     for h, what, pkg in (("torch/extension.h", "torch's C++ headers", "libtorch-dev"),
@@ -327,6 +331,20 @@ def toolchain():
         if not shutil.which(tool, path=path):
             missing.append("%s (Debian: binutils)" % tool)
     return missing
+
+
+def missing_import(ex):
+    # torch.utils.cpp_extension imports setuptools, which python3-torch does not bring along
+    return "Python's %s, which torch.utils.cpp_extension imports (Debian: python3-%s)" % (ex.name, ex.name)
+
+
+def cpp_extension_importable():
+    """Every ModelNew's build imports torch.utils.cpp_extension (its top level runs with load_inline
+    recorded): where that import fails for want of a package, the host is at fault, not the module."""
+    try:
+        import torch.utils.cpp_extension  # noqa: F401
+    except ImportError as ex:
+        raise NoToolchain("this host cannot build ModelNew modules: missing " + missing_import(ex))
 
 
 def build(exts, out, work):
@@ -455,6 +473,7 @@ def main(argv):
     try:
         # kgate's --flag (the policy allowed them): on every extension's compile lines
         extra = check_flags(argv[3:], "--flag")
+        cpp_extension_importable()
         exts = record(argv[1])
         for e in exts:
             e["cflags"] += extra

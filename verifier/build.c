@@ -148,8 +148,8 @@ int kg_phase_build(struct kg_run *r)
 		 * this host lacks a piece of load_inline's toolchain, which kgate names itself */
 		char pieces[1024];
 		int trc = kg_torch_toolchain(pieces, sizeof(pieces));
-		kg_run_internal(r, "this host cannot build the candidate's load_inline extensions: %s (scripts/deps.sh "
-				   "installs them; kgate doctor lists them)",
+		kg_run_internal(r, "this host lacks what a ModelNew's build needs: %s (scripts/deps.sh installs it; "
+				   "kgate doctor lists it)",
 				trc > 0 ? pieces : trc ? pieces : "the builder found a piece missing (see the compile log)");
 		snprintf(v->compile_log, sizeof(v->compile_log), "%s", cr->log);
 		goto out;

@@ -77,7 +77,7 @@ else
 	"$KGATE" verify $D/softmax.py $C/softmax_inline.py $SM $Q >"$tmp/notool.out" 2>&1
 	rc=$?
 	ok "load_inline without its toolchain: exit 3 naming the missing piece (got $rc)" \
-		sh -c '[ "$1" = 3 ] && grep -q "cannot build the candidate.s load_inline extensions: missing .*(Debian: " "$2"' - \
+		sh -c '[ "$1" = 3 ] && grep -q "lacks what a ModelNew.s build needs: missing .*(Debian: " "$2"' - \
 		"$rc" "$tmp/notool.out"
 fi
 finish
