@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,22 +55,17 @@
 
 /* st_dev of the kernel's internal shmem mount, which every memfd, shared anonymous mapping and
  * SysV segment lives on (learnt once from a memfd of our own) */
-static uint64_t shm_dev_probe(void)
+static uint64_t shm_dev;
+static pthread_once_t shm_dev_once = PTHREAD_ONCE_INIT;
+
+static void shm_dev_probe(void)
 {
-	static uint64_t dev;
-	static int done;
-	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE))
-		return dev;
-	uint64_t d = 0;
 	int fd = memfd_create("kgate-shm-probe", MFD_CLOEXEC);
 	struct stat st;
 	if (fd >= 0 && !fstat(fd, &st))
-		d = (uint64_t)st.st_dev;
+		shm_dev = (uint64_t)st.st_dev;
 	if (fd >= 0)
 		close(fd);
-	dev = d;
-	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
-	return d;
 }
 
 void sb_mem_init(struct kg_sb_child *c, const struct kg_sb_spec *s)
@@ -80,7 +76,8 @@ void sb_mem_init(struct kg_sb_child *c, const struct kg_sb_spec *s)
 	m->on = m->bound && !c->plan.sanitize && !(c->active & KG_SB_LAYER_CGROUP);
 	m->session = c->pid;
 	m->skip = c->pidns_init ? c->pid : 0;
-	m->shm_dev = shm_dev_probe();
+	pthread_once(&shm_dev_once, shm_dev_probe);
+	m->shm_dev = shm_dev;
 	for (int i = 0; i < s->n_fds && m->n_handed < (int)KG_ARRAY_LEN(m->handed); i++) {
 		struct stat st;
 		if (!fstat(s->fds[i], &st) && S_ISREG(st.st_mode)) {
