@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -754,9 +755,27 @@ static void test_identity(void **state)
 	sb_run_free(&r);
 }
 
+/* Whether uid 65534 may execute path (every directory above it searchable): what a root caller's
+ * sandbox runs as, where no mount namespace shows the helper elsewhere. */
+static int nobody_can_exec(const char *path)
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(setgroups(0, NULL) || setgid(65534) || setuid(65534) || access(path, X_OK) ? 1 : 0);
+	int st = 1;
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 static void test_landlock_fallback_without_mountns(void **state)
 {
 	(void)state;
+	/* as root the program runs as 65534, at the helper's own path: a tree under /root (0700 on a
+	 * fresh Debian) is out of its reach, and the case cannot be made there */
+	if (geteuid() == 0 && !nobody_can_exec(sb_helper_host())) {
+		fprintf(stderr, "skip: uid 65534 cannot reach %s (a directory above it is closed)\n",
+			sb_helper_host());
+		skip();
+	}
 	/* without the mount namespace, Landlock alone keeps the host's files out */
 	const char *argv[] = {sb_helper_host(), "open", "/etc/shadow", NULL};
 	struct kg_sb_path paths[1];
