@@ -67,10 +67,18 @@ static void compiler_line(const struct kg_backend *be)
 	if (be->runner_script) {
 		/* an interpreted reference runner: the Python that has torch, found once */
 		char py[PATH_MAX], ver[160];
-		if (kg_path_python(py, sizeof(py), ver, sizeof(ver)))
+		if (kg_path_python(py, sizeof(py), ver, sizeof(ver))) {
 			printf("  %-9s %s: %s (PyTorch module tasks cannot run)\n", "python", be->name, ver);
-		else
+		} else {
 			printf("  %-9s %s: %s, %s\n", "python", be->name, py, ver);
+			/* what a ModelNew's load_inline extensions are built with (runner/torch_build.py) */
+			char pieces[1024];
+			int trc = kg_torch_toolchain(pieces, sizeof(pieces));
+			printf("  %-9s %s: %s%s\n", "load_inline", be->name, pieces,
+			       trc ? " (ModelNew candidates with C++ extensions cannot be built; scripts/deps.sh installs "
+				     "them)"
+				   : "");
+		}
 		free(cmd);
 		return;
 	}

@@ -9,9 +9,14 @@ them again, and every extension the module asks for is built here, by kgate's ow
 candidate's code in the run sandbox, which then loads the prebuilt module by name (torch_runner.py).
 All of a module's extensions go into the one shared object kernel.so, each as the Python module its
 name says (PyInit_NAME); a module with no extensions gets a kernel.so of one line of text. The module must define
-a class ModelNew. Whatever this prints is the compile log; a non-zero exit is a compile error."""
+a class ModelNew. Whatever this prints is the compile log; a non-zero exit is a compile error, except
+NO_TOOLCHAIN: this host lacks a piece of what load_inline's build needs (kgate then names the pieces
+from its own run of `torch_build.py --check`, and the candidate is not at fault).
+`torch_build.py --check` says which pieces are missing here, each with the Debian package that brings
+it (kgate doctor shows it), and exits 0 only when none is."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -35,6 +40,7 @@ FLAG_OK = re.compile(
 # what extra_ldflags may hold: OpenMP and the libraries an extension's code may call beside torch
 LDFLAG_OK = re.compile(r"-fopenmp|-pthread|-l(gomp|m|pthread|cublas|cublasLt)|-O[0-3s]?")
 NAME_OK = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+NO_TOOLCHAIN = 4  # exit status: a piece of load_inline's toolchain is missing on this host
 MODULE_CPU_S = 120  # the module's top level: CPU seconds, and wall seconds, it may take
 MODULE_WALL_S = 180
 RECORD_MAX = 16 << 20  # bytes of sources and flags it may hand over
@@ -330,10 +336,65 @@ def check_cuda(exts):
                              "or /usr/local/cuda)" % e["name"])
 
 
+class NoToolchain(Exception):
+    pass
+
+
+def toolchain():
+    """The pieces of what build() runs and includes that this host lacks, each named with the
+    Debian package that brings it: the C++ compiler (on the sandbox's PATH), torch's C++ headers and
+    the pybind11 and Python headers they include (torch/extension.h pulls in torch/python.h), the
+    libraries the extension links against, and the binutils that keep two extensions apart."""
+    missing = []
+    try:
+        import torch.utils.cpp_extension as ce
+        ce_incs, ce_libs = list(ce.include_paths()), list(ce.library_paths())
+    except ImportError as ex:
+        missing.append(missing_import(ex))
+        ce_incs, ce_libs = [], []
+    py_inc = sysconfig.get_paths()["include"]
+    incs = ce_incs + [py_inc, "/usr/local/include", "/usr/include"]
+    arch = sysconfig.get_config_var("MULTIARCH") or ""
+    libdirs = ce_libs + ["/usr/local/lib", "/usr/lib/" + arch, "/usr/lib"]
+    path = "/usr/bin:/bin"  # the compile sandbox's (backend.c)
+    if not shutil.which("c++", path=path):
+        missing.append("the C++ compiler c++ (Debian: g++)")
+    for h, what, pkg in (("torch/extension.h", "torch's C++ headers", "libtorch-dev"),
+                         ("pybind11/pybind11.h", "pybind11's headers", "pybind11-dev")):
+        if not any(os.path.isfile(os.path.join(d, h)) for d in incs):
+            missing.append("%s, %s (Debian: %s)" % (what, h, pkg))
+    if not os.path.isfile(os.path.join(py_inc, "Python.h")):
+        missing.append("Python's headers, %s (Debian: python3-dev)" % os.path.join(py_inc, "Python.h"))
+    for lib in ("c10", "torch", "torch_cpu", "torch_python"):
+        if not any(os.path.isfile(os.path.join(d, "lib%s.so" % lib)) for d in libdirs):
+            missing.append("torch's library lib%s.so (Debian: libtorch-dev)" % lib)
+    for tool in ("ld", "nm", "objcopy"):
+        if not shutil.which(tool, path=path):
+            missing.append("%s (Debian: binutils)" % tool)
+    return missing
+
+
+def missing_import(ex):
+    # torch.utils.cpp_extension imports setuptools, which python3-torch does not bring along
+    return "Python's %s, which torch.utils.cpp_extension imports (Debian: python3-%s)" % (ex.name, ex.name)
+
+
+def cpp_extension_importable():
+    """Every ModelNew's build imports torch.utils.cpp_extension (its top level runs with load_inline
+    recorded): where that import fails for want of a package, the host is at fault, not the module."""
+    try:
+        import torch.utils.cpp_extension  # noqa: F401
+    except ImportError as ex:
+        raise NoToolchain("this host cannot build ModelNew modules: missing " + missing_import(ex))
+
+
 def build(exts, out, work):
     import torch
     import torch.utils.cpp_extension as ce
 
+    missing = toolchain() if exts else []
+    if missing:
+        raise NoToolchain("this host cannot build load_inline extensions: missing " + "; ".join(missing))
     check_cuda(exts)
     if not exts:
         # not an ELF file: the runner then serves no extension (and the compile cache keeps it)
@@ -482,17 +543,25 @@ def sh(cmd):
 
 
 def main(argv):
+    if argv[1:] == ["--check"]:
+        missing = toolchain()
+        print("missing " + "; ".join(missing) if missing else "ok")
+        return 1 if missing else 0
     if len(argv) < 3:
-        print("usage: torch_build.py MODULE.py OUT.so [FLAG...]")
+        print("usage: torch_build.py MODULE.py OUT.so [FLAG...] | torch_build.py --check")
         return 2
     try:
         # kgate's --flag (the policy allowed them): on every extension's compile lines
         extra = check_flags(argv[3:], "--flag")
+        cpp_extension_importable()
         exts = record(argv[1])
         for e in exts:
             e["cflags"] += extra
             e["cuflags"] += extra
         build(exts, argv[2], os.path.dirname(os.path.abspath(argv[2])))
+    except NoToolchain as ex:
+        print("kgate-build: %s" % ex)
+        return NO_TOOLCHAIN
     except BuildError as ex:
         print("kgate-build: %s" % ex)
         return 1

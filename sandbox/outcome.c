@@ -91,6 +91,7 @@ void sb_reap(struct kg_sb_child *c)
 	c->oc.output_total = c->out_total;
 	c->oc.wall_s = (double)(c->end_ns - c->start_ns) / 1e9;
 	c->oc.maxrss_kb = ru.ru_maxrss;
+	c->oc.mem_peak = c->mem.peak;
 }
 
 int kg_sb_wait(struct kg_sb_child *c, struct kg_sb_outcome *o)
@@ -141,6 +142,7 @@ void kg_sb_free(struct kg_sb_child *c)
 		kg_sb_wait(c, NULL);
 	}
 	sb_cgroup_destroy(&c->cg);
+	sb_mem_free(&c->mem);
 	sb_close_fd(&c->pidfd);
 	sb_close_fd(&c->err_r);
 	sb_close_fd(&c->out_r);

@@ -61,8 +61,9 @@ unsigned kg_sb_layer_parse(const char *name);
 struct kg_sb_limits {
 	double wall_s; /* watchdog: the whole process group is killed after this; 0 = 60 s */
 	uint32_t cpu_s; /* RLIMIT_CPU; 0 = derived from wall_s */
-	uint64_t mem_bytes; /* RLIMIT_AS, cgroup memory.max, and the bound that a single mmap/mremap
-	                     * may not exceed (reported as KG_SB_END_MEMORY); 0 = 8 GiB;
+	uint64_t mem_bytes; /* RLIMIT_AS, cgroup memory.max (else the supervisor's own count of the
+	                     * tree's private and shared memory, memory.c), and the bound that a
+	                     * single mmap/mremap may not exceed; over it: KG_SB_END_MEMORY; 0 = 8 GiB;
 	                     * KG_SB_MEM_UNBOUNDED = none (a GPU driver reserves terabytes of
 	                     * address space: its memory is bounded by the device, not here) */
 	uint32_t nproc; /* RLIMIT_NPROC and cgroup pids.max; 0 = profile default (compile 256, run 64
@@ -169,6 +170,10 @@ struct kg_sb_outcome {
 	uint64_t output_total; /* all bytes the child wrote, kept or not */
 	double wall_s;
 	long maxrss_kb;
+	/* the most memory the supervisor counted for the whole tree (private anonymous pages, swap,
+	 * page tables, and each shared-memory object once), in bytes; 0 where it did not count (a
+	 * cgroup's memory.max bounds the tree, or nothing does) */
+	uint64_t mem_peak;
 	/* a notification listener was in place: a denial that the sandbox could not name (a SIGSYS
 	 * with an empty syscall) came from a filter the program stacked itself (kg_sb_seal_calls) */
 	int denials_named;
@@ -203,6 +208,12 @@ int kg_sb_spawn(const struct kg_sb_spec *spec, struct kg_sb_child **out, kg_erro
  * while the caller is in here or in kg_sb_wait; RLIMIT_CPU bounds a child nobody waits for. */
 #define KG_SB_ENDED 2
 int kg_sb_wait_fd(struct kg_sb_child *c, int fd, int timeout_ms);
+
+/* Where no cgroup bounds the tree's memory the supervisor counts it itself (memory.c): every few
+ * milliseconds while the caller waits in kg_sb_wait_fd, and whenever the caller has stopped the
+ * program (kg_sb_proc_stop) and calls this. Over the bound the tree is ended as KG_SB_END_MEMORY
+ * and KG_SB_ENDED returned (also when it had ended already); 0 otherwise. */
+int kg_sb_check_memory(struct kg_sb_child *c);
 
 /* Kills the whole process tree now and records why (TIMEOUT for a caller's deadline, KILLED
  * otherwise). Does not wait. */

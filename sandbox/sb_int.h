@@ -133,6 +133,59 @@ long sb_cgroup_oom_kills(const struct sb_cgroup *cg);
 void sb_cgroup_kill(const struct sb_cgroup *cg);
 void sb_cgroup_destroy(struct sb_cgroup *cg);
 
+/* memory.c (parent): the supervisor's own account of the tree's memory where no cgroup bounds it.
+ * Counted: every process's private anonymous pages (resident and swapped) and page tables, and
+ * each shared-memory object of the kernel's shmem mount (shared anonymous mappings, /dev/zero
+ * mapped shared, memfds, SysV segments) once, however many mappings and processes hold it, at the
+ * most it was ever seen to hold while it lives: its mapped extent, its allocated blocks where those
+ * can be read, and the length it was created with (a shared mmap reaches the supervisor first). The
+ * objects the caller handed over (spec fds: the arena) are the caller's; files and device memory
+ * (a GPU driver's mappings) are not counted. */
+#define SB_MEM_MAX_PROCS 256
+#define SB_MEM_MAX_PENDING 64
+struct sb_mem_obj {
+	uint64_t dev, ino;
+	uint64_t charge; /* bytes: the most this object was seen to hold; kept while it lives */
+};
+struct sb_mem_pend {
+	uint64_t len, ns; /* a shared mmap let through, and when */
+};
+struct sb_mem {
+	int on; /* bounded, no cgroup memory.max, not a sanitizer build */
+	uint64_t bound;
+	uint64_t shm_dev; /* st_dev of the kernel's shmem mount; 0 when it could not be learnt */
+	pid_t session; /* every process of the tree is in the session the child made (setsid) */
+	pid_t skip; /* the pid-ns init: it shares the caller's memory */
+	int n_handed;
+	struct {
+		uint64_t dev, ino;
+	} handed[SB_MAX_FDS + 1];
+	int n_procs;
+	pid_t procs[SB_MEM_MAX_PROCS];
+	int scanned; /* a full scan ran at least once */
+	int map_files; /* /proc/PID/map_files readable (CAP_SYS_ADMIN): 1 yes, -1 no, 0 not tried */
+	uint64_t anon; /* last sample: private anonymous (resident, swapped) and page tables */
+	uint64_t shm_rss, shm_rss_scanned; /* RssShmem now, and at the last full scan */
+	struct sb_mem_obj *objs;
+	int n_objs;
+	struct sb_mem_pend pend[SB_MEM_MAX_PENDING]; /* shared mmaps no scan has matched to an object yet */
+	int n_pend;
+	uint64_t next_light_ns, next_full_ns;
+	uint64_t peak;
+};
+struct kg_sb_child;
+void sb_mem_init(struct kg_sb_child *c, const struct kg_sb_spec *s);
+void sb_mem_free(struct sb_mem *m);
+/* The next moment a sample is due (UINT64_MAX when none is). */
+uint64_t sb_mem_due_ns(const struct kg_sb_child *c);
+/* One sample (a full scan when one is due or the figure needs checking); stopped: every process of
+ * the tree is held still. Over the bound: ends the tree as KG_SB_END_MEMORY and returns 1. */
+int sb_mem_sample(struct kg_sb_child *c, int stopped);
+/* A shared mmap of len bytes by task tid, on fd (unused for anonymous ones), before it runs:
+ * charged where it makes shared memory; returns 1 when it would take the tree over the bound
+ * (the tree has then been ended as KG_SB_END_MEMORY). */
+int sb_mem_shared_mmap(struct kg_sb_child *c, pid_t tid, uint64_t len, uint64_t flags, int fd);
+
 /* The filter a spec describes (filterdesc.c), and its text form in KG_SB_ENV_FILTER:
  *   <profile>;threads=<0|1>;mem=<none|bytes>;ro_opens=<0|1>;watched=<0|1>;syscalls=<name>[,<name>]...
  * Every field present, in this order, nothing else; mem is decimal without leading zeros. */
@@ -221,6 +274,7 @@ struct kg_sb_child {
 	int distrusted;
 	int n_sealed;
 	struct kg_sb_range sealed[SB_MAX_SEALED];
+	struct sb_mem mem;
 };
 
 static inline void sb_close_fd(int *fd)

@@ -165,18 +165,21 @@ static scmp_filter_ctx new_ctx(uint32_t def)
 	return ctx;
 }
 
-static int memory_rules(scmp_filter_ctx ctx, uint64_t mem, int watched, int map_calls_too)
+static int memory_rules(scmp_filter_ctx ctx, uint64_t mem, int watched, int notify, int map_calls_too)
 {
 	int rc;
 	/* a longer mapping goes to the parent, which reports it as over the memory bound; watched,
 	 * so does every MAP_FIXED one (it may land on a sealed range) and every mremap (it may move
-	 * one), which the parent checks and lets through */
+	 * one), which the parent checks and lets through. Where memory is bounded every MAP_SHARED
+	 * one goes there too: shared memory outlives the mapping that touched it (a part unmapped,
+	 * MADV_DONTNEED), so the parent charges what it makes before it runs (memory.c). */
 	struct scmp_arg_cmp c[2];
 	unsigned n = 0;
+	uint64_t routed = (watched ? MAP_FIXED : 0) | (mem && notify ? MAP_SHARED : 0);
 	if (mem)
 		c[n++] = SCMP_A1(SCMP_CMP_LE, mem);
-	if (watched)
-		c[n++] = SCMP_A3_64(SCMP_CMP_MASKED_EQ, MAP_FIXED, 0);
+	if (routed)
+		c[n++] = SCMP_A3_64(SCMP_CMP_MASKED_EQ, routed, 0);
 	if ((rc = add(ctx, SCMP_ACT_ALLOW, "mmap", n, n ? c : NULL)))
 		return rc;
 	for (size_t i = 0; i < KG_ARRAY_LEN(map_calls) && !watched && map_calls_too; i++)
@@ -249,7 +252,7 @@ int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, k
 	int watched = d->watched && fp->notify && d->profile == KG_SB_PROFILE_RUN;
 	/* the compile profile's list has the map calls and rt_sigaction */
 	int run = d->profile == KG_SB_PROFILE_RUN;
-	if ((run && (rc = signal_rules(ctx, watched))) || (rc = memory_rules(ctx, d->mem_bytes, watched, run)) ||
+	if ((run && (rc = signal_rules(ctx, watched))) || (rc = memory_rules(ctx, d->mem_bytes, watched, fp->notify, run)) ||
 	    (rc = open_rules(ctx, d->readonly_opens)))
 		goto out;
 	if ((rc = allow_arg_in(ctx, "ioctl", 1, tty_ioctls, KG_ARRAY_LEN(tty_ioctls))) ||

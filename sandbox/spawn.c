@@ -535,6 +535,8 @@ int kg_sb_spawn(const struct kg_sb_spec *s, struct kg_sb_child **out, kg_error *
 			c->active |= KG_SB_LAYER_CGROUP;
 		}
 	}
+	/* the tree's memory: the cgroup's memory.max where it came up, else the supervisor's count */
+	sb_mem_init(c, s);
 	unsigned parent_failed = c->failed & s->required;
 	if (parent_failed) {
 		char names[256];

@@ -283,6 +283,26 @@ tamper:
 	return 1;
 }
 
+/* A shared mmap within the bound (the filters route MAP_SHARED here wherever memory is bounded):
+ * the memory it makes is charged before it runs (memory.c), and a watched program's MAP_FIXED one
+ * is checked against its sealed ranges too. Returns 0 for any other call. */
+static int service_shared_mmap(struct kg_sb_child *c, int fd, const struct seccomp_notif *req)
+{
+	const struct seccomp_data *d = &req->data;
+	uint64_t mem = c->plan.lim.mem_bytes && !c->plan.sanitize ? c->plan.lim.mem_bytes : UINT64_MAX;
+	if (d->nr != SYS_mmap || !(d->args[3] & MAP_SHARED) || d->args[1] > mem)
+		return 0;
+	if (sb_mem_shared_mmap(c, (pid_t)req->pid, d->args[1], d->args[3], (int)d->args[4])) {
+		/* over the bound: ended already, and the call never returns */
+		respond(fd, c->resp, req->id, -ENOMEM, 0);
+		return 1;
+	}
+	if (c->watched && (d->args[3] & MAP_FIXED) && service_watched(c, fd, req))
+		return 1;
+	respond(fd, c->resp, req->id, 0, 1);
+	return 1;
+}
+
 int kg_sb_distrust(struct kg_sb_child *c, pid_t pid, kg_error *e)
 {
 	if (!c->watched)
@@ -327,6 +347,8 @@ static void service_listener(struct kg_sb_child *c, int i)
 		seccomp_notify_respond(fd, c->resp);
 		return;
 	}
+	if (service_shared_mmap(c, fd, c->req))
+		return;
 	if (c->watched && service_watched(c, fd, c->req))
 		return;
 	record_denial(c, c->req);
@@ -414,12 +436,18 @@ int kg_sb_wait_fd(struct kg_sb_child *c, int fd, int timeout_ms)
 	for (;;) {
 		uint64_t now = kg_now_ns();
 		watchdog(c, now);
+		uint64_t sample = sb_mem_due_ns(c);
+		if (now >= sample)
+			sb_mem_sample(c, 0);
+		sample = sb_mem_due_ns(c);
 		int ms = -1;
 		if (!c->exited) {
 			if (!c->killed)
 				ms = sb_ms_until(now, c->deadline_ns);
 			if (until != UINT64_MAX && (ms < 0 || sb_ms_until(now, until) < ms))
 				ms = sb_ms_until(now, until);
+			if (sample != UINT64_MAX && (ms < 0 || sb_ms_until(now, sample) < ms))
+				ms = sb_ms_until(now, sample);
 		} else {
 			ms = 0;
 		}

@@ -2,8 +2,11 @@
 # Installs the Debian packages kgate builds and tests with. As root it runs apt-get; otherwise it
 # prints the exact command and fails, so that a missing package is never a mystery later.
 # python3-torch (CPU) runs PyTorch module tasks' trusted reference (runner/torch_runner.py) under
-# /usr/bin/python3, and ModelNew candidates; libtorch-dev and g++ build a ModelNew's load_inline
-# C++ extensions (runner/torch_build.py); their tests skip where no Python with torch is found.
+# /usr/bin/python3, and ModelNew candidates; a ModelNew's load_inline C++ extensions
+# (runner/torch_build.py) are built with g++ against torch's headers and libraries (libtorch-dev),
+# which include pybind11's (pybind11-dev) and Python's (python3-dev), and kept apart with binutils;
+# torch.utils.cpp_extension, which a ModelNew imports for load_inline, imports setuptools.
+# `kgate doctor` names any of them missing; their tests skip, naming it, where one is.
 # Usage: scripts/deps.sh [--packaging | --packaging-min | --slurm]   (--packaging adds what `make deb` and
 # `make rpm` build and lint with; --packaging-min only the build tools, for the package tests;
 # --slurm the Slurm daemons and client that tests/integration/search_slurm.sh starts a cluster with;
@@ -12,7 +15,8 @@ set -eu
 
 pkgs="gcc libc6-dev make pkg-config libseccomp-dev libcap-dev libprotobuf-c-dev protobuf-c-compiler
 libcurl4-openssl-dev libyaml-dev libjansson-dev libcmocka-dev python3 binutils
-python3-torch python3-numpy g++ libtorch-dev"
+python3-torch python3-numpy g++ libtorch-dev pybind11-dev python3-dev
+python3-setuptools"
 case "${1:-}" in
 --packaging) pkgs="$pkgs dpkg-dev rpm lintian rpmlint groff-base man-db" ;;
 --packaging-min) pkgs="$pkgs dpkg-dev rpm" ;;

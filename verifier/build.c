@@ -10,6 +10,7 @@
 
 #include "verifier/compile.h"
 #include "verifier/elfsyms.h"
+#include "verifier/resolve.h"
 #include "verifier/ends.h"
 #include "verifier/run.h"
 #include "verifier/torchtask.h"
@@ -148,6 +149,18 @@ int kg_phase_build(struct kg_run *r)
 	}
 	v->t_compile_s = kg_secs_since(t0);
 	snprintf(v->compile_log, sizeof(v->compile_log), "%s", cr->log);
+	if (!cr->ok && p->be->id == KG_BACKEND_TORCH && cr->outcome.end == KG_SB_END_EXIT &&
+	    cr->outcome.exit_code == KG_TORCH_BUILD_NO_TOOLCHAIN) {
+		/* the builder's own word (its exit status: the candidate's code ran in a child of it):
+		 * this host lacks a piece of load_inline's toolchain, which kgate names itself */
+		char pieces[1024];
+		int trc = kg_torch_toolchain(pieces, sizeof(pieces));
+		kg_run_internal(r, "this host lacks what a ModelNew's build needs: %s (scripts/deps.sh installs it; "
+				   "kgate doctor lists it)",
+				trc > 0 ? pieces : trc ? pieces : "the builder found a piece missing (see the compile log)");
+		snprintf(v->compile_log, sizeof(v->compile_log), "%s", cr->log);
+		goto out;
+	}
 	if (!cr->ok) {
 		char what[700];
 		kg_end_describe(&cr->outcome, what, sizeof(what));

@@ -275,8 +275,38 @@ int kg_path_runner_script(const char *name, char *out, size_t outsz)
 	return access(out, R_OK) ? -ENOENT : 0;
 }
 
-/* Runs `py -I -c CODE` with stdout captured (at most outsz-1 bytes); 0 when it exited 0. */
+static int python_run(const char *py, char *const *argv, char *out, size_t outsz);
+
+/* Runs `py -I -B -c CODE` with stdout captured (at most outsz-1 bytes); 0 when it exited 0. */
 static int python_says(const char *py, const char *code, char *out, size_t outsz)
+{
+	char *argv[] = {(char *)py, "-I", "-B", "-c", (char *)code, NULL};
+	return python_run(py, argv, out, outsz);
+}
+
+int kg_torch_toolchain(char *out, size_t outsz)
+{
+	char py[PATH_MAX], why[160], script[PATH_MAX];
+	if (kg_path_python(py, sizeof(py), why, sizeof(why))) {
+		snprintf(out, outsz, "%s", why);
+		return -ENOENT;
+	}
+	if (kg_path_runner_script("torch_build.py", script, sizeof(script))) {
+		snprintf(out, outsz, "torch_build.py not found beside kgate-run");
+		return -ENOENT;
+	}
+	char *argv[] = {py, "-I", "-B", script, "--check", NULL};
+	int rc = python_run(py, argv, out, outsz);
+	if (!rc)
+		return 0;
+	if (!strncmp(out, "missing ", 8))
+		return 1;
+	snprintf(out, outsz, "%s --check failed", script);
+	return -EIO;
+}
+
+/* Runs argv (argv[0] the Python py) with stdout captured; 0 when it exited 0. */
+static int python_run(const char *py, char *const *argv, char *out, size_t outsz)
 {
 	int pfd[2];
 	out[0] = '\0';
@@ -286,7 +316,6 @@ static int python_says(const char *py, const char *code, char *out, size_t outsz
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
 	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	char *argv[] = {(char *)py, "-I", "-B", "-c", (char *)code, NULL};
 	extern char **environ;
 	pid_t pid;
 	int rc = posix_spawnp(&pid, py, &fa, NULL, argv, environ);

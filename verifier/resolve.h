@@ -56,6 +56,15 @@ int kg_path_python(char *out, size_t outsz, char *version, size_t versz);
  * which device and torch, or why not; gpu gets the probe's findings. */
 struct kg_gpu_info;
 int kg_torch_placement(const char *version, struct kg_gpu_info *gpu, char *why, size_t whysz);
+/* Whether this host can build a ModelNew's load_inline extensions (torch_build.py --check, run as
+ * kgate's own process, no candidate in it): 0 and "ok" when it can, 1 with the missing pieces in out
+ * ("missing pybind11's headers, pybind11/pybind11.h (Debian: pybind11-dev); ..."), -errno with why
+ * when the check could not run (no Python with torch). */
+int kg_torch_toolchain(char *out, size_t outsz);
+/* The exit status of torch_build.py for a build this host lacks a piece of the toolchain for
+ * (load_inline's, or the setuptools that torch.utils.cpp_extension imports): not the candidate's fault (the builder's own process decides it, after the candidate's top
+ * level ran in a child), so the run is not verified and kg_torch_toolchain names the pieces. */
+#define KG_TORCH_BUILD_NO_TOOLCHAIN 4
 /* What a Python runner's sandbox shows beside /usr: the script where it is not under /usr, and a
  * Python installed elsewhere (pyenv, a standalone build) with its whole prefix, executable, and a
  * virtual environment's prefix besides, whose python3 links to another interpreter's binary.

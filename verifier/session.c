@@ -193,6 +193,9 @@ int kg_sess_hold(struct kg_session *s, uint32_t op)
 		return kg_sess_ended(s);
 	if (rc)
 		return fault(s, KG_R_SANDBOX_TIMEOUT, "%s", e.msg);
+	/* held still: its memory counted as it is (the sandbox's own count, where no cgroup bounds it) */
+	if (kg_sb_check_memory(s->sb) == KG_SB_ENDED)
+		return kg_sess_ended(s);
 	if ((rc = channel_quiet(s, "after its reply")))
 		return rc;
 	if (!s->watched)
@@ -302,6 +305,8 @@ int kg_sess_exchange_probed(struct kg_session *s, struct kg_wire_cmd *cmd, uint3
 				return kg_sess_ended(s);
 			if (rc)
 				return fault(s, KG_R_SANDBOX_TIMEOUT, "%s", pe.msg);
+			if (kg_sb_check_memory(s->sb) == KG_SB_ENDED)
+				return kg_sess_ended(s);
 			c->probe(c->probe_arg);
 			*probed = 1;
 			if (kg_sb_proc_cont(s->proc, &pe))

@@ -37,6 +37,10 @@ expect 1 check.canary softmax $H/oob_guard.cu $S
 expect 1 check.input_modified softmax $H/zero_input.cu $S
 expect 1 sandbox.syscall softmax $H/host_socket.cu $S
 expect 1 sandbox.timeout softmax $H/endless.cu $S
+# host memory as a whole: the driver's /dev/nvidia* mappings are not counted (an honest kernel
+# passes under 2048 MiB), twelve shared mappings of 256 MiB from the host code are
+expect 0 - softmax $C/softmax/online.cu --policy tests/data/gpu-memory.yaml
+expect 1 sandbox.memory softmax $H/shared_hog.cu --policy tests/data/gpu-memory.yaml
 # the GPU survived the endless kernel
 expect 0 - softmax $C/softmax/online.cu $S
 

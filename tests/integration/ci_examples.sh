@@ -42,6 +42,11 @@ run_job() { # run_job EXAMPLE DIR: the example's commands in DIR, as the CI woul
 	echo $?
 }
 
+# the pipelines diff a pull request with git: where git is missing (scripts/deps.sh does not install
+# it; a checkout from a tarball has none) those cases are skipped, naming it
+if ! command -v git >/dev/null 2>&1; then
+	echo "skip the pipeline cases: git is not installed (Debian: git)"
+else
 for ex in github-actions.yml gitlab-ci.yml; do
 	ok "$ex: the commands are marked" sh -c 'echo "$1" | grep -q "kgate verify"' _ "$(commands "examples/ci/$ex")"
 	d="$tmp/r-$ex"
@@ -78,6 +83,7 @@ ids = {r["id"] for r in run["tool"]["driver"]["rules"]}
 assert run["results"] and all(r["ruleId"] in ids for r in run["results"]), run["results"]
 assert run["originalUriBaseIds"]["SRCROOT"]["uri"].startswith("file:///")
 PY
+fi
 
 # the vendor-agent example with its default PREFIX finds kgate through kgate.pc
 if command -v protoc-c >/dev/null && pkg-config --exists libprotobuf-c 2>/dev/null; then

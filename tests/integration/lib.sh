@@ -63,6 +63,18 @@ need_torch() {
 	CV="--dims batch_size=2,in_channels=3,out_channels=4,height=10,width=10"
 }
 
+# load_inline_ready: true where a ModelNew's load_inline extensions can be built here (kgate doctor's
+# load_inline line: the C++ compiler, torch's, pybind11's and Python's headers, torch's libraries);
+# otherwise the cases are skipped, the missing pieces named (scripts/deps.sh installs them)
+load_inline_ready() {
+	li=$("$KGATE" doctor 2>/dev/null | grep "load_inline")
+	case "$li" in
+	*"load_inline torch: ok") return 0 ;;
+	esac
+	echo "skip load_inline cases: ${li:-kgate doctor names no load_inline toolchain}"
+	return 1
+}
+
 ok() { # ok DESCRIPTION COMMAND...: one assertion that is not a verification
 	what=$1; shift
 	checked=$((checked + 1))

@@ -5,8 +5,8 @@
 # built by kgate's builder in the compile sandbox. Honest ones (plain PyTorch, the Model's own
 # forward, C++ through load_inline) are accepted; KernelBench's own adversarial kernels, as CPU
 # ports, and the runner's clock patched from the module are rejected for their reasons.
-# Skipped where no Python with torch is found; the load_inline cases where torch's C++ headers are
-# missing (Debian's libtorch-dev; scripts/deps.sh installs it).
+# Skipped where no Python with torch is found; the load_inline cases where a piece of their toolchain
+# is missing (kgate doctor names it; scripts/deps.sh installs them all).
 set -u
 . tests/integration/lib.sh
 need_torch
@@ -75,9 +75,9 @@ rc=$?
 ok "a ModelNew for a manifest task: exit 2 (got $rc)" sh -c '[ $0 -eq 2 ] && grep -q "needs a task given as a PyTorch module" "$1"' $rc "$tmp/notmod.out"
 
 # C++ through load_inline: built by kgate's builder in the compile sandbox, loaded by name in the
-# run sandbox; where torch's headers are missing the build fails, said so, and these are skipped
-inc=$(/usr/bin/python3 -c 'import torch.utils.cpp_extension as c, os; print(os.path.isfile(os.path.join(c.include_paths()[0], "torch", "extension.h")))' 2>/dev/null)
-if [ "$inc" = "True" ]; then
+# run sandbox; where a piece of the toolchain is missing these are skipped, and such a build is not
+# the candidate's fault: not verified (exit 3), the missing piece named
+if load_inline_ready; then
 	expect 0 - $D/softmax.py $C/softmax_inline.py $SM $Q
 	# the second run of the same source comes from the compile cache (the builder did not run)
 	"$KGATE" verify $D/softmax.py $C/softmax_inline.py $SM $Q --report json:"$tmp/inl.json" >/dev/null 2>&1
@@ -87,6 +87,10 @@ d = json.load(open(sys.argv[1]))
 assert d["exit_code"] == 0 and d["durations"]["compile_cached"], d["durations"]' "$tmp/inl.json"
 	expect 1 sandbox.crash $D/softmax.py $C/softmax_inline_zero.py $SM $Q
 else
-	echo "skip load_inline cases: torch's C++ headers are not installed (libtorch-dev)"
+	"$KGATE" verify $D/softmax.py $C/softmax_inline.py $SM $Q >"$tmp/notool.out" 2>&1
+	rc=$?
+	ok "load_inline without its toolchain: exit 3 naming the missing piece (got $rc)" \
+		sh -c '[ "$1" = 3 ] && grep -q "lacks what a ModelNew.s build needs: missing .*(Debian: " "$2"' - \
+		"$rc" "$tmp/notool.out"
 fi
 finish

@@ -165,6 +165,15 @@ static void test_no_fork_in_run(void **state)
 	sb_run_free(&r);
 }
 
+/* oneDNN (torch's convolutions) asks for the AMX tile state where the CPU has it: a permission for
+ * a larger register frame, allowed everywhere (kgate 0.3 killed the torch task derivation on AMX
+ * hosts: "syscall arch_prctl"); the kernel answers ok, or an error where the CPU has no AMX. */
+static void test_xcomp_permission(void **state)
+{
+	(void)state;
+	expect_everywhere(ARGS("xcomp"), KG_SB_END_EXIT, "RESULT xcomp ok|RESULT xcomp EINVAL|RESULT xcomp EOPNOTSUPP");
+}
+
 static void test_no_ptrace_no_peeking(void **state)
 {
 	(void)state;
@@ -594,6 +603,7 @@ int main(void)
 		cmocka_unit_test(test_no_exec_in_run_profiles),
 		cmocka_unit_test(test_xcomp_permission_asked),
 		cmocka_unit_test(test_no_fork_in_run),
+		cmocka_unit_test(test_xcomp_permission),
 		cmocka_unit_test(test_tool_socket_only_when_named),
 		cmocka_unit_test(test_no_ptrace_no_peeking),
 		cmocka_unit_test(test_no_killing_others),

@@ -57,6 +57,81 @@ static int tool_sock = -1;
 /* "watched": two pages, the first sealed before the filter (as the runner seals its own) */
 static unsigned char *sealed_page;
 
+static void touch(unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += 4096)
+		((volatile unsigned char *)p)[i] = 1;
+}
+
+/* Holds mib MiB of memory of one kind, every page touched, in mappings of 16 MiB (none over a
+ * small bound on its own), says "RESULT hold ok" and keeps it for secs seconds:
+ *   private   MAP_PRIVATE|MAP_ANONYMOUS
+ *   shared    MAP_SHARED|MAP_ANONYMOUS
+ *   zero      /dev/zero mapped shared (a shared anonymous mapping by another name)
+ *   trim      shared, each mapping then unmapped but its first page (the pages stay in the object)
+ *   memfd     a memfd mapped shared, its fd closed
+ *   memfd-fd  a memfd filled by write(), never mapped, its fd kept
+ *   fork      shared, then a child holding the same mappings (one object, two processes) */
+static int hold(const char *kind, size_t mib, int secs)
+{
+	const size_t chunk = 16u << 20;
+	static unsigned char buf[1 << 20];
+	memset(buf, 1, sizeof(buf));
+	int rc = 0;
+	for (size_t done = 0; done < mib << 20 && !rc; done += chunk) {
+		size_t n = (mib << 20) - done < chunk ? (mib << 20) - done : chunk;
+		unsigned char *p = MAP_FAILED;
+		if (!strcmp(kind, "private")) {
+			p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		} else if (!strcmp(kind, "shared") || !strcmp(kind, "trim") || !strcmp(kind, "fork")) {
+			p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		} else if (!strcmp(kind, "zero")) {
+			int fd = open("/dev/zero", O_RDWR);
+			if (fd >= 0) {
+				p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+				close(fd);
+			}
+		} else if (!strcmp(kind, "memfd")) {
+			int fd = (int)syscall(SYS_memfd_create, "hold", 0);
+			if (fd >= 0 && !ftruncate(fd, (off_t)n))
+				p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			if (fd >= 0)
+				close(fd);
+		} else if (!strcmp(kind, "memfd-fd")) {
+			int fd = (int)syscall(SYS_memfd_create, "hold", 0);
+			for (size_t w = 0; fd >= 0 && w < n; w += sizeof(buf))
+				if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+					fd = -1;
+			rc = fd < 0 ? -1 : 0;
+			continue;
+		} else {
+			fprintf(stderr, "try-syscall: unknown hold-%s\n", kind);
+			return 2;
+		}
+		if (p == MAP_FAILED) {
+			rc = -1;
+			break;
+		}
+		touch(p, n);
+		if (!strcmp(kind, "trim"))
+			munmap(p + 4096, n - 4096);
+	}
+	result("hold", rc);
+	if (!rc && !strcmp(kind, "fork")) {
+		pid_t child = fork();
+		if (child == 0) {
+			sleep((unsigned)secs);
+			_exit(0);
+		}
+		if (child > 0)
+			waitpid(child, NULL, 0);
+		return 0;
+	}
+	if (!rc)
+		sleep((unsigned)secs);
+	return 0;
+}
+
 static int act(const char *a, int argc, char **argv)
 {
 	const char *x = argc > 0 ? argv[0] : "";
@@ -199,6 +274,10 @@ static int act(const char *a, int argc, char **argv)
 		free(p);
 		return 0;
 	}
+	if (!strcmp(a, "xcomp")) /* ARCH_REQ_XCOMP_PERM for the AMX tile data, as oneDNN asks */
+		return result(a, (int)syscall(SYS_arch_prctl, 0x1023, 18));
+	if (!strncmp(a, "hold-", 5))
+		return hold(a + 5, (size_t)atoll(x), argc > 1 ? atoi(y) : 3);
 	if (!strcmp(a, "dlopen")) {
 		void *h = dlopen(x, RTLD_NOW);
 		printf("RESULT dlopen %s\n", h ? "ok" : dlerror());
