@@ -170,37 +170,43 @@ int kg_keeper_export(struct kg_keeper *k, int slot, int *dev_fd, size_t *dev_byt
 	return 0;
 }
 
+void kg_keeper_start_cmd(int slot, size_t bytes, int flush, const struct kg_keeper_stage *st, struct kg_dev_cmd *c)
+{
+	*c = (struct kg_dev_cmd){.op = KG_DEV_START, .slot = (uint32_t)slot, .bytes = bytes, .flush = flush != 0};
+	if (st && st->n > 0 && st->n <= KG_DEV_MAX_RANGES) {
+		c->n_ranges = (uint32_t)st->n;
+		c->src_slot = (uint32_t)st->src_slot;
+		memcpy(c->key, st->key, sizeof(c->key));
+		memcpy(c->range, st->range, (size_t)st->n * sizeof(st->range[0]));
+	}
+	if (st && st->sets > 1) {
+		c->sets = st->sets;
+		c->stride = st->stride;
+	}
+	if (st && st->gate) {
+		c->gate = 1;
+		c->out_lo = st->out_lo;
+		c->out_hi = st->out_hi;
+		c->probe_ns = st->probe_ns;
+		memcpy(c->probe_off, st->probe_off, sizeof(c->probe_off));
+		memcpy(c->probe_bytes, st->probe_bytes, sizeof(c->probe_bytes));
+	}
+}
+
 int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, const struct kg_keeper_stage *st,
 		    struct kg_keeper_begun *out, kg_error *e)
 {
-	struct kg_dev_cmd c = {.op = KG_DEV_START, .slot = (uint32_t)slot, .bytes = bytes, .flush = flush != 0};
-	if (st && st->n > 0) {
-		if (st->n > KG_DEV_MAX_RANGES)
-			return kg_err(e, -EINVAL, "%d staging ranges (at most %d)", st->n, KG_DEV_MAX_RANGES);
-		c.n_ranges = (uint32_t)st->n;
-		c.src_slot = (uint32_t)st->src_slot;
-		memcpy(c.key, st->key, sizeof(c.key));
-		memcpy(c.range, st->range, (size_t)st->n * sizeof(st->range[0]));
-	}
-	if (st && st->sets > 1) {
-		c.sets = st->sets;
-		c.stride = st->stride;
-	}
-	if (st && st->gate) {
-		c.gate = 1;
-		c.out_lo = st->out_lo;
-		c.out_hi = st->out_hi;
-		c.probe_ns = st->probe_ns;
-		memcpy(c.probe_off, st->probe_off, sizeof(c.probe_off));
-		memcpy(c.probe_bytes, st->probe_bytes, sizeof(c.probe_bytes));
-	}
+	struct kg_dev_cmd c;
+	memset(out, 0, sizeof(*out));
+	if (st && st->n > KG_DEV_MAX_RANGES)
+		return kg_err(e, -EINVAL, "%d staging ranges (at most %d)", st->n, KG_DEV_MAX_RANGES);
 	if (slot < 0 || slot >= KG_DEV_MAX_SLOTS)
 		return kg_err(e, -EINVAL, "no keeper slot %d", slot);
+	kg_keeper_start_cmd(slot, bytes, flush, st, &c);
 	k->sets[slot] = c.sets > 1 ? c.sets : 1;
 	k->stride[slot] = c.stride;
 	struct kg_dev_reply r;
 	int rc = command(k, &c, -1, &r, NULL, e);
-	memset(out, 0, sizeof(*out));
 	if (!rc) {
 		out->t0 = r.t_ns;
 		out->tok = r.gate_tok;

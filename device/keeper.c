@@ -380,8 +380,9 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 	if (c->src_slot < KG_DEV_MAX_SLOTS && kg_dev.slot[c->src_slot].used && &kg_dev.slot[c->src_slot] != s) {
 		const struct slot *f = &kg_dev.slot[c->src_slot];
 		/* a batched call's SLOT ranges read every set of the source: its last START's layout */
-		int same = sets == 1 || (f->sets >= sets && f->stride == c->stride && f->snap_sets >= sets);
-		src = (struct kg_stage_src){same, f->staged, f->snap_lo, f->snap_hi};
+		struct kg_stage_book fb = {.staged = f->staged, .snap_lo = f->snap_lo, .snap_hi = f->snap_hi,
+					   .stride = f->stride, .sets = f->sets, .snap_sets = f->snap_sets};
+		src = kg_stage_src_of(&fb, sets, c->stride);
 	}
 	uint64_t extent = c->bytes;
 	if (sets > 1) {
@@ -394,8 +395,9 @@ static int do_start(const struct kg_dev_cmd *c, struct kg_dev_reply *r)
 		}
 		extent = (uint64_t)(sets - 1) * c->stride + c->bytes;
 	}
-	if (!kg_stage_valid(c, &src)) {
-		snprintf(r->msg, sizeof(r->msg), "bad START ranges");
+	char why[240];
+	if (!kg_stage_valid(c, &src, why, sizeof(why))) {
+		snprintf(r->msg, sizeof(r->msg), "bad START ranges: %s", why);
 		return r->status = -EINVAL;
 	}
 	if (c->gate && !kg_stage_gate_valid(c, s->gate_host != NULL, sets)) {

@@ -78,6 +78,8 @@ struct kg_keeper_begun {
  * steps are queued instead, and START answers at once. */
 int kg_keeper_begin(struct kg_keeper *k, int slot, size_t bytes, int flush, const struct kg_keeper_stage *st,
 		    struct kg_keeper_begun *out, kg_error *e);
+/* The START record kg_keeper_begin sends (st may be NULL: all from the host arena). */
+void kg_keeper_start_cmd(int slot, size_t bytes, int flush, const struct kg_keeper_stage *st, struct kg_dev_cmd *c);
 /* GATE: the slot's gate page (a memfd of KG_DEV_GATE_BYTES, which the slot's runner maps too);
  * -ENOTSUP where gated calls do not work on this device. */
 int kg_keeper_gate(struct kg_keeper *k, int slot, int page_fd, kg_error *e);

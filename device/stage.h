@@ -3,6 +3,7 @@
 #ifndef KG_DEVICE_STAGE_H
 #define KG_DEVICE_STAGE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "device/wire.h"
@@ -14,10 +15,25 @@ struct kg_stage_src {
 	uint64_t staged, snap_lo, snap_hi;
 };
 
+/* What kgate-device keeps of a slot's last START and END: what its private buffer holds. */
+struct kg_stage_book {
+	uint64_t staged; /* [0, staged) staged by the last START (every set's, a batch's) */
+	uint64_t snap_lo, snap_hi; /* overwritten by its outputs' snapshot (set 0's offsets) */
+	uint64_t stride; /* the last START's sets, stride bytes apart (1 set: an ordinary call) */
+	uint32_t sets, snap_sets; /* snap_sets: the sets the snapshot holds (0: none yet) */
+};
+
+/* What a START of `sets` sets, stride apart, may read by SLOT ranges of another attached slot
+ * whose book is f: a lone call, what f's last START staged less its snapshot; a batch, the same
+ * where f's last START was a batch of as many sets or more at the same stride, snapshotted in
+ * every set (each set reads its own set of f); else nothing (usable 0). */
+struct kg_stage_src kg_stage_src_of(const struct kg_stage_book *f, uint32_t sets, uint64_t stride);
+
 /* 1 when c's ranges are sorted, disjoint, non-empty, inside [0, c->bytes), FILLs of whole elements
  * of 1, 2, 4 or 8 bytes on aligned offsets, GENs of a valid draw (kg_gen_valid) of exactly their
- * bytes on an element-aligned offset, SLOTs inside what src may give; else 0. */
-int kg_stage_valid(const struct kg_dev_cmd *c, const struct kg_stage_src *src);
+ * bytes on an element-aligned offset, SLOTs inside what src may give; else 0, and (why not NULL)
+ * which range broke which rule, in words. */
+int kg_stage_valid(const struct kg_dev_cmd *c, const struct kg_stage_src *src, char *why, size_t whysz);
 
 /* Calls host(off, n) for each run of bytes from the host arena and range(g) for each range, in
  * offset order; stops at the first non-zero return and returns it. */

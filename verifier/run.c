@@ -119,19 +119,41 @@ static void quiet_from(struct kg_run *r, const struct kg_session *s)
 
 #define SEED_WARM 0x7761726d000ull
 
+/* Whether kgate-device draws the inputs and judges the outputs (dev_gen, dev_check): its kernels
+ * there, a layout one START stages (kg_session_dev_stages: at most KG_DEV_MAX_RANGES tensors, else
+ * the inputs are written into the host arena, drawn on the host), unless KGATE_HOST_INPUTS=1 or
+ * KGATE_HOST_CHECKS=1 (to compare the two). on: both sessions that will be called have a keeper. */
+static void dev_sides(struct kg_run *r, int on)
+{
+	const struct kg_plan *p = r->plan;
+	const uint32_t both = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP;
+	const char *host_inputs = getenv("KGATE_HOST_INPUTS"), *host_checks = getenv("KGATE_HOST_CHECKS");
+	r->dev_gen = on && (r->keeper.caps & both) == both && p->task.n_inputs + p->task.n_outputs <= KG_DEV_MAX_RANGES &&
+		     !(host_inputs && *host_inputs == '1');
+	r->dev_check = r->dev_gen && (r->keeper.caps & KG_DEV_CAP_CHECK) && p->task.n_outputs <= KG_DEV_MAX_CHECKS &&
+		       !(host_checks && *host_checks == '1');
+}
+
+int kg_run_warm_shape(struct kg_run *r, int s, kg_error *e)
+{
+	/* both arenas: the draw is made at the candidate arena's layout, which kg_run_alloc left at
+	 * the last shape (the reference's alone laid out, every shape but the last asked kgate-device
+	 * to draw the last shape's tensors into its own slots: "bad START ranges", exit 3) */
+	int rc = kg_run_layout_both(r, s, e);
+	if (rc)
+		return rc;
+	kg_run_gen_inputs(r, KG_CLASS_NORMAL, kg_seed_derive(r->plan->master_seed, SEED_WARM + (uint64_t)s));
+	return 0;
+}
+
 /* One call of the reference at every shape (and of its kg_error_terms where the task asks for
  * them), on inputs drawn for it alone and thrown away, before the candidate's session exists. */
 static int ref_warm_up(struct kg_run *r)
 {
 	const struct kg_plan *p = r->plan;
-	const uint32_t both = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP;
-	const char *host_inputs = getenv("KGATE_HOST_INPUTS");
 	/* drawn on the device where the run will draw them there (no gigabyte drawn on the host), its
 	 * outputs looked at there (STATS: written in full) */
-	const char *host_checks = getenv("KGATE_HOST_CHECKS");
-	r->dev_gen = (r->keeper.caps & both) == both && !(host_inputs && *host_inputs == '1');
-	r->dev_check = r->dev_gen && (r->keeper.caps & KG_DEV_CAP_CHECK) && p->task.n_outputs <= KG_DEV_MAX_CHECKS &&
-		       !(host_checks && *host_checks == '1');
+	dev_sides(r, 1);
 	int terms = 0;
 	for (int j = 0; j < p->task.n_outputs; j++)
 		terms |= p->task.outputs[j].terms == KG_TERMS_REFERENCE;
@@ -140,12 +162,11 @@ static int ref_warm_up(struct kg_run *r)
 		kg_error e = {0};
 		uint64_t ns;
 		struct kg_call_result res;
-		if (kg_run_layout(r, s, &r->ra, &e) || kg_session_setup(&r->rs, &e)) {
+		if (kg_run_warm_shape(r, s, &e) || kg_session_setup(&r->rs, &e)) {
 			kg_run_internal(r, "setting up shape %s for the reference's first call: %s", kg_run_shape_str(r),
 					e.msg[0] ? e.msg : r->rs.msg);
 			return -1;
 		}
-		kg_run_gen_inputs(r, KG_CLASS_NORMAL, kg_seed_derive(p->master_seed, SEED_WARM + (uint64_t)s));
 		if (kg_run_reference(r, 0, &ns))
 			return -1;
 		r->ref_src = r->shadow;
@@ -283,16 +304,8 @@ void kg_run_start_sessions(struct kg_run *r)
 	kg_prof_add(KG_PROF_CAND_UP, t0);
 	r->cs_up = 1;
 	/* both sides' inputs drawn and checked by kgate-device's kernels where it has them (a build
-	 * with nvcc); KGATE_HOST_INPUTS=1 draws them on the host, to compare the two */
-	const uint32_t both = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP;
-	const char *host_inputs = getenv("KGATE_HOST_INPUTS");
-	r->dev_gen = !rc && r->rs.keeper && r->cs.keeper && (r->keeper.caps & both) == both &&
-		     p->task.n_inputs + p->task.n_outputs <= KG_DEV_MAX_RANGES && !(host_inputs && *host_inputs == '1');
-	/* and the outputs judged there (the reference's never leave the device then), unless
-	 * KGATE_HOST_CHECKS=1 */
-	const char *host_checks = getenv("KGATE_HOST_CHECKS");
-	r->dev_check = r->dev_gen && (r->keeper.caps & KG_DEV_CAP_CHECK) && p->task.n_outputs <= KG_DEV_MAX_CHECKS &&
-		       !(host_checks && *host_checks == '1');
+	 * with nvcc), and the outputs judged there (the reference's never leave the device then) */
+	dev_sides(r, !rc && r->rs.keeper && r->cs.keeper);
 	r->cand_keep = r->dev_check && p->task.n_outputs == 1;
 	r->cs.call_timeout_s = 30; /* copies and settling; RUN has its own deadline */
 	if (!rc)
@@ -364,11 +377,17 @@ int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e)
 	return rc;
 }
 
+int kg_run_layout_both(struct kg_run *r, int s, kg_error *e)
+{
+	int rc = kg_run_layout(r, s, &r->ra, e);
+	return rc ? rc : kg_run_layout(r, s, &r->ca, e);
+}
+
 int kg_run_set_shape(struct kg_run *r, int s, const char *during)
 {
 	kg_error e = {0};
 	int rc;
-	if (kg_run_layout(r, s, &r->ra, &e) || kg_run_layout(r, s, &r->ca, &e) || kg_session_setup(&r->rs, &e)) {
+	if (kg_run_layout_both(r, s, &e) || kg_session_setup(&r->rs, &e)) {
 		kg_run_internal(r, "setting up shape %s: %s", kg_run_shape_str(r), e.msg[0] ? e.msg : r->rs.msg);
 		return -1;
 	}

@@ -146,6 +146,12 @@ int kg_torch_warmup(const struct kg_session_opts *o, const char *shapes, const c
 int kg_run_warmup(struct kg_run *r, const struct kg_session_opts *o, char *jit, size_t jitsz);
 /* Lays out arena a for shape s (and makes s the current shape). */
 int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e);
+/* Lays out both arenas for shape s, alike: the draws are made at the candidate arena's layout
+ * (kg_run_gen_into) and staged at either side's. */
+int kg_run_layout_both(struct kg_run *r, int s, kg_error *e);
+/* The reference's first call at shape s, before the candidate is loaded (the warm-up): both
+ * arenas laid out at s and its inputs drawn (class normal, a seed of its own). */
+int kg_run_warm_shape(struct kg_run *r, int s, kg_error *e);
 /* Lays out both arenas for shape s and tells both runners; 0, or -1 after recording why. */
 int kg_run_set_shape(struct kg_run *r, int s, const char *during);
 void kg_run_gen_inputs(struct kg_run *r, enum kg_input_class cls, uint64_t seed);

@@ -141,6 +141,12 @@ int kg_session_setup(struct kg_session *s, kg_error *e);
  * copied on the device): a keeper's session whose layout fits one START (KG_DEV_MAX_RANGES
  * tensors). Else every byte comes from the host arena, where the caller writes inputs and poison. */
 int kg_session_dev_stages(const struct kg_session *s);
+/* START's plan for call c of s (loaded, its arena at the call's layout): the outputs' poison and the
+ * inputs drawn or copied on the device, as kg_session_run_call sends it; -EINVAL (e says why) for a
+ * draw that is not of the arena's layout. */
+struct kg_keeper_stage;
+struct kg_call;
+int kg_session_stage_plan(const struct kg_session *s, const struct kg_call *c, struct kg_keeper_stage *st, kg_error *e);
 /* A device command after the call (kgate-device's checks) ran out of time: work the candidate left
  * running holds the device. Its process is killed for it (the sandbox's timeout), which ends that
  * work; KG_SESSION_ENDED, outcome filled. */

@@ -153,9 +153,10 @@ int kg_session_dev_stages(const struct kg_session *s)
 
 /* What the keeper stages on the device rather than from the host arena: every output poisoned
  * there with the arena's pattern (picked, not written, by kg_arena_poison_pick), and the inputs
- * copied from another slot or drawn there when the call says so; in offset order. */
-
-static void stage_plan(const struct kg_session *s, const struct kg_call *c, struct kg_keeper_stage *st)
+ * copied from another slot or drawn there when the call says so; in offset order. A draw made at
+ * another layout than the arena's (its tensor not exactly its slot's bytes) is kgate's own error,
+ * said here rather than by kgate-device's refusal of the START. */
+int kg_session_stage_plan(const struct kg_session *s, const struct kg_call *c, struct kg_keeper_stage *st, kg_error *e)
 {
 	const struct kg_arena *a = s->arena;
 	st->n = 0;
@@ -180,6 +181,11 @@ static void stage_plan(const struct kg_session *s, const struct kg_call *c, stru
 		} else {
 			g.kind = KG_DEV_R_GEN;
 			g.gen = d->t[i];
+			if (!kg_gen_valid(&g.gen, g.bytes))
+				return kg_err(e, -EINVAL,
+					      "input %d's draw (%llu elements of dtype %u) is not of the arena's layout (%llu "
+					      "bytes at shape %s): drawn at another shape",
+					      i, (unsigned long long)g.gen.n, g.gen.dtype, (unsigned long long)g.bytes, a->dims);
 		}
 		int j = st->n++;
 		while (j > 0 && st->range[j - 1].off > g.off) {
@@ -188,6 +194,7 @@ static void stage_plan(const struct kg_session *s, const struct kg_call *c, stru
 		}
 		st->range[j] = g;
 	}
+	return 0;
 }
 
 /* The mid-call probe's ranges (device/wire.h): everything before the first output (the inputs and
@@ -242,8 +249,8 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	struct kg_keeper_stage st = {0};
 	/* a batch before LOAD: the gated calibration's, of calls that do nothing */
 	uint32_t sets = c->sets > 1 && (s->loaded || s->gated) ? c->sets : 1;
-	if (s->loaded)
-		stage_plan(s, c, &st);
+	if (s->loaded && kg_session_stage_plan(s, c, &st, e))
+		return -EINVAL;
 	if (sets > 1) {
 		st.sets = sets;
 		st.stride = c->stride;

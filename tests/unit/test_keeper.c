@@ -145,10 +145,11 @@ static int fake_keeper(void)
 				started = c;
 			}
 			r.mem_free = 6ull << 30;
-			if (!kg_stage_valid(&c, NULL) ||
+			char why[240] = "the walk failed";
+			if (!kg_stage_valid(&c, NULL, why, sizeof(why)) ||
 			    kg_stage_walk(&c, fake_host, fake_range, &(struct fake_stage){dev, host, c.key})) {
 				r.status = -EINVAL;
-				snprintf(r.msg, sizeof(r.msg), "bad START ranges");
+				snprintf(r.msg, sizeof(r.msg), "bad START ranges: %s", why);
 			}
 			for (uint32_t set = 1; set < c.sets; set++) { /* set 0's image, each set's own draws */
 				memcpy(dev + set * c.stride, dev, c.bytes);
@@ -651,35 +652,70 @@ static void test_stage_valid(void **state)
 	c.range[0] = (struct kg_dev_range){.off = 0, .bytes = 4096, .kind = KG_DEV_R_SLOT};
 	c.range[1] = (struct kg_dev_range){.off = 4096, .bytes = 4096, .kind = KG_DEV_R_FILL, .elem = 8};
 	struct kg_stage_src src = {.usable = 1, .staged = 8192, .snap_lo = 4096, .snap_hi = 8192};
-	assert_int_equal(kg_stage_valid(&c, &src), 1);
-	assert_int_equal(kg_stage_valid(&c, NULL), 0); /* no source slot */
+	assert_int_equal(kg_stage_valid(&c, &src, NULL, 0), 1);
+	assert_int_equal(kg_stage_valid(&c, NULL, NULL, 0), 0); /* no source slot */
 	src.snap_lo = 2048; /* the source's snapshot overwrote part of its inputs */
-	assert_int_equal(kg_stage_valid(&c, &src), 0);
+	char why[240] = "";
+	assert_int_equal(kg_stage_valid(&c, &src, why, sizeof(why)), 0);
+	/* kgate-device's refusal says which range and why (kgate prints it) */
+	assert_string_equal(why, "range 0 of 2 (SLOT, 4096 bytes at 0, of the call's 8192): past what source slot 0 "
+				 "staged (8192 bytes) or inside its outputs' snapshot [2048, 8192)");
 	src.snap_lo = 4096;
 	src.staged = 2048; /* the source staged less than is read */
-	assert_int_equal(kg_stage_valid(&c, &src), 0);
+	assert_int_equal(kg_stage_valid(&c, &src, NULL, 0), 0);
 	src.staged = 8192;
 	struct kg_dev_cmd bad = c;
 	bad.range[1].off = 4000; /* overlaps the first */
-	assert_int_equal(kg_stage_valid(&bad, &src), 0);
+	assert_int_equal(kg_stage_valid(&bad, &src, NULL, 0), 0);
 	bad = c;
 	bad.range[1].bytes = 4100; /* past the call's bytes, and a partial element */
-	assert_int_equal(kg_stage_valid(&bad, &src), 0);
+	assert_int_equal(kg_stage_valid(&bad, &src, NULL, 0), 0);
 	bad = c;
 	bad.range[1].elem = 3;
-	assert_int_equal(kg_stage_valid(&bad, &src), 0);
+	assert_int_equal(kg_stage_valid(&bad, &src, NULL, 0), 0);
 	bad = c;
 	bad.range[1] = (struct kg_dev_range){.off = 4098, .bytes = 8, .kind = KG_DEV_R_FILL, .elem = 4};
-	assert_int_equal(kg_stage_valid(&bad, &src), 0); /* unaligned */
+	assert_int_equal(kg_stage_valid(&bad, &src, NULL, 0), 0); /* unaligned */
 	bad = c;
 	bad.range[1].kind = 9;
-	assert_int_equal(kg_stage_valid(&bad, &src), 0);
+	assert_int_equal(kg_stage_valid(&bad, &src, NULL, 0), 0);
 	bad = c;
 	bad.n_ranges = KG_DEV_MAX_RANGES + 1;
-	assert_int_equal(kg_stage_valid(&bad, &src), 0);
+	assert_int_equal(kg_stage_valid(&bad, &src, NULL, 0), 0);
 	bad = c;
 	bad.range[0].bytes = 0;
-	assert_int_equal(kg_stage_valid(&bad, &src), 0);
+	assert_int_equal(kg_stage_valid(&bad, &src, NULL, 0), 0);
+	bad = c;
+	bad.range[1] = (struct kg_dev_range){.off = 4096, .bytes = 4096, .kind = KG_DEV_R_GEN,
+					     .gen = {.n = 1000, .rowlen = 1000, .kind = KG_GEN_NORMAL, .dtype = KG_GEN_F32}};
+	assert_int_equal(kg_stage_valid(&bad, &src, why, sizeof(why)), 0); /* a draw of another size */
+	assert_non_null(strstr(why, "range 1 of 2 (GEN, 4096 bytes at 4096, of the call's 8192): not a draw of exactly"));
+	bad.range[1].gen.n = bad.range[1].gen.rowlen = 1024;
+	assert_int_equal(kg_stage_valid(&bad, &src, NULL, 0), 1);
+}
+
+/* What a SLOT range may read of another slot (kg_stage_src_of, kgate-device's book): a lone call
+ * its last START's bytes less its snapshot; a batch only a source's batch of as many sets or more
+ * at the same stride, snapshotted in every set. */
+static void test_stage_src_of(void **state)
+{
+	(void)state;
+	struct kg_stage_book one = {.staged = 8192, .snap_lo = 4096, .snap_hi = 8192, .sets = 1};
+	struct kg_stage_src s = kg_stage_src_of(&one, 1, 0);
+	assert_int_equal(s.usable, 1);
+	assert_int_equal(s.staged, 8192);
+	assert_int_equal(s.snap_lo, 4096);
+	assert_int_equal(s.snap_hi, 8192);
+	assert_int_equal(kg_stage_src_of(&one, 4, 16384).usable, 0); /* a batch from a lone call's staging */
+	struct kg_stage_book batch = {.staged = 3 * 16384 + 8192, .snap_lo = 4096, .snap_hi = 8192, .stride = 16384,
+				      .sets = 4, .snap_sets = 4};
+	assert_int_equal(kg_stage_src_of(&batch, 4, 16384).usable, 1);
+	assert_int_equal(kg_stage_src_of(&batch, 2, 16384).usable, 1);
+	assert_int_equal(kg_stage_src_of(&batch, 8, 16384).usable, 0); /* more sets than it staged */
+	assert_int_equal(kg_stage_src_of(&batch, 4, 32768).usable, 0); /* another stride */
+	batch.snap_sets = 0; /* its END not seen yet */
+	assert_int_equal(kg_stage_src_of(&batch, 4, 16384).usable, 0);
+	assert_int_equal(kg_stage_src_of(&batch, 1, 0).usable, 1); /* a lone call reads set 0 */
 }
 
 static int walk_host(void *arg, uint64_t off, uint64_t n)
@@ -761,6 +797,7 @@ int main(void)
 		cmocka_unit_test(test_stale_reply_dropped),
 		cmocka_unit_test(test_keeper_gone),
 		cmocka_unit_test(test_stage_valid),
+		cmocka_unit_test(test_stage_src_of),
 		cmocka_unit_test(test_stage_walk),
 		cmocka_unit_test(test_real_keeper_without_driver),
 	};
