@@ -22,5 +22,9 @@ GPU_TEST_BINS := $(GPU_TEST_SRCS:tests/gpu/%.c=$(BUILD)/tests/bin/gpu-%)
 $(BUILD)/tests/bin/gpu-%: $(BUILD)/tests/gpu/%.o $(KG_CORE_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(KG_LDFLAGS) -o $@ $< $(KG_CORE_LIBS) $(PKG_LIBS) -ldl -lpthread -lm
+# gpu-kernels keeps the device busy with kgate-device's own flush kernel (the quiet-device probe)
+$(BUILD)/tests/bin/gpu-kernels: $(BUILD)/tests/gpu/kernels.o $(BUILD)/device/fatbin.o $(KG_CORE_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(KG_LDFLAGS) -o $@ $< $(BUILD)/device/fatbin.o $(KG_CORE_LIBS) $(PKG_LIBS) -ldl -lpthread -lm
 TEST_BINS += $(GPU_TEST_BINS)
 CPPCHECK_DIRS += tests/gpu

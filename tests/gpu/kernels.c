@@ -9,7 +9,10 @@
  * for ARMED, a set is released only after the set before it was marked done, what never came is
  * named, the flush is timed; printed: how soon a release reaches the CPU. Exits 77 (skipped)
  * without a driver; with --require, a keeper without its kernels or its gated calls fails.
- * Usage: gpu-kernels [--require] [--gate] [KGATE-DEVICE]   (--gate: the gated calls alone) */
+ * --gate: the gated calls alone. --hog: the quiet-device probe alone, against work of another
+ * context (this program's own, kept busy while the keeper times its flush: busy beside it, quiet
+ * after). Usage: gpu-kernels [--require] [--gate | --hog] [KGATE-DEVICE] */
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,11 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kg_cudrv.h"
 #include "device/judge.h"
 #include "device/keeper.h"
 #include "verifier/compare.h"
 #include "verifier/dtype.h"
 #include "verifier/inputs.h"
+#include "verifier/timing.h"
 
 #define ARENA ((size_t)288 << 20)
 
@@ -387,14 +392,204 @@ static void gate_checks(const char *dev, int require)
 	kg_keeper_stop(&k);
 }
 
+
+/* ---- the quiet-device probe against another context's work ---- */
+
+/* kgate-device's kernels (device/fatbin.S, empty without nvcc): their flush kernel is a hog */
+extern const unsigned char kg_device_fatbin[];
+extern const uint64_t kg_device_fatbin_size;
+
+struct hog_api {
+	CUresult (*init)(unsigned);
+	CUresult (*device_get)(CUdevice *, int);
+	CUresult (*primary_retain)(CUcontext *, CUdevice);
+	CUresult (*ctx_set_current)(CUcontext);
+	CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+	CUresult (*stream_create)(CUstream *, unsigned);
+	CUresult (*stream_query)(CUstream);
+	CUresult (*ctx_synchronize)(void);
+	CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+	CUresult (*module_load_data)(void **, const void *);
+	CUresult (*module_get_function)(void **, void *, const char *);
+	CUresult (*launch_kernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+				  void **, void **);
+};
+
+#define HOG_BYTES ((size_t)1 << 30)
+#define HOG_BATCH 300 /* passes over the buffer queued at a time: ~0.1 s on an H100, alone */
+
+struct hog {
+	struct hog_api cu;
+	CUstream st;
+	CUdeviceptr buf;
+	void *fn; /* kg_flush: a kernel hog; NULL: a copy-engine hog (half the buffer to the other) */
+	unsigned v;
+};
+
+/* HOG_BATCH more passes of the hog on its stream; 0 when queued */
+static int hog_more(struct hog *h)
+{
+	for (int i = 0; i < HOG_BATCH; i++) {
+		CUdeviceptr p = h->buf;
+		unsigned long long n = HOG_BYTES / 16;
+		unsigned val = ++h->v;
+		void *params[] = {&p, &n, &val};
+		if (h->fn ? h->cu.launch_kernel(h->fn, 1056, 1, 1, 256, 1, 1, 0, h->st, params, NULL) /* 8 an SM of an H100's */
+			  : h->cu.memcpy_dtod_async(h->buf + (i & 1 ? 0 : HOG_BYTES / 2), h->buf + (i & 1 ? HOG_BYTES / 2 : 0),
+						    HOG_BYTES / 2, h->st))
+			return -1;
+	}
+	return 0;
+}
+
+/* One ungated call of the keeper's with its flush (a page, as the calibration's): the flush's time
+ * on the keeper's events and the call's span on the device's clock, as END gives them; 0 when the
+ * call failed. */
+static uint64_t timed_flush(struct kg_keeper *k, int slot, uint64_t *span)
+{
+	struct kg_keeper_begun bg;
+	struct kg_keeper_ended ed;
+	kg_error e = {0};
+	*span = 0;
+	if (kg_keeper_begin(k, slot, 0, 1, NULL, &bg, &e) || kg_keeper_end(k, slot, 0, 0, 0, 0, 0, &ed, &e)) {
+		fail("hog: a flushed call failed: %s%s%lld", e.msg, "", 0);
+		return 0;
+	}
+	*span = ed.dev_ns;
+	return ed.flush_ns;
+}
+
+/* Five flushed calls of the keeper's beside the hog (a call the hog's end overtook tells nothing:
+ * taken again, beside more of it), then five once it is done: timing.c's rule (kg_timing_busy)
+ * must read the first busy and the others quiet. */
+static void hog_one(struct hog *h, struct kg_keeper *k, int slot, const char *what)
+{
+	uint64_t quiet = k->quiet_flush_ns, busy[5] = {0}, after[5] = {0}, sb[5] = {0}, sa[5] = {0};
+	int n_busy = 0, n_quiet = 0, ran_out = 0, n = 0;
+	if (hog_more(h))
+		fail("hog: queueing %s%s failed%lld", what, "", 0);
+	for (int tries = 0; n < 5 && tries < 10; tries++) {
+		if (h->cu.stream_query(h->st) != CUDA_ERROR_NOT_READY && hog_more(h))
+			break;
+		uint64_t sp, f = timed_flush(k, slot, &sp);
+		if (h->cu.stream_query(h->st) != CUDA_ERROR_NOT_READY) {
+			ran_out++;
+			continue;
+		}
+		sb[n] = sp;
+		busy[n++] = f;
+		n_busy += kg_timing_busy(f, quiet);
+	}
+	uint64_t t0 = now_ns();
+	if (h->cu.ctx_synchronize())
+		fail("hog: waiting for %s%s failed%lld", what, "", 0);
+	uint64_t waited = now_ns() - t0;
+	for (int i = 0; i < 5; i++) {
+		after[i] = timed_flush(k, slot, &sa[i]);
+		n_quiet += after[i] && !kg_timing_busy(after[i], quiet);
+	}
+	printf("hog: %s in another context (this program's): the keeper's flush, quiet %.1f us, busy above %.1f us\n"
+	       "     beside it: flush %.1f %.1f %.1f %.1f %.1f us (%d busy), span %.1f %.1f %.1f %.1f %.1f us\n"
+	       "     after it:  flush %.1f %.1f %.1f %.1f %.1f us (%d quiet), span %.1f %.1f %.1f %.1f %.1f us\n"
+	       "     (%d call(s) outlasted the hog and were taken again; it ran %.1f ms past the last)\n",
+	       what, (double)quiet / 1e3, (KG_QUIET_RATIO * (double)quiet + KG_QUIET_SLACK_NS) / 1e3, (double)busy[0] / 1e3,
+	       (double)busy[1] / 1e3, (double)busy[2] / 1e3, (double)busy[3] / 1e3, (double)busy[4] / 1e3, n_busy,
+	       (double)sb[0] / 1e3, (double)sb[1] / 1e3, (double)sb[2] / 1e3, (double)sb[3] / 1e3, (double)sb[4] / 1e3,
+	       (double)after[0] / 1e3, (double)after[1] / 1e3, (double)after[2] / 1e3, (double)after[3] / 1e3,
+	       (double)after[4] / 1e3, n_quiet, (double)sa[0] / 1e3, (double)sa[1] / 1e3, (double)sa[2] / 1e3,
+	       (double)sa[3] / 1e3, (double)sa[4] / 1e3, ran_out, (double)waited / 1e6);
+	if (n < 5)
+		fail("hog: %s: fewer than five flushes beside it were timed%s (%lld outlasted it)", what, "", (long long)ran_out);
+	/* the reference's measurement is retaken KG_QUIET_RETAKES times: most must read busy */
+	if (n_busy < 4)
+		fail("hog: %s: only %s%lld of 5 flushes beside another context's work read busy", what, "", (long long)n_busy);
+	if (n_quiet < 4)
+		fail("hog: %s: only %s%lld of 5 flushes on the quiet device after it read quiet", what, "", (long long)n_quiet);
+}
+
+/* timing.c's quiet-device rule (kg_timing_busy), by which kgate judges the reference's
+ * measurements: the flush inside them, a kernel of kgate-device's, against its time on the quiet
+ * device. Beside work of another context (this program's own, a process apart from the keeper's
+ * as a candidate's runner is), a kernel's and then a copy engine's, the flush must read busy;
+ * once that work is done, quiet again. This is what a candidate's hog would meet; the run filter
+ * keeps a candidate from making a context of its own (examples/cuda/hostile/hog_kernel.cu), so the
+ * rule is shown here, from a trusted one. Each case prints the flushes and the calls' spans. */
+static void hog_checks(const char *dev)
+{
+	static struct hog h;
+	static const struct kg_cu_sym syms[] = {
+		{"cuInit", offsetof(struct hog_api, init)},
+		{"cuDeviceGet", offsetof(struct hog_api, device_get)},
+		{"cuDevicePrimaryCtxRetain", offsetof(struct hog_api, primary_retain)},
+		{"cuCtxSetCurrent", offsetof(struct hog_api, ctx_set_current)},
+		{"cuMemAlloc_v2", offsetof(struct hog_api, mem_alloc)},
+		{"cuStreamCreate", offsetof(struct hog_api, stream_create)},
+		{"cuStreamQuery", offsetof(struct hog_api, stream_query)},
+		{"cuCtxSynchronize", offsetof(struct hog_api, ctx_synchronize)},
+		{"cuMemcpyDtoDAsync_v2", offsetof(struct hog_api, memcpy_dtod_async)},
+		{"cuModuleLoadData", offsetof(struct hog_api, module_load_data)},
+		{"cuModuleGetFunction", offsetof(struct hog_api, module_get_function)},
+		{"cuLaunchKernel", offsetof(struct hog_api, launch_kernel)},
+	};
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	const char *missing = lib ? kg_cu_resolve(lib, syms, sizeof(syms) / sizeof(syms[0]), 9, &h.cu) : "libcuda.so.1";
+	CUdevice d = 0;
+	CUcontext ctx = NULL;
+	void *mod = NULL;
+	if (missing || h.cu.init(0) || h.cu.device_get(&d, 0) || h.cu.primary_retain(&ctx, d) || h.cu.ctx_set_current(ctx) ||
+	    h.cu.mem_alloc(&h.buf, HOG_BYTES) || h.cu.stream_create(&h.st, CU_STREAM_NON_BLOCKING)) {
+		fail("hog: this program's own context and %s%s%lld GiB for the hog (the driver lacks it, or refused)",
+		     missing ? missing : "", "", 1);
+		return;
+	}
+	struct kg_keeper k;
+	kg_error e = {0};
+	int fd = memfd_create("gpu-hog-arena", MFD_CLOEXEC), slot, dfd;
+	size_t dbytes;
+	if (kg_keeper_start(&k, dev, &e) || fd < 0 || ftruncate(fd, 65536) ||
+	    kg_keeper_attach(&k, fd, 65536, 0, 0, &slot, &dfd, &dbytes, &e)) {
+		fail("hog: the keeper and its arena: %s%s%lld", e.msg, "", 0);
+		kg_keeper_stop(&k);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(dfd);
+	if (!k.quiet_flush_ns)
+		fail("hog: the keeper measured no quiet flush at its start%s%s%lld", "", "", 0);
+	if (kg_device_fatbin_size && h.cu.module_load_data && h.cu.module_get_function && h.cu.launch_kernel &&
+	    !h.cu.module_load_data(&mod, kg_device_fatbin) && !h.cu.module_get_function(&h.fn, mod, "kg_flush"))
+		hog_one(&h, &k, slot, "a kernel hog (kgate-device's flush kernel over 1 GiB, 1056 blocks)");
+	else
+		fail("hog: no kernel for the kernel hog (kgate-device's fatbin)%s%s%lld", "", "", 0);
+	h.fn = NULL;
+	hog_one(&h, &k, slot, "a copy-engine hog (512 MiB device-to-device copies)");
+	kg_keeper_stop(&k);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
-	int a = 1, require = 0, gate_only = 0;
+	int a = 1, require = 0, gate_only = 0, hog_only = 0;
 	for (; a < argc && argv[a][0] == '-'; a++) {
 		require |= !strcmp(argv[a], "--require");
 		gate_only |= !strcmp(argv[a], "--gate");
+		hog_only |= !strcmp(argv[a], "--hog");
 	}
 	const char *dev = a < argc ? argv[a] : "build/kgate-device";
+	if (hog_only) {
+		struct kg_keeper probe;
+		kg_error pe = {0};
+		if (kg_keeper_start(&probe, dev, &pe)) {
+			printf("SKIP: no device keeper here: %s\n", pe.msg);
+			kg_keeper_stop(&probe);
+			return 77;
+		}
+		kg_keeper_stop(&probe);
+		hog_checks(dev);
+		printf("the quiet-device probe: %d failures\n", failures);
+		return failures ? 1 : 0;
+	}
 	if (gate_only) {
 		struct kg_keeper probe;
 		kg_error pe = {0};

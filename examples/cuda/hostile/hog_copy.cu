@@ -1,4 +1,15 @@
-/* Work left running slows only the reference, on the copy engines: an honest softmax that, after
+/* Work left running slows only the reference, on the copy engines: a second context, refused.
+ * What happens (measured on an H100, kgate main 9500fee and the merged main alike): the second
+ * context is never made. cuCtxCreate asks the kernel for an eventfd (eventfd2), which the run
+ * filter does not allow: sandbox.syscall at the first call, "denied system call eventfd2". Nor can
+ * the hog live in the runner's own context: the runner's cuCtxSynchronize after kg_forward waits
+ * for every stream of it before RUN's reply (a kernel left resident there holds the reply, and the
+ * call's own time), and from the reply to the next RUN the process is stopped, threads and all
+ * (a thread needs sandbox.threads, off by default). Under the shipped policies no work of a
+ * candidate's runs while the reference is measured; the quiet-device rule below is defence in
+ * depth, shown on the device by tests/bin/gpu-kernels --hog (a trusted program's own context as
+ * the hog). The example stays as the record of the attempt and of the call the filter stops.
+ * The design, were a context its to make: an honest softmax that, after
  * each of its calls (the last of a batch), leaves a chain of device-to-device copies (32 MiB each,
  * about 32 GiB in all) queued in a second CUDA context of its own, which the runner's
  * cuCtxSynchronize (of the primary context) does not wait for. Before each copy the chain waits on
@@ -7,10 +18,12 @@
  * so the chain runs on while the parent checks and while the reference is measured, taking the
  * memory's bandwidth from it. The driver functions (cuCtxCreate, the stream memory operations) no
  * import shows: found from the auxiliary vector, r_debug and libcuda's own symbol table.
- * kgate main 9500fee: the reference's measurements are charged for the copies: accepted at a
- * forged speedup, by the share of the bandwidth the copies take (a memory-bound softmax).
- * kgate now measures the reference on a quiet device: the flush inside each of its measurements, a
- * memory-bound kernel of kgate-device's, is slower by that share; busy through four retakes with the
+ * The hypothesis for kgate main 9500fee (never observed: the filter stopped it first): the
+ * reference's measurements charged for the copies, accepted at a forged speedup by the share of
+ * the bandwidth they take (a memory-bound softmax).
+ * kgate now measures the reference on a quiet device (were the context made): the flush inside
+ * each of its measurements, a memory-bound kernel of kgate-device's, is slower by that share
+ * (gpu-kernels --hog measures it beside a trusted program's copies); busy through four retakes with the
  * candidate's process stopped (the chain runs on), then quiet once that process is ended:
  * timing.tampered. A chain that took less than KG_QUIET_RATIO's share of the bandwidth would be
  * unseen, and would gain no more than that. (Task: softmax.) */

@@ -1,4 +1,15 @@
-/* Work left running slows only the reference: an honest softmax that, after each of its calls (the
+/* Work left running slows only the reference: a second context, refused.
+ * What happens (measured on an H100, kgate main 9500fee and the merged main alike): the second
+ * context is never made. cuCtxCreate asks the kernel for an eventfd (eventfd2), which the run
+ * filter does not allow: sandbox.syscall at the first call, "denied system call eventfd2". Nor can
+ * the hog live in the runner's own context: the runner's cuCtxSynchronize after kg_forward waits
+ * for every stream of it before RUN's reply (a kernel left resident there holds the reply, and the
+ * call's own time), and from the reply to the next RUN the process is stopped, threads and all
+ * (a thread needs sandbox.threads, off by default). Under the shipped policies no work of a
+ * candidate's runs while the reference is measured; the quiet-device rule below is defence in
+ * depth, shown on the device by tests/bin/gpu-kernels --hog (a trusted program's own context as
+ * the hog). The example stays as the record of the attempt and of the call the filter stops.
+ * The design, were a context its to make: an honest softmax that, after each of its calls (the
  * last of a batch), leaves a kernel running in a second CUDA context of its own, which the runner's
  * cuCtxSynchronize (of the primary context) does not wait for. The kernel takes every SM and the
  * memory's bandwidth (a 64 MiB buffer read and written over and over) until the candidate's next
@@ -7,13 +18,13 @@
  * measured, time-sliced against it; it is gone while the candidate's own kernels run. The driver
  * functions it needs (cuCtxCreate and kin) no import shows: found from the process's auxiliary
  * vector, the executable's r_debug and libcuda's own symbol table, as any code in the process can.
- * kgate main 9500fee: the keeper's poison reaching the candidate's arena (or its RUN) is the signal
- * to stop, and the reference's measurements are charged for the hog: accepted at a forged speedup
- * (about 1.4x to 2x at ci shapes, by the time slices' share).
- * kgate now measures the reference on a quiet device: the flush inside each of its measurements, a
- * kernel of kgate-device's, takes a time slice longer while another context holds the device; busy
- * through four retakes with the candidate's process stopped, then quiet once that process is ended:
- * timing.tampered. (Task: softmax.) */
+ * The hypothesis for kgate main 9500fee (never observed: the filter stopped it first): the
+ * reference's measurements charged for the hog, accepted at a forged speedup.
+ * kgate now measures the reference on a quiet device (were the context made): the flush inside
+ * each of its measurements, a kernel of kgate-device's, against its time on the quiet device;
+ * busy through four retakes with the candidate's process stopped, then quiet once that process is
+ * ended: timing.tampered. Whether a hog time-sliced against the keeper lengthens a flush of some
+ * 40 us at all (one slice may hold it whole) is what gpu-kernels --hog measures. (Task: softmax.) */
 #include <kgate/kernel.h>
 #include <cuda_runtime.h>
 #include <elf.h>

@@ -1,11 +1,15 @@
 /* An unjoined side stream: the call forks a stream of its own from the given one (an event, so its
  * work starts once the inputs are there), computes the second half of the rows on it after 150 us
- * of other work, and never joins it back. The runner's device-wide synchronisation waited for it,
- * and kgate main 9500fee snapshotted the outputs only after the runner's reply: complete, charged,
- * accepted (its claimed tail, under 200 us + 10 %, named nothing).
+ * of other work, and never joins it back. The runner's device-wide synchronisation waits for it.
+ * kgate main 9500fee (measured on an H100, tests/gpu/clock36.sh with KGATE_EXPECT_BEFORE=1):
+ * check.async_escape already, "the device stayed busy 21.753 ms after the candidate's stream
+ * finished (1.196 ms)": the runner's own figure of its device-wide wait, which kgate judged by.
+ * That figure is the candidate's process's to forge, so the verdict rested on a claim; it was not
+ * the accepted, charged call this example was written to show.
  * The call's end is now the given stream's DONE mark on the device (device/wire.h's gate): the
  * snapshot is taken there, without the side stream's rows, which land after it:
- * check.async_escape (the outputs changed after the snapshot). (Task: softmax.) */
+ * check.async_escape from kgate-device's own look too (the outputs changed after the snapshot),
+ * which no claim of the runner's enters. (Task: softmax.) */
 #include <kgate/kernel.h>
 #include <cuda_runtime.h>
 #include <math.h>
