@@ -10,6 +10,9 @@
 # (main's kgate refuses the policies with gpu keys it does not know: exit 2, said so). What each
 # example gave on kgate main 9500fee is in its own header. Exits 77 (skipped) where no GPU is found.
 set -u
+# each verification bounded (lib.sh's kgate), as tests/gpu/run.sh bounds them
+: "${KGATE_STEP_S:=240}"
+export KGATE_STEP_S
 . tests/integration/lib.sh
 if ! "$KGATE" doctor --gpu; then
 	echo "SKIP: no GPU on this machine"
@@ -32,7 +35,7 @@ show() {
 	checked=$((checked + 1))
 	json="$tmp/report-$checked.json"
 	t0=$(date +%s)
-	"$KGATE" verify "$task" "$cand" --quiet --report "json:$json" "$@" >"$tmp/out" 2>&1
+	kgate verify "$task" "$cand" --quiet --report "json:$json" "$@" >"$tmp/out" 2>&1
 	rc=$?
 	line=$(python3 -c 'import json,sys
 d=json.load(open(sys.argv[1])); t=d.get("timing")
@@ -65,7 +68,7 @@ not_forged() {
 	shift 2
 	checked=$((checked + 1))
 	json="$tmp/report-$checked.json"
-	"$KGATE" verify "$task" "$cand" --quiet --report "json:$json" "$@" >"$tmp/out" 2>&1
+	kgate verify "$task" "$cand" --quiet --report "json:$json" "$@" >"$tmp/out" 2>&1
 	rc=$?
 	if python3 -c 'import json,sys
 d=json.load(open(sys.argv[1])); rc=int(sys.argv[2]); codes=[r["code"] for r in d["reasons"]]
@@ -84,7 +87,7 @@ print("     > accepted at %.2fx (cand %.4f ms, ref %.4f ms): not a forged speedu
 # kgate-device's gated calls on the device, this script's build playing the runner from the CPU
 if [ "$BEFORE" != 1 ]; then
 	ok "kgate-device's gated calls (ARMED, each set released after the last was done, marks named)" \
-		"$KGATE_BUILD/tests/bin/gpu-kernels" --require --gate "$KGATE_BUILD/kgate-device"
+		timeout -k 5 120 "$KGATE_BUILD/tests/bin/gpu-kernels" --require --gate "$KGATE_BUILD/kgate-device"
 fi
 
 # the quiet-device rule (timing.c's kg_timing_busy) against work of another context: a trusted
@@ -92,14 +95,15 @@ fi
 # after them (quiet); every flush and span printed. A candidate cannot make that context here (below)
 if [ "$BEFORE" != 1 ]; then
 	ok "the quiet-device probe: another context's work reads busy, the quiet device quiet" \
-		"$KGATE_BUILD/tests/bin/gpu-kernels" --require --hog "$KGATE_BUILD/kgate-device"
+		timeout -k 5 120 "$KGATE_BUILD/tests/bin/gpu-kernels" --require --hog "$KGATE_BUILD/kgate-device"
 fi
 
 # ---- hostile, at the ci shapes ----
 # a batch fused in its first call: its later sets' inputs are not there yet (main 9500fee: the
-# example's 3 KiB search never reached the RUN record, 2.5 KiB up and 1.8 KiB long there, so it
-# computed every call: accepted at 1.11x, batch 1024, its own speed; it now searches up to the
-# auxiliary vector, and main should accept it at a forged speedup)
+# example looked for op 7, DOWNLOAD, not RUN's 6, within 3 KiB, and the record is 2.5 KiB up a
+# batch's call, 1.8 KiB long there: never found, every call computed, accepted at 1.11x, batch
+# 1024, its own speed; it now finds RUN up to the auxiliary vector: main should show a forged
+# speedup)
 case_ 1 check.stale_result softmax $H/batch_fuse.cu $S
 # a kernel hog, and a copy-engine hog, in a context of their own between calls: the run filter
 # refuses the context (cuCtxCreate's eventfd2), in main 9500fee and now alike; in the runner's own

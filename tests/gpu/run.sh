@@ -4,6 +4,9 @@
 # hostile cases must be rejected for their reason; after an endless kernel the GPU must still
 # serve the next candidate. Exits 77 (skipped) where no GPU is found.
 set -u
+# each verification bounded (lib.sh's kgate): the GPU's time is short, a hung run must not take it
+: "${KGATE_STEP_S:=240}"
+export KGATE_STEP_S
 . tests/integration/lib.sh
 if ! "$KGATE" doctor --gpu; then
 	echo "SKIP: no GPU on this machine"
@@ -11,7 +14,7 @@ if ! "$KGATE" doctor --gpu; then
 fi
 # kgate-device's kernels: the inputs it draws are the host's bits, END leaves inputs as staged alone,
 # its judgement of outputs is kg_compare's
-ok "kgate-device's kernels agree with the host" "$KGATE_BUILD/tests/bin/gpu-kernels" --require "$KGATE_BUILD/kgate-device"
+ok "kgate-device's kernels agree with the host" timeout -k 5 300 "$KGATE_BUILD/tests/bin/gpu-kernels" --require "$KGATE_BUILD/kgate-device"
 
 C=examples/cuda
 H=$C/hostile

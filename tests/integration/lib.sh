@@ -10,6 +10,16 @@ trap 'rm -rf "$tmp"' EXIT
 # neither fill the user's ~/.cache nor depend on what an earlier run left there
 export KGATE_CACHE_DIR="${KGATE_CACHE_DIR:-$tmp/cache}"
 
+# kgate ARGS...: the real kgate, each run bounded by KGATE_STEP_S seconds where that is set (a GPU
+# run's budget is short: a run past it is exit 124, its output printed as any failure's)
+kgate() {
+	if [ -n "${KGATE_STEP_S:-}" ]; then
+		timeout -k 10 "$KGATE_STEP_S" "$KGATE" "$@"
+	else
+		"$KGATE" "$@"
+	fi
+}
+
 # expect EXIT REASON TASK CANDIDATE [kgate args...]
 # REASON is a reason code that must appear in the report, or "-" for none (accepted runs must
 # have no reasons at all).
@@ -18,7 +28,7 @@ expect() {
 	shift 4
 	checked=$((checked + 1))
 	json="$tmp/report-$checked.json"
-	"$KGATE" verify "$task" "$cand" --quiet --report "json:$json" "$@" >"$tmp/out" 2>&1
+	kgate verify "$task" "$cand" --quiet --report "json:$json" "$@" >"$tmp/out" 2>&1
 	rc=$?
 	codes=$(python3 -c 'import json,sys; print(" ".join(r["code"] for r in json.load(open(sys.argv[1]))["reasons"]))' "$json" 2>/dev/null)
 	ok=1

