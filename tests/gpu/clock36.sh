@@ -120,8 +120,8 @@ case_ 1 check.canary softmax $H/band_restore.cu $S
 # already, from the runner's own figure of its device-wide wait; now from kgate-device's look too)
 case_ 1 check.async_escape softmax $H/unjoined_stream.cu $S
 # the runner's protocol answered by kg_forward itself: its RUN reply comes without the call's
-# stream marking its end (main 9500fee: sandbox.crash, SIGSEGV: the examples read the tables
-# layout's record, which that runner did not have)
+# stream marking its end (main 9500fee: sandbox.crash, SIGSEGV: they search the heap below their
+# tensor descriptors for the tensor tables, which that runner did not have, and run off its start)
 case_ 1 sandbox.protocol softmax $H/own_protocol.cu $S
 case_ 1 sandbox.protocol softmax $H/kept_kernel.cu $S
 
