@@ -11,7 +11,7 @@
 # example gave on kgate main 9500fee is in its own header. Exits 77 (skipped) where no GPU is found.
 set -u
 # each verification bounded (lib.sh's kgate), as tests/gpu/run.sh bounds them
-: "${KGATE_STEP_S:=240}"
+: "${KGATE_STEP_S:=300}"
 export KGATE_STEP_S
 . tests/integration/lib.sh
 if ! "$KGATE" doctor --gpu; then

@@ -5,7 +5,7 @@
 # serve the next candidate. Exits 77 (skipped) where no GPU is found.
 set -u
 # each verification bounded (lib.sh's kgate): the GPU's time is short, a hung run must not take it
-: "${KGATE_STEP_S:=240}"
+: "${KGATE_STEP_S:=300}"
 export KGATE_STEP_S
 . tests/integration/lib.sh
 if ! "$KGATE" doctor --gpu; then
