@@ -26,6 +26,11 @@
 #ifndef ARCH_CET_STATUS
 #define ARCH_CET_STATUS 0x3001
 #endif
+#ifndef ARCH_GET_XCOMP_SUPP
+#define ARCH_GET_XCOMP_SUPP 0x1021
+#define ARCH_GET_XCOMP_PERM 0x1022
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#endif
 
 /* Namespace flags: no profile may create namespaces (kernel attack surface, and a way around the
  * pid namespace's kill semantics). */
@@ -233,7 +238,10 @@ int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, k
 	static const uint64_t fcntl_cmds[] = {F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD,
 		F_DUPFD_CLOEXEC};
 	static const uint64_t prctl_ops[] = {PR_SET_NAME, PR_GET_NAME};
-	static const uint64_t arch_ops[] = {ARCH_SET_FS, ARCH_GET_FS, ARCH_CET_STATUS};
+	/* XCOMP: oneDNN (torch's convolutions) asks for the AMX tile state on CPUs that have it; a
+	 * denial killed every conv module's process there. It only enlarges the thread's own state. */
+	static const uint64_t arch_ops[] = {ARCH_SET_FS,	 ARCH_GET_FS,	      ARCH_CET_STATUS,
+					    ARCH_GET_XCOMP_SUPP, ARCH_GET_XCOMP_PERM, ARCH_REQ_XCOMP_PERM};
 	/* glibc tries clone3 first and falls back to clone, whose flags a filter can see */
 	if ((rc = add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL)))
 		goto out;

@@ -123,6 +123,14 @@ static void test_no_exec_in_run_profiles(void **state)
 	expect(SB_COMPILE, 0, 0, ARGS("execve"), KG_SB_END_EXIT, NULL);
 }
 
+/* torch's oneDNN asks arch_prctl for the AMX tile state on CPUs that have it: a denial killed every
+ * conv module's derivation and run on such a host. */
+static void test_xcomp_permission_asked(void **state)
+{
+	(void)state;
+	expect_everywhere(ARGS("xcomp"), KG_SB_END_EXIT, "RESULT xcomp ok");
+}
+
 /* A tool's channel (compute-sanitizer's socket) is usable after the filter only when the program
  * names it; other sockets above the handed fds stay closed to sendmsg and friends. */
 static void test_tool_socket_only_when_named(void **state)
@@ -584,6 +592,7 @@ int main(void)
 		cmocka_unit_test(test_host_files_out_of_reach),
 		cmocka_unit_test(test_no_network),
 		cmocka_unit_test(test_no_exec_in_run_profiles),
+		cmocka_unit_test(test_xcomp_permission_asked),
 		cmocka_unit_test(test_no_fork_in_run),
 		cmocka_unit_test(test_tool_socket_only_when_named),
 		cmocka_unit_test(test_no_ptrace_no_peeking),
