@@ -59,21 +59,22 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 	if (kg_path_runner_script(o->be->runner_script, script, sizeof(script)))
 		return kg_err(e, -ENOENT, "%s not found beside kgate-run (install kgate, or set KGATE_RUNNER)",
 			      o->be->runner_script);
-	/* a candidate's runner is told so: it builds a ModelNew from the problem's constructor
-	 * arguments instead of the problem's Model */
+	/* a candidate's runner is told so: it builds a ModelNew from the constructor's arguments in the
+	 * state file instead of the problem's Model */
 	const char *argv[] = {py, "-I", "-B", script, "--backend", o->be->name, o->cand_module ? "--candidate" : NULL, NULL};
 	/* USER spares the interpreter a passwd lookup (a socket to nscd) */
 	static const char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C", "HOME=/tmp", "TMPDIR=/tmp", "USER=kgate",
 					   "OMP_NUM_THREADS=1", NULL};
-	/* a reference: its module as problem.py; a candidate: the problem module there too, its own
-	 * module and the extensions its build made (mapped executable) beside it */
-	struct kg_sb_path paths[5] = {{.host = o->cand_module ? o->problem_module : o->so_path,
-				       .inside = "/kgate/lib/problem.py", .flags = 0}};
+	/* both: the run's state file; a reference: its module as problem.py; a candidate: its own module
+	 * and the extensions its build made (mapped executable), and never the problem module */
+	if (!o->state_file)
+		return kg_err(e, -EINVAL, "a torch runner needs the run's state file");
+	struct kg_sb_path paths[6] = {{.host = o->state_file, .inside = "/kgate/lib/state", .flags = 0}};
 	int n_paths = 1;
 	const char *load_path = "/kgate/lib/problem.py";
-	if (o->cand_module) {
-		if (!o->problem_module)
-			return kg_err(e, -EINVAL, "a candidate module needs its problem module");
+	if (!o->cand_module) {
+		paths[n_paths++] = (struct kg_sb_path){.host = o->so_path, .inside = "/kgate/lib/problem.py"};
+	} else {
 		paths[n_paths++] = (struct kg_sb_path){.host = o->cand_module, .inside = "/kgate/cand/kernel.py"};
 		paths[n_paths++] = (struct kg_sb_path){.host = o->so_path, .inside = "/kgate/cand/kernel.so",
 						       .flags = KG_SB_PATH_EXEC};
