@@ -256,21 +256,28 @@ class Deriver:
                 return None
             return [a - c for a, c in zip(flat(b), f0)] if signature(b) == sig0 else None
 
-        step = {}
+        step, way = {}, {}
         for n in names:
-            d1 = moved(dict(base, **{n: base[n] + 1}))
-            if d1 and any(d1):
-                d2 = moved(dict(base, **{n: base[n] + 2}))
-                if d2 and d2 == [2 * x for x in d1]:
-                    step[n] = d1
+            # up by one and two; where the module refuses a larger size (seq_len at max_seqlen), down
+            for w in (1, -1):
+                if w < 0 and base[n] <= 2:
+                    break
+                d1 = moved(dict(base, **{n: base[n] + w}))
+                if d1 is None and w > 0:
+                    continue
+                if d1 and any(d1):
+                    d2 = moved(dict(base, **{n: base[n] + 2 * w}))
+                    if d2 and d2 == [2 * x for x in d1]:
+                        step[n], way[n] = [w * x for x in d1], w
+                break
         act = list(step)
         while act:
             # together: a product of two names (dilation * kernel size, a flattened C*H) is not
             # affine; of the names in a dim that fails, the smallest (a kernel size, not an image's)
             # goes first, one at a time
-            d2 = moved(dict(base, **{n: base[n] + 2 for n in act}))
+            d2 = moved(dict(base, **{n: base[n] + 2 * way[n] for n in act}))
             bad = [n for k in range(len(f0)) for n in act
-                   if step[n][k] and (d2 is None or d2[k] != 2 * sum(step[m][k] for m in act))]
+                   if step[n][k] and (d2 is None or d2[k] != 2 * sum(way[m] * step[m][k] for m in act))]
             if not bad:
                 break
             drop = min(bad, key=lambda m: (base[m], -names.index(m)))

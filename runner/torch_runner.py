@@ -578,9 +578,14 @@ class Runner:
         return pairs
 
     def unbound(self, e, mine, used, ours, same):
-        """Why the Model's parameter e is bound to nothing, naming both sides' entries."""
+        """Why the Model's parameter e is bound to nothing, naming both sides' entries (the reply's
+        400 bytes: the first ones of each side, then how many more)."""
         def show(shape, dt):
             return "torch.%s %s" % (dt, tuple(shape))
+
+        def listed(pairs, room=8):
+            words = ["%s [%s]" % (n, ",".join(str(d) for d in shape)) for n, shape in pairs]
+            return ", ".join(words[:room]) + (" +%d more" % (len(words) - room) if len(words) > room else "")
 
         names = [n for n, _, _ in mine]
         if e["name"] in names:
@@ -592,17 +597,11 @@ class Runner:
         else:
             head = "the Model's %s %s has no ModelNew entry of that name, shape and dtype" % (
                 e["name"], show(e["shape"], e["dtype"]))
-        if len(ours) > 1 or len(same) > 1:
-            why = "; its shape does not tell which of ModelNew's %s it is (the Model's of that shape: %s)" % (
-                ", ".join(ours), ", ".join(x["name"] for x in same))
-        else:
-            why = "; ModelNew has none of that shape left"
-        left = [n for n in names if n not in used]
-        return "%s%s. (Entries are bound by name, shape and dtype first, then by shape where one of each side " \
-            "is left.) The Model's entries: %s. ModelNew's: %s" % (
-                head, why, ", ".join("%s %s" % (x["name"], list(x["shape"])) for x in self.shape_entries()),
-                ", ".join("%s %s" % (n, list(t.shape)) for n, _, t in mine) or "none") + \
-            (" (unbound: %s)" % ", ".join(left) if left else "")
+        why = "; by shape it could be any of ModelNew's %s" % ", ".join(ours) if len(ours) > 1 or len(same) > 1 else \
+            "; ModelNew has no other entry of that shape"
+        return "%s%s. Model: %s; ModelNew: %s" % (
+            head, why, listed((x["name"], x["shape"]) for x in self.shape_entries()),
+            listed((n, tuple(t.shape)) for n, _, t in mine) or "none")
 
     def shape_entries(self):
         return self.shape_state(self.dims)["entries"]
