@@ -103,4 +103,14 @@ assert len(drops) == 1 and "seq_len=12" in drops[0]["shape"] and "max_seqlen=8" 
 assert "forward" in drops[0]["why"], drops
 c = [x for x in d["checks"] if x["name"] == "correctness"][0]
 assert c["status"] == "pass" and "(1 dropped: the Model refuses them" in c["detail"], c' "$tmp/report-$checked.json"
+# a Model that fails only on some data at some shapes (odd rows with a large value: nothing the meta
+# device sees): the reference's own failure at run time drops that shape too, never exit 3
+"$KGATE" task import $D/refuse_odd_large.py --out "$tmp/rol" --dims batch_size=4,width=16 >"$tmp/rol.out" 2>&1
+printf 'variants:\n  - {width: 17}\n' >>"$tmp/rol/task.yaml"
+expect 0 - "$tmp/rol/task.yaml" $C/refuse_odd_large_new.py $Q
+ok "  the shape the reference failed at is dropped, with its words" python3 -c '
+import json, sys
+drops = json.load(open(sys.argv[1]))["module"]["dropped_shapes"]
+assert any(x["shape"] == "batch_size=4 width=17" and "index 17 is out of bounds" in x["why"] for x in drops), drops' \
+	"$tmp/report-$checked.json"
 finish
