@@ -238,7 +238,7 @@ int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e)
 void kg_run_drop_shape(struct kg_run *r, int s, const char *why)
 {
 	struct kg_module_report *m = &r->v->module;
-	if (s <= 0 || s >= r->plan->n_shapes || r->dropped[s])
+	if (s <= 0 || s >= r->plan->n_shapes || s >= KG_PLAN_MAX_SHAPES || r->dropped[s])
 		return;
 	r->dropped[s] = 1;
 	if (m->n_dropped < (int)(sizeof(m->dropped) / sizeof(m->dropped[0]))) {
