@@ -72,7 +72,7 @@ static char *pool_file(struct kg_pool *p, const char *path)
 
 static Kgate__V1__TensorSpec **specs(struct kg_pool *p, const struct kg_tensor_spec *s, int n)
 {
-	static const char *const roles[] = {"activation", "weight", "bias"};
+	static const char *const roles[] = {"activation", "weight", "bias", "statistic", "variance"};
 	Kgate__V1__TensorSpec **v = kg_pool_alloc(p, (size_t)n * sizeof(*v));
 	if (!v)
 		return NULL;
@@ -84,7 +84,7 @@ static Kgate__V1__TensorSpec **specs(struct kg_pool *p, const struct kg_tensor_s
 		kgate__v1__tensor_spec__init(t);
 		t->name = kg_pool_strdup(p, s[i].name);
 		t->dtype = kg_pool_strdup(p, kg_dtype_name(s[i].dtype));
-		t->role = kg_pool_strdup(p, s[i].role <= KG_ROLE_BIAS ? roles[s[i].role] : "");
+		t->role = kg_pool_strdup(p, s[i].role <= KG_ROLE_VARIANCE ? roles[s[i].role] : "");
 		for (int k = 0; k < s[i].ndim; k++)
 			shape[k] = kg_pool_strdup(p, s[i].dim[k]);
 		t->n_shape = (size_t)s[i].ndim;

@@ -82,6 +82,12 @@ void kg_policy_defaults(struct kg_policy *p)
 	list_set(p->libraries, &p->n_libraries, 32, default_libraries);
 }
 
+const char *kg_module_mode_name(enum kg_module_mode m)
+{
+	static const char *const names[] = {"problem", "train", "eval"};
+	return (unsigned)m < 3 ? names[m] : "problem";
+}
+
 const char *kg_precision_name(enum kg_precision p)
 {
 	static const char *const names[] = {"fp32", "tf32", "fp16", "bf16"};
@@ -260,7 +266,8 @@ static int get_double(kg_yaml *y, yaml_node_t *map, const char *key, const char 
 static int parse_policy(kg_yaml *y, struct kg_policy *p, kg_error *e)
 {
 	static const char *const top[] = {"kgate_policy", "tolerance", "trials", "classes", "shapes", "shape_set",
-					  "async_delay_ms", "timing", "sandbox", "symbols", "compile", "gpu", NULL};
+					  "async_delay_ms", "module_mode", "timing", "sandbox", "symbols", "compile",
+					  "gpu", NULL};
 	yaml_node_t *root = kg_yaml_root(y), *n;
 	int rc = kg_yaml_check_keys(y, root, top, "policy", e);
 	int64_t v;
@@ -329,6 +336,13 @@ static int parse_policy(kg_yaml *y, struct kg_policy *p, kg_error *e)
 		return rc;
 	if ((rc = get_double(y, root, "async_delay_ms", "async_delay_ms", 0, 10000, &p->async_delay_ms, e)))
 		return rc;
+	if ((n = kg_yaml_get(y, root, "module_mode"))) {
+		static const char *const modes[] = {"problem", "train", "eval", NULL};
+		int m;
+		if ((rc = parse_choice(y, n, "module_mode", modes, &m, e)))
+			return rc;
+		p->module_mode = (enum kg_module_mode)m;
+	}
 
 	if ((n = kg_yaml_get(y, root, "timing"))) {
 		static const char *const keys[] = {"warmup", "iterations", "min_speedup", "max_spread", NULL};

@@ -14,6 +14,10 @@
 
 enum kg_precision { KG_PREC_FP32 = 0, KG_PREC_TF32, KG_PREC_FP16, KG_PREC_BF16 };
 enum kg_shape_mode { KG_SHAPES_NOMINAL = 0, KG_SHAPES_VARIANTS };
+/* The mode a module task's Model (and a ModelNew) runs in: as the problem's constructor leaves it
+ * (KernelBench never calls eval(), so train mode, where BatchNorm uses the batch's statistics), or
+ * the one the policy names for both. */
+enum kg_module_mode { KG_MODULE_MODE_PROBLEM = 0, KG_MODULE_MODE_TRAIN, KG_MODULE_MODE_EVAL };
 
 struct kg_policy {
 	char path[PATH_MAX]; /* "" for the built-in defaults */
@@ -26,6 +30,7 @@ struct kg_policy {
 	enum kg_shape_mode shapes;
 	char shape_set[32]; /* base shape set ("nominal", "ci", ...) */
 	double async_delay_ms; /* how long after return outputs are re-read (check.async_escape) */
+	enum kg_module_mode module_mode; /* a module task's Model: the problem's mode, train or eval */
 	/* timing */
 	int warmup, iterations;
 	double min_speedup; /* speed gate: 0 = none */
@@ -65,6 +70,8 @@ int kg_policy_load(const char *path, struct kg_policy *p, kg_error *e);
 /* (Finding a policy by name: verifier/resolve.h.) */
 
 const char *kg_precision_name(enum kg_precision p);
+/* "problem", "train", "eval" */
+const char *kg_module_mode_name(enum kg_module_mode m);
 /* Widens a task tolerance to what the policy's precision accepts. */
 void kg_policy_tolerance(const struct kg_policy *p, double task_atol, double task_rtol, double task_rms, double *atol,
 			 double *rtol, double *rms);

@@ -9,6 +9,7 @@ the shapes are fitted from small real forwards instead. Loaded by torch_runner.p
 import ast
 import contextlib
 import inspect
+import json
 import os
 import sys
 import time
@@ -118,6 +119,8 @@ class Deriver:
         self.rt, self.torch, self.src, self.name = rt, torch, src, name
         self.codes, self.memo, self.kind = {}, {}, True
         self.consts = None  # the forward's non-tensor arguments from get_inputs(): [(position, name, value)]
+        self.kept = {}  # dims -> the Model's kept buffers there [(name, dtype, shape)]
+        self.mode = "problem"  # the Model's mode: as its constructor leaves it, or "train", "eval"
         factories = {getattr(torch, f) for f in FACTORIES if hasattr(torch, f)}
 
         class Meta(TorchFunctionMode):
@@ -219,12 +222,20 @@ class Deriver:
         if meta == "small":
             model = staged("init", lambda: model.to("meta"))
             xs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in xs]
-        model.eval()
-        for k, v in model.state_dict().items():
-            n = k.replace(".", "_")
-            if len(n) >= NAME_LEN:  # a manifest's names are shorter: cut, and told apart by place
-                n = "%s_%d" % (n[:NAME_LEN - 5], len(ins))
-            ins.append((n, "bias" if k.endswith("bias") else "weight", v.dtype, tuple(v.shape)))
+        # the mode the constructor leaves it in (KernelBench never calls eval()), or the one a run's
+        # policy asks for: a size that only training refuses (BatchNorm of one value a channel) is
+        # refused here too
+        if self.mode != "problem":
+            model.train(self.mode == "train")
+        kept = []
+        for k, kind, v in rt.state_entries(model):
+            if kind == "buffer":  # kept at the constructor's values, never an input
+                kept.append((k, v.dtype, tuple(v.shape)))
+                continue
+            # a manifest's names are shorter than NAME_LEN: cut, and told apart by place
+            role = ("bias" if k.endswith("bias") else "weight") if kind == "parameter" else kind
+            ins.append((rt.input_name(k, len(ins)), role, v.dtype, tuple(v.shape)))
+        self.kept[tuple(sorted(dims.items()))] = kept
         if upto == "init":
             return ins, None
         with torch.no_grad():
@@ -268,21 +279,28 @@ class Deriver:
                 return None
             return [a - c for a, c in zip(flat(b), f0)] if signature(b) == sig0 else None
 
-        step = {}
+        step, way = {}, {}
         for n in names:
-            d1 = moved(dict(base, **{n: base[n] + 1}))
-            if d1 and any(d1):
-                d2 = moved(dict(base, **{n: base[n] + 2}))
-                if d2 and d2 == [2 * x for x in d1]:
-                    step[n] = d1
+            # up by one and two; where the module refuses a larger size (seq_len at max_seqlen), down
+            for w in (1, -1):
+                if w < 0 and base[n] <= 2:
+                    break
+                d1 = moved(dict(base, **{n: base[n] + w}))
+                if d1 is None and w > 0:
+                    continue
+                if d1 and any(d1):
+                    d2 = moved(dict(base, **{n: base[n] + 2 * w}))
+                    if d2 and d2 == [2 * x for x in d1]:
+                        step[n], way[n] = [w * x for x in d1], w
+                break
         act = list(step)
         while act:
             # together: a product of two names (dilation * kernel size, a flattened C*H) is not
             # affine; of the names in a dim that fails, the smallest (a kernel size, not an image's)
             # goes first, one at a time
-            d2 = moved(dict(base, **{n: base[n] + 2 for n in act}))
+            d2 = moved(dict(base, **{n: base[n] + 2 * way[n] for n in act}))
             bad = [n for k in range(len(f0)) for n in act
-                   if step[n][k] and (d2 is None or d2[k] != 2 * sum(step[m][k] for m in act))]
+                   if step[n][k] and (d2 is None or d2[k] != 2 * sum(way[m] * step[m][k] for m in act))]
             if not bad:
                 break
             drop = min(bad, key=lambda m: (base[m], -names.index(m)))
@@ -395,6 +413,79 @@ class Deriver:
             return None
         return sum(prod(t[3]) for t in d[0] + d[1])
 
+    def ranges(self, at, dims, vary, named):
+        """The random shapes' ranges ({name: [lo, hi]}, hi - lo >= 31) for the names in vary, around
+        dims, where the Model runs: each range's ends and a few sizes near them and near dims are
+        tried (at: the meta forward). Refused only above a size that another name sets (seq_len <=
+        max_seqlen), that name, where --dims named it, is drawn from above the range, else the
+        range is cut there; refused only below a size, the range starts there; refused between sizes
+        it runs (n_embd % n_head), the name is not varied. Returns the ranges and a note per change."""
+        def runs(d):
+            try:
+                at(d)
+                return True
+            except Exception:  # noqa: BLE001 (the Model refuses the size, or torch does)
+                return False
+
+        def edge(good, bad, n, d):
+            """The last size of n that runs between good (runs) and bad (refused)."""
+            while abs(bad - good) > 1:
+                mid = (good + bad) // 2
+                if runs(dict(d, **{n: mid})):
+                    good = mid
+                else:
+                    bad = mid
+            return good
+
+        rng = {n: [max(1, dims[n] // 2), max(1, dims[n] // 2) + max(32, dims[n])] for n in vary}
+        notes = []
+        if not vary or not runs(dims):
+            return rng, notes
+        for n in list(vary):
+            lo, hi = rng[n]
+            probe = sorted({v for v in (lo, lo + 1, lo + 2, lo + 3, (lo + hi) // 2, dims[n] + 1, dims[n] + 2,
+                                        dims[n] + 3, hi - 2, hi - 1, hi) if lo <= v <= hi})
+            bad = [v for v in probe if not runs(dict(dims, **{n: v}))]
+            if not bad:
+                continue
+            good = [v for v in probe if v not in bad] + [dims[n]]
+            if min(bad) > max(good):
+                top = edge(max(good), min(bad), n, dims)
+                # a bound another name sets: moved with it, the bound moves too
+                by = [m for m in dims if m != n and dims[m] == top and
+                      runs(dict(dims, **{m: top + 5, n: top + 5})) and not runs(dict(dims, **{m: top + 5, n: top + 6}))]
+                if by and by[0] in named and runs(dict(dims, **{by[0]: hi, n: hi})):
+                    m = by[0]
+                    rng[m] = [hi, hi + max(32, dims[m])]
+                    if m not in vary:
+                        vary.append(m)
+                    notes.append("%s <= %s (the Model refuses %s=%d at %s=%d): %s drawn from [%d, %d]" % (
+                        n, m, n, top + 1, m, top, m, hi, rng[m][1]))
+                elif top - 31 >= 1 or (top >= lo + 31):
+                    rng[n] = [min(lo, top - 31), top]
+                    notes.append("%s <= %d (the Model refuses %s=%d%s): drawn from [%d, %d]" % (
+                        n, top, n, top + 1, " at %s=%d" % (by[0], top) if by else "", rng[n][0], top))
+                else:
+                    del rng[n]
+                    vary.remove(n)
+                    notes.append("%s not varied: the Model refuses %s=%d%s" % (
+                        n, n, top + 1, " at %s=%d" % (by[0], top) if by else ""))
+            elif max(bad) < min(good):
+                low = edge(min(good), max(bad), n, dims)
+                top = max(hi, low + 31)
+                if runs(dict(dims, **{n: top})):
+                    rng[n] = [low, top]
+                    notes.append("%s >= %d (the Model refuses %s=%d): drawn from [%d, %d]" % (n, low, n, low - 1, low, top))
+                else:
+                    del rng[n]
+                    vary.remove(n)
+                    notes.append("%s not varied: the Model refuses %s=%d and %s=%d" % (n, n, low - 1, n, top))
+            else:
+                del rng[n]
+                vary.remove(n)
+                notes.append("%s not varied: the Model refuses %s=%d, between sizes it runs" % (n, n, bad[0]))
+        return rng, notes
+
     def on_cpu(self, base, names, why):
         """The fallback: the inputs (and the Model's parameters where it builds on meta) on meta at
         the module's size choose the dims to shrink; every shape is then fitted from small CPU runs,
@@ -490,13 +581,24 @@ def derive(rt, src, name, dims_arg):
             exprs, var = fitted
         else:
             why = Failed("forward", RuntimeError(how))
+    # the random shapes' ranges probed where the Model runs on meta (a forward on the CPU at the
+    # ranges' ends would cost what the check's shrinking saved: there a refused shape is dropped
+    # when the run meets it)
+    ranger = (lambda d, v: dv.ranges(dv.at(dv.kind), d, v, named)) if why is None else None
     if why is not None:
         b0, exprs, var, how = dv.on_cpu(dims, names, why)
         mappable(rt, b0[0], b0[1])
     for at, cname, v in dv.consts or []:
         if type(v) is float and v != v or v in (float("inf"), float("-inf")):
             raise rt.Unmappable("get_inputs() gives %s = %r, which a manifest's constant does not hold" % (cname, v))
-    return manifest(rt, name, consts, dims, named, b0[0], b0[1], exprs, var, how, dv.consts or [])
+    kept = dv.kept.get(tuple(sorted(dims.items())))
+    if kept is None:  # the fit ran elsewhere: the Model's kept buffers at the module's size, on meta
+        try:
+            dv.describe(dims, dv.kind, "init")
+        except Exception:  # noqa: BLE001 (named by shape only where they can be had)
+            pass
+        kept = dv.kept.get(tuple(sorted(dims.items())), [])
+    return manifest(rt, name, consts, dims, named, b0[0], b0[1], exprs, var, how, dv.consts or [], kept, ranger)
 
 
 def mappable(rt, ins, outs):
@@ -507,7 +609,7 @@ def mappable(rt, ins, outs):
     for t in ins + outs:
         if t[2] not in kg:
             raise rt.Unmappable("tensor '%s' has dtype %s, which kgate does not map" % (t[0], t[2]))
-        if len(t[3]) > 8:  # 0: a scalar (a loss, BatchNorm's num_batches_tracked)
+        if len(t[3]) > 8:  # 0: a scalar (a loss, a 0-dim input)
             raise rt.Unmappable("tensor '%s' has %d dimensions; kgate maps 0 to 8" % (t[0], len(t[3])))
     names = [t[0] for t in ins + outs]
     if any(len(n) >= NAME_LEN for n in names):
@@ -545,7 +647,7 @@ def reduction(shape):
     return "*".join([d if d.replace("_", "").isalnum() else "(%s)" % d for d in shape[1:]] or ["1"])
 
 
-def manifest(rt, name, mconsts, dims, named, ins, outs, exprs, var, how, consts=()):
+def manifest(rt, name, mconsts, dims, named, ins, outs, exprs, var, how, consts=(), kept=(), ranger=None):
     import torch
 
     kg, _, dnames = rt.dtype_tables()
@@ -561,8 +663,19 @@ def manifest(rt, name, mconsts, dims, named, ins, outs, exprs, var, how, consts=
     # rebuilds the module from the dims of each shape)
     declared = [n for n in mconsts if n in named or n in used]
     lines = ["# Derived by kgate from a KernelBench-format module: inputs from get_inputs(), then the",
-             "# Model's parameters and buffers in state_dict order, outputs from its forward; how:",
-             "# %s" % how,
+             "# Model's parameters and running statistics in state_dict order, outputs from its forward; how:",
+             "# %s" % how]
+    if kept:
+        # buffers are not inputs: both sides get the values the Model's constructor gives them
+        lines.append("# kept (the constructor's values, never drawn): %s" % ", ".join(
+            "%s %s" % (k, list(shape)) for k, _, shape in kept))
+    vary = [n for n in var if n in named and n in used]
+    ranges, notes = ranger(dims, vary) if ranger and vary else (
+        {n: [max(1, dims[n] // 2), max(1, dims[n] // 2) + max(32, dims[n])] for n in vary}, [])
+    for note in notes:
+        lines.append("# random shapes: %s" % note)
+    declared += [n for n in ranges if n not in declared]
+    lines += [
              "kgate_task: 1", "name: %s" % name,
              "description: %s (PyTorch Model, the trusted reference)" % name]
     # (none where every size is a literal: `dims: []`)
@@ -573,14 +686,12 @@ def manifest(rt, name, mconsts, dims, named, ins, outs, exprs, var, how, consts=
     lines.append("  nominal: {%s}" % shape)
     lines.append("  ci: {%s}" % shape)
     if declared:
-        vary = [n for n in var if n in named]
-        if vary:
-            # secret random shapes along the dims the user named, around the values given
+        if ranges:
+            # secret random shapes along the dims the user named, around the values given, where
+            # the Model runs
             lines.append("random_shapes:")
             lines.append("  count: 2")
-            lines.append("  ranges: {%s}" % ", ".join(
-                "%s: [%d, %d]" % (n, max(1, dims[n] // 2), max(1, dims[n] // 2) + max(32, dims[n]))
-                for n in vary))
+            lines.append("  ranges: {%s}" % ", ".join("%s: [%d, %d]" % (n, lo, hi) for n, (lo, hi) in ranges.items()))
     k = 0
 
     # a scalar output (a loss) reduces over its inputs: the largest activation's elements, whose
@@ -641,6 +752,142 @@ def not_here(ex):
         return ("%s.%s is not in torch %s here (Debian's python3-torch; it came in a later torch): the Model "
                 "cannot run on it; not a limit of kgate's mapping" % (mod, attr, torch.__version__))
     return None
+def parse_dims(text):
+    return {k: int(v) for k, _, v in (kv.partition("=") for kv in text.split()) if k}
+
+
+def refused(dv, dims):
+    """(why the Model refuses the shape dims, or None; the forward's tensors from get_inputs() as
+    describe gives them, or None): its module, its constructor or its forward raises on the meta
+    device, and where meta refuses it (an op without a meta kernel), on the CPU where its inputs are
+    small (else the run finds out)."""
+    def told(ex):
+        return "%s: %s" % (STAGES[ex.stage], ex) if isinstance(ex, Failed) else "%s: %s" % (type(ex).__name__, ex)
+
+    def xs(ins):
+        return [t for t in ins if t[1] == "activation"]
+
+    last = None
+    for meta in (True, "small") if dv.kind is True else ("small",):
+        try:
+            ins, _ = dv.describe(dims, meta)
+            return None, xs(ins)
+        except Failed as ex:
+            last = ex
+        except Exception as ex:  # noqa: BLE001
+            return told(ex), None
+        if last.stage in ("module", "inputs"):
+            return told(last), None
+    try:
+        ins, _ = dv.describe(dims, True, "inputs")
+        if sum(prod(t[3]) for t in ins) > CAP:
+            return None, xs(ins)
+        dv.describe(dims, False)
+        return None, xs(ins)
+    except Exception as ex:  # noqa: BLE001
+        return told(ex), None
+
+
+def state(rt, src, name, spec):
+    """The state file of one run (torch_runner.read_state reads it; verifier/torchtask.c the text
+    lines before "json"): for each of the run's shapes (spec's "shape" lines), the Model built for
+    real as the problem builds it (seed 0, get_init_inputs()), its constructor's arguments as data,
+    which of its entries are the task's inputs (spec's "input NAME ROLE" lines, the manifest's: the
+    parameters and running statistics, drawn per trial) and the values of the others (its kept
+    buffers), and whether it runs at that shape at all; the mode it runs in (spec's "mode":
+    problem, the constructor's; train; eval)."""
+    import hashlib
+
+    import torch
+
+    torch.set_default_dtype(torch.float32)
+    mode, inputs, shapes = "problem", [], []
+    for line in spec.splitlines():
+        word, _, rest = line.partition(" ")
+        if word == "mode":
+            mode = rest.strip()
+        elif word == "input":
+            n, _, role = rest.partition(" ")
+            inputs.append((n, role.strip()))
+        elif word == "shape":
+            shapes.append(rest.strip())
+    if mode not in ("problem", "train", "eval"):
+        raise rt.Unmappable("mode %r: expected problem, train or eval" % mode)
+    dv = Deriver(rt, src, name)
+    dv.mode = mode
+    n_x = 0
+    while n_x < len(inputs) and inputs[n_x][1] == "activation":
+        n_x += 1
+    raw, seen, recs, text, training = bytearray(), {}, {}, [], None
+    for k, shape in enumerate(shapes):
+        dims = parse_dims(shape)
+        rec = {"ok": False, "n_x": n_x}
+        try:
+            code = dv.code(dims)
+            ns = {"__name__": "kgate_problem"}
+            step = "module"
+            exec(code, ns)
+            for need in ("Model", "get_init_inputs"):
+                if need not in ns:
+                    raise rt.Unmappable("the module defines no %s" % need)
+            step = "init"
+            init = ns["get_init_inputs"]()
+            rec["init"] = rt.encode(init, raw)
+            torch.manual_seed(0)
+            model = ns["Model"](*init)
+            if mode != "problem":
+                model.train(mode == "train")
+            if training is None:
+                training = model.training
+            step = None
+            free = list(range(n_x, len(inputs)))
+            ents = []
+            for ename, kind, t in rt.state_entries(model):
+                flat = ename.replace(".", "_")
+                at = next((i for i in free if inputs[i][0] == flat or (len(flat) >= NAME_LEN and
+                                                                       inputs[i][0].startswith(flat[:NAME_LEN - 5] + "_"))), None)
+                e = {"name": ename, "kind": kind, "dtype": str(t.dtype).split(".")[-1], "shape": list(t.shape),
+                     "input": at}
+                if at is None:  # its constructor's values, the same for both sides
+                    b = rt.tensor_bytes(t)
+                    h = (e["dtype"], tuple(t.shape), hashlib.sha256(b).hexdigest())
+                    if h not in seen:
+                        seen[h] = len(raw)
+                        raw += b
+                    e["off"], e["nbytes"] = seen[h], len(b)
+                else:
+                    free.remove(at)
+                ents.append(e)
+            del model
+            rec["entries"] = ents
+            if free:
+                raise rt.Unmappable("the task's inputs %s are none of the Model's entries (%s)" % (
+                    ", ".join(inputs[i][0] for i in free), ", ".join(e["name"] for e in ents)))
+            rec["why"], xs = refused(dv, dims)
+            rec["ok"] = rec["why"] is None
+            if xs is not None:
+                # what a JIT candidate's warm-up calls its forward with (torch_device.warmup): the
+                # forward's tensors' dtypes and shapes (its values its own), get_inputs()'s numbers
+                rec["xs"] = [{"dtype": str(t[2]).split(".")[-1], "shape": list(t[3])} for t in xs]
+                rec["consts"] = [[at, rt.encode(v, raw)] for at, _, v in dv.consts or []]
+        except rt.Unmappable as ex:
+            rec["why"] = str(ex)
+        except Exception as ex:  # noqa: BLE001 (the Model's own refusal of this shape, named)
+            rec["why"] = "%s%s: %s" % (STAGES[step] + ": " if step else "", type(ex).__name__, ex)
+        if rec["ok"]:
+            text.append("shape %d ok" % k)
+        if not rec["ok"]:
+            text.append("shape %d refused %s" % (k, " ".join(rec["why"].split())[:300]))
+        recs[rt.dims_key(dims)] = rec
+        if k == 0 and "entries" in rec:
+            for e in rec["entries"]:
+                text.append("entry %s %s %s %s %s" % (e["name"], "kept" if e["input"] is None else "drawn", e["kind"],
+                                                      e["dtype"], "x".join(str(d) for d in e["shape"]) or "scalar"))
+    resolved = mode if mode != "problem" else ("train" if training or training is None else "eval")
+    head = json.dumps({"mode": mode, "shapes": recs}).encode()
+    lines = ["kgate-state 1", "mode %s %s" % (resolved, "problem" if mode == "problem" else "policy")] + text + \
+        ["json %d" % len(head)]
+    return ("\n".join(lines) + "\n").encode() + head + bytes(raw)
 
 
 def derive_text(rt, src, name, dims_arg):
@@ -653,6 +900,20 @@ def derive_text(rt, src, name, dims_arg):
         return False, not_here(ex) or "running the module failed (%s): %s" % (STAGES[ex.stage], ex)
     except Exception as ex:  # noqa: BLE001 (a module that fails in a way not staged: its error, named)
         return False, "running the module failed: %s: %s" % (type(ex).__name__, ex)
+
+
+def state_data(rt, body, name):
+    """(True, the state file) or (False, why): a state job's body is its spec's lines, a line
+    "source", then the module."""
+    head, sep, src = body.partition(b"\nsource\n")
+    if not sep:
+        return False, b"a state job without its module"
+    try:
+        return True, state(rt, src.decode("utf-8", "replace"), name, head.decode("utf-8", "replace"))
+    except rt.Unmappable as ex:
+        return False, str(ex).encode()
+    except Exception as ex:  # noqa: BLE001
+        return False, ("building the run's state failed: %s: %s" % (type(ex).__name__, ex)).encode()
 
 
 def _write(fd, data):
@@ -673,7 +934,8 @@ def _read(fd, n, buf):
 def serve(rt, fd):
     """Derives one module after another, as verifier/torchderive.c hands them over fd: it sends
     "job NAME DIMS LEN\\n" and the module's LEN bytes (DIMS "-" for none), and reads back
-    "ok LEN\\n" and the manifest or "fail LEN\\n" and why. "ready" first, once torch is imported;
+    "ok LEN\\n" and the manifest or "fail LEN\\n" and why; or "state NAME - LEN\\n" and a state
+    job's body (state_data), and reads back the state file. "ready" first, once torch is imported;
     EOF ends it."""
     import torch
 
@@ -688,7 +950,7 @@ def serve(rt, fd):
             buf += more
         line, buf = buf.split(b"\n", 1)
         parts = line.decode().split(" ")
-        if len(parts) != 4 or parts[0] != "job":
+        if len(parts) != 4 or parts[0] not in ("job", "state"):
             return 2
         src, buf = _read(fd, int(parts[3]), buf)
         if src is None:
@@ -696,8 +958,11 @@ def serve(rt, fd):
         # where this module's words begin in the process's output (kgate quotes them if it dies)
         sys.stdout.write("\n%s%s ---\n" % (MARK, parts[1]))
         sys.stdout.flush()
-        ok, text = derive_text(rt, src.decode("utf-8", "replace"), parts[1], "" if parts[2] == "-" else parts[2])
-        data = text.encode()
+        if parts[0] == "state":
+            ok, data = state_data(rt, src, parts[1])
+        else:
+            ok, text = derive_text(rt, src.decode("utf-8", "replace"), parts[1], "" if parts[2] == "-" else parts[2])
+            data = text.encode()
         _write(fd, b"%s %d\n" % (b"ok" if ok else b"fail", len(data)) + data)
 
 
@@ -714,6 +979,13 @@ def main(argv, rt=None):
         spec.loader.exec_module(rt)
     if len(argv) > 1 and argv[1] == "--derive-serve":
         return serve(rt, 3)
+    if len(argv) > 4 and argv[1] == "--state":
+        # --state MODULE SPEC OUT: a state job's file, for a person (kgate runs it as a job)
+        with open(argv[2], "rb") as f, open(argv[3], "rb") as g:
+            ok, data = state_data(rt, g.read() + b"\nsource\n" + f.read(), "problem")
+        with open(argv[4], "wb") as out:
+            out.write(data)
+        return 0 if ok else 2
     if len(argv) > 2 and argv[1] == "--derive":
         dims = argv[argv.index("--dims") + 1] if "--dims" in argv else ""
         name = argv[argv.index("--name") + 1] if "--name" in argv else \

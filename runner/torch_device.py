@@ -15,8 +15,10 @@ is up here. apply_filter() loads it through libkgate-filter.so (runner/pyfilter.
 anything of a candidate's is loaded; the parent checks from outside that it is in place.
 
 A warm-up (--warmup): a Triton ModelNew's kernels are compiled (and autotuned) in a process of their
-own before the run, at every planned shape, on tensors of its own (the problem's get_inputs, drawn by
-torch: nothing of the run's secret), into a cache directory kgate made for this run; the run's process
+own before the run, at every planned shape, built from the run's state file as the run's process
+builds it, on tensors of its own (the state file's dtypes and shapes, drawn by torch: nothing of the
+run's secret; the problem module never enters a candidate's process), into a cache directory kgate
+made for this run; the run's process
 then finds every kernel there and compiles nothing (it may start no process)."""
 import ctypes
 import os
@@ -192,23 +194,10 @@ def apply_filter(lib):
         raise DeviceError("the run filter: %s" % err.value.decode("utf-8", "replace"))
 
 
-def bind_state(model, pairs):
-    """The module's parameters and buffers bound to arena tensors, as the runner's setup does."""
-    for name, v in pairs:
-        mod_name, _, attr = name.rpartition(".")
-        mod = model.get_submodule(mod_name) if mod_name else model
-        if attr in mod._parameters:
-            mod._parameters[attr].data = v
-        else:
-            mod._buffers[attr] = v
-
-
 def set_views(runner, sets, stride):
     """Each set's tensors, stride bytes apart (made once a layout and batch, then kept)."""
     key = (id(runner.views), sets, stride)
     if getattr(runner, "_sets_key", None) != key:
-        index = {id(v): i for i, v in enumerate(runner.views)}
-        runner._bound_at = [(name, index[id(v)]) for name, v in runner.bound]
         runner._sets = [runner.views if k == 0 else
                         [runner.dev.view(off + k * stride, runner.tdt[dt], shape) for off, dt, shape in runner.table]
                         for k in range(sets)]
@@ -254,23 +243,23 @@ def run(runner, sets, stride, entry):
     the runner's events' ns (a claim) and the tail after the stream."""
     torch = runner.torch
     fn = compiled(runner) if entry == ENTRY_COMPILED else runner.model
-    if sets <= 1:
-        views = [runner.views]
-        bound = None
-    else:
-        views = set_views(runner, sets, stride)
-        bound = runner._bound_at
+    batched = sets > 1
+    views = set_views(runner, sets, stride) if batched else [runner.views]
 
     def body():
         with torch.no_grad():
-            for k, vs in enumerate(views):
-                if bound is not None:
-                    bind_state(runner.model, [(name, vs[i]) for name, i in bound])
+            for vs in views:
+                # each call's state as the host runner's (torch_runner.Bound): a batch's set its own
+                # parameters and statistics, every call the kept buffers' values from the state file
+                if batched:
+                    runner.bound.restore_set(runner.model, vs)
+                else:
+                    runner.bound.restore()
                 forward_into(fn, _shared.with_consts(vs[:runner.n_x], runner.consts), vs[runner.n_in:])
 
     ns, tail = runner.dev.call(body)
-    if bound is not None:  # the layout's own tensors again, for a lone call after the batch
-        bind_state(runner.model, runner.bound)
+    if batched:  # the layout's own tensors again, for a lone call after the batch
+        runner.bound.restore_set(runner.model, runner.views)
     return ns, tail
 
 
@@ -283,11 +272,25 @@ def _dims(text):
     return dict((kv.split("=", 1)[0], int(kv.split("=", 1)[1])) for kv in text.split() if "=" in kv)
 
 
+def warmup_inputs(torch, st, raw, shared, device="cuda"):
+    """The forward's arguments for a warm-up at one shape: tensors of the state file's dtypes and
+    shapes, drawn here (normal floats; zeros for integers and bools, an index valid in any table),
+    and get_inputs()'s numbers at their places."""
+    xs = []
+    for x in st.get("xs", []):
+        dt, shape = getattr(torch, x["dtype"]), tuple(x["shape"])
+        xs.append(torch.randn(shape, dtype=dt, device=device) if dt.is_floating_point else
+                  torch.zeros(shape, dtype=dt, device=device))
+    return shared.with_consts(xs, [(at, shared.decode(v, raw)) for at, v in st.get("consts", [])])
+
+
 def warmup(argv, shared):
-    """--warmup "DIMS;DIMS..." --candidate: the candidate's forward once at every planned shape, on
-    tensors of this process's own (the problem's get_inputs at those dims, made on the device: nothing
-    of the run's secret), so that Triton compiles and autotunes every kernel into the run's cache now.
-    One line a shape; exit 1 with the first failure's words."""
+    """--warmup "DIMS;DIMS..." --candidate: the candidate's forward once at every planned shape the
+    Model runs at, built from the state file as its run's process builds it (the constructor's
+    arguments as data, the mode), on tensors of this process's own (the state file's dtypes and
+    shapes, drawn on the device: nothing of the run's secret; the problem module is never here), so
+    that Triton compiles and autotunes every kernel into the run's cache now. One line a shape; exit
+    1 with the first failure's words."""
     import torch
 
     try:
@@ -298,8 +301,7 @@ def warmup(argv, shared):
             os.environ.setdefault("TRITON_LIBCUDA_PATH", d)
         with open("/kgate/cand/kernel.py") as fh:
             src = fh.read()
-        with open(shared.PROBLEM) as fh:
-            problem = fh.read()
+        state, raw = shared.read_state(shared.STATE)
         ce = shared.cpp_extension_module()
         ce.load_inline, ce.load = shared.prebuilt_loader("/kgate/cand/kernel.so")
         cls = shared.exec_module(src).get("ModelNew")
@@ -307,12 +309,16 @@ def warmup(argv, shared):
             raise shared.Unmappable("the candidate defines no class ModelNew")
         for text in (_arg(argv, "--warmup") or "").split(";"):
             dims = _dims(text)
-            ns = shared.problem_namespace(problem, dims)
+            st = state["shapes"].get(shared.dims_key(dims))
+            if st is None or not st.get("ok"):  # a shape the Model refuses: dropped from the run
+                print("kgate-warmup: %s: skipped (the Model refuses it)" % (text.strip() or "(no dims)"))
+                continue
             torch.manual_seed(0)
             with torch.device("cuda"):
-                model = cls(*ns["get_init_inputs"]()).cuda()
-                xs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in ns["get_inputs"]()]
-            model.eval()
+                model = cls(*shared.decode(st["init"], raw)).cuda()
+            if state["mode"] != "problem":  # as the run's process sets it (torch_runner.Runner.setup)
+                model.train(state["mode"] == "train")
+            xs = warmup_inputs(torch, st, raw, shared)
             t0 = time.perf_counter()
             with torch.no_grad():
                 model(*xs)

@@ -1,8 +1,12 @@
 """kgate's torch reference runner: runs a KernelBench-format module's Model as the trusted reference,
 speaking kgate-run's protocol (runner/wire.h) over the same fds and on the same arena memory (no
-copies in, one copy of each result out). With --derive (or --derive-serve) it hands over to
-torch_derive.py beside it, which derives the task manifest from the module instead."""
+copies in, one copy of each result out); with --candidate it hosts the candidate's ModelNew instead,
+built from the trusted side's state file alone (the problem module never enters that process). With
+--derive (or --derive-serve) it hands over to torch_derive.py beside it, which derives the task
+manifest from the module, and the state file a run hands both sides (kept buffers, the constructor's
+arguments as data, the Model's entries)."""
 import ast
+import json
 import math
 import mmap
 import os
@@ -24,7 +28,8 @@ ENTRY_COMPILED = 2  # KG_ENTRY_COMPILED: a baseline's torch.compile of the modul
 WS_OK, WS_ERROR, WS_NOSYM = 0, 1, 3
 CTL_FD, ARENA_FD, INPUT_FD = 3, 4, 5
 MAX_TENSORS = 1024  # KG_MAX_TENSORS (verifier/task.h): inputs, and outputs, each; the wire has no bound
-PROBLEM = "/kgate/lib/problem.py"  # where the sandbox shows the problem module (session_start.c)
+PROBLEM = "/kgate/lib/problem.py"  # where the reference's sandbox shows the problem module (session_start.c)
+STATE = "/kgate/lib/state"  # where every torch runner's sandbox shows the trusted side's state file (torch_derive.state)
 
 
 class Unmappable(Exception):
@@ -154,6 +159,8 @@ def rewrite(src, dims):
 
 
 def instantiate(src, dims):
+    """The problem module run at dims and its Model built from get_init_inputs() (seed 0, the
+    mode its constructor leaves it in: the caller sets another where asked)."""
     import torch
 
     ns = {"__name__": "kgate_problem"}
@@ -164,7 +171,6 @@ def instantiate(src, dims):
                              "and get_init_inputs)" % need)
     torch.manual_seed(0)
     model = ns["Model"](*ns["get_init_inputs"]())
-    model.eval()
     return ns, model
 
 
@@ -243,16 +249,200 @@ def read_tables(fd):
     return out
 
 
+# ---- a module's state: what each of its parameters and buffers is, and the state file ----
+
+# a normalisation's running statistics: drawn per trial like a parameter, from a distribution that
+# keeps them valid (a variance positive); what the mode makes of them is the Model's business
+STATISTICS = {"running_mean": "statistic", "running_var": "variance"}
+
+
+def state_entries(model):
+    """[(name, kind, tensor)] of a module's state: its state_dict in order (parameters and
+    persistent buffers), then the buffers it keeps out of it (persistent=False). kind: "parameter";
+    "statistic" or "variance" for a normalisation's running mean or variance (drawn per trial);
+    "buffer" for any other buffer (a mask, an index table, a counter: kept at the values its
+    constructor gives it)."""
+    import torch
+
+    out = []
+    sd = model.state_dict(keep_vars=True)
+    for name, t in sd.items():
+        mod_name, _, attr = name.rpartition(".")
+        try:
+            mod = model.get_submodule(mod_name) if mod_name else model
+        except AttributeError:
+            mod = None
+        if mod is not None and attr in mod._parameters:
+            kind = "parameter"
+        elif isinstance(mod, torch.nn.modules.batchnorm._NormBase) and attr in STATISTICS and \
+                t.is_floating_point():
+            kind = STATISTICS[attr]
+        else:
+            kind = "buffer"
+        out.append((name, kind, t))
+    for mod_name, mod in model.named_modules():
+        for attr, t in mod._buffers.items():
+            name = "%s.%s" % (mod_name, attr) if mod_name else attr
+            if name not in sd and t is not None:
+                out.append((name, "buffer", t))
+    return out
+
+
+def input_name(name, n_before):
+    """A state entry's name as a manifest's input (dots made underscores; one of 32 characters or
+    more cut, told apart by its place n_before)."""
+    n = name.replace(".", "_")
+    return n if len(n) < 32 else "%s_%d" % (n[:27], n_before)
+
+
+def dims_key(dims):
+    """One shape's dims as the state file keys them: "a=1 b=2", sorted by name."""
+    return " ".join("%s=%d" % (k, dims[k]) for k in sorted(dims))
+
+
+def tensor_bytes(t):
+    """A tensor's elements as bytes, in its logical (row-major) order."""
+    import torch
+
+    flat = t.detach().reshape(-1).contiguous()
+    return bytes(flat.view(torch.uint8)) if flat.numel() else b""
+
+
+def encode(v, raw):
+    """A constructor argument as data (JSON, tagged by type): what get_init_inputs() gives, carried
+    to the candidate's process without any of the problem's code. Tensors go into raw."""
+    import torch
+
+    if v is None:
+        return {"n": 0}
+    if type(v) is bool:
+        return {"b": v}
+    if type(v) is int:
+        return {"i": str(v)}
+    if type(v) is float:
+        return {"f": v.hex()}
+    if type(v) is str:
+        return {"s": v}
+    if type(v) in (tuple, list):
+        return {"t" if type(v) is tuple else "l": [encode(x, raw) for x in v]}
+    if type(v) is dict:
+        return {"d": [[encode(k, raw), encode(x, raw)] for k, x in v.items()]}
+    if isinstance(v, torch.dtype):
+        return {"dt": str(v).split(".")[-1]}
+    if isinstance(v, torch.Tensor) and v.device.type == "cpu" and not v.is_sparse:
+        b = tensor_bytes(v)
+        raw += b
+        return {"T": [str(v.dtype).split(".")[-1], list(v.shape), len(raw) - len(b), len(b)]}
+    raise Unmappable("get_init_inputs() holds a %s, which kgate cannot hand to ModelNew as data (it hands "
+                     "over numbers, strings, None, tuples, lists, dicts, dtypes and CPU tensors)" % type(v).__name__)
+
+
+def from_raw(raw, dtype, shape, off, nbytes):
+    """A private tensor of the state file's bytes [off, off+nbytes)."""
+    import torch
+
+    dt = getattr(torch, dtype)
+    n = math.prod(shape)
+    if n == 0:
+        return torch.empty(shape, dtype=dt)
+    return torch.frombuffer(raw, dtype=dt, count=n, offset=off).clone().view(shape)
+
+
+def decode(v, raw):
+    import torch
+
+    (tag, x), = v.items()
+    if tag == "n":
+        return None
+    if tag == "b":
+        return bool(x)
+    if tag == "i":
+        return int(x)
+    if tag == "f":
+        return float.fromhex(x)
+    if tag == "s":
+        return str(x)
+    if tag == "t":
+        return tuple(decode(e, raw) for e in x)
+    if tag == "l":
+        return [decode(e, raw) for e in x]
+    if tag == "d":
+        return {decode(k, raw): decode(e, raw) for k, e in x}
+    if tag == "dt":
+        return getattr(torch, x)
+    if tag == "T":
+        return from_raw(raw, *x)
+    raise ValueError("unknown tag %r in the state file" % tag)
+
+
+def read_state(path):
+    """The state file (torch_derive.state): text lines for kgate, a line "json N", N bytes of JSON,
+    then the raw bytes its tensors point into. (header, raw)."""
+    with open(path, "rb") as fh:
+        data = bytearray(fh.read())
+    pos = 0
+    while True:
+        nl = data.index(b"\n", pos)
+        line = bytes(data[pos:nl]).decode()
+        pos = nl + 1
+        if line.startswith("json "):
+            n = int(line[5:])
+            return json.loads(bytes(data[pos:pos + n])), data[pos + n:]
+
+
+class Bound:
+    """A module's state as bound for one shape: which of its tensors are the forward's inputs, and
+    the private copies each RUN puts back first (a statistic's from the arena, a kept buffer's from
+    the state file), so that a forward that updates them in place (BatchNorm in train mode) neither
+    writes into the arena nor makes one call's result depend on the calls before it."""
+
+    def __init__(self):
+        self.refresh = []  # (private tensor, its source)
+        # (name, its private copy or None for a parameter, the task input it is or None): a device
+        # runner's batched calls bind each set's tensors (torch_device.py)
+        self.entries = []
+
+    def set(self, model, name, t):
+        mod_name, _, attr = name.rpartition(".")
+        mod = model.get_submodule(mod_name) if mod_name else model
+        if attr in mod._parameters:
+            mod._parameters[attr].data = t
+        else:
+            mod._buffers[attr] = t
+
+    def bind(self, model, name, kind, src, at=None):
+        """Binds entry name to src (task input at, or None for a kept buffer): a parameter to the
+        arena's tensor itself; a buffer to a copy of src, put back before every call."""
+        if kind == "parameter":
+            self.set(model, name, src)
+            self.entries.append((name, None, at))
+            return
+        own = src.clone()
+        self.set(model, name, own)
+        self.refresh.append((own, src))
+        self.entries.append((name, own, at))
+
+    def restore(self):
+        for own, src in self.refresh:
+            own.copy_(src)
+
+    def restore_set(self, model, views):
+        """The state for one set of a batch (views: that set's tensors, as the layout's): its
+        parameters bound to the set's inputs, its statistics copied from them, its kept buffers from
+        the state file; restore_set(model, the layout's views) binds the layout's own again."""
+        for (name, own, at), (_, src) in zip(self.entries, self._sources()):
+            if own is None:
+                if at is not None:
+                    self.set(model, name, views[at])
+            else:
+                own.copy_(src if at is None else views[at])
+
+    def _sources(self):
+        it = iter(self.refresh)
+        return [(None, None) if own is None else next(it) for _, own, _ in self.entries]
+
+
 # ---- the runner ----
-
-def problem_namespace(src, dims):
-    """The problem module's top level run at dims (get_init_inputs for a candidate's constructor)."""
-    ns = {"__name__": "kgate_problem"}
-    exec(rewrite(src, dims), ns)
-    if "get_init_inputs" not in ns:
-        raise Unmappable("the problem module defines no get_init_inputs")
-    return ns
-
 
 def prebuilt_loader(ext_path):
     """load_inline for a candidate in the run sandbox: the extension its builder (torch_build.py)
@@ -363,19 +553,23 @@ class Runner:
         import torch
 
         self.torch = torch
-        # hosting a ModelNew candidate (--candidate): the problem module gives the constructor's
-        # arguments; the candidate's module gives the class
+        # hosting a ModelNew candidate (--candidate): the state file gives the constructor's
+        # arguments, the Model's entries and its kept buffers; the candidate's module gives the class
         self.candidate = candidate
         self.model_cls = None
-        self.model_state = None  # (dims, the Model's state_dict names there): candidate_binding's
         self.kg, self.tdt, _ = dtype_tables()
         self.dev = dev  # on a GPU: kgate-device's arena, imported (torch_device.py); no host arena
+        self.src = None
+        self.state = self.raw = None  # the state file (read at LOAD)
+        self.dims = None
+        self.model = None
+        self.bound = Bound()
+        self.views = None
+        self.n_in = self.n_out = self.n_x = 0
+        self.consts = []  # the task's constants from SETUP: [(argument position, value)]
+        self.tables = read_tables(tables_fd) if tables_fd is not None else []
         if dev is not None:
             self.in_size, self.inmap, self.outmap = 0, None, None
-            self.src = self.dims = self.model = self.views = None
-            self.n_in = self.n_out = 0
-            self.consts = []
-            self.tables = read_tables(tables_fd) if tables_fd is not None else []
             return
         self.out_size = os.fstat(ARENA_FD).st_size
         try:
@@ -384,13 +578,6 @@ class Runner:
             self.in_size = 0
         self.outmap = mmap.mmap(ARENA_FD, self.out_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         self.inmap = mmap.mmap(INPUT_FD, self.in_size, mmap.MAP_SHARED, mmap.PROT_READ) if self.in_size else None
-        self.src = None
-        self.dims = None
-        self.model = None
-        self.views = None
-        self.n_in = self.n_out = 0
-        self.consts = []  # the task's constants from SETUP: [(argument position, value)]
-        self.tables = read_tables(tables_fd) if tables_fd is not None else []
 
     def reply(self, op, seq, status=WS_OK, rc=0, elapsed=0, info=0, msg=""):
         # plain write(2) and read(2): a SOCK_SEQPACKET keeps records whole, and the socket module's
@@ -409,6 +596,15 @@ class Runner:
         # zero-copy views of the shared pages (the inputs' pages are read-only, sealed by the parent)
         return self.torch.frombuffer(buf, dtype=tdt, count=n, offset=o).view(shape)
 
+    def shape_state(self, dims):
+        """The state file's record of this shape: its entries, constructor arguments, forward inputs."""
+        st = self.state["shapes"].get(dims_key(dims))
+        if st is None:
+            raise Unmappable("the state file has no shape %s" % dims_key(dims))
+        if not st.get("ok"):
+            raise Unmappable("the Model refuses shape %s: %s" % (dims_key(dims), st.get("why", "")))
+        return st
+
     def setup(self, f):
         n_in, n_out, table = f[4], f[5], f[6]
         if table >= len(self.tables) or self.tables[table][:2] != (n_in, n_out):
@@ -419,72 +615,102 @@ class Runner:
         note = f[-1].split(b"\0", 1)[0].decode()
         dims = dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in note.split() if "=" in kv and kv[0] != "@")
         self.consts = note_consts(note)
+        st = self.shape_state(dims)
         if self.model is None or dims != self.dims:
+            self.model = None  # the last shape's, dropped before the next is built
+            torch = self.torch
             if self.candidate:
-                init = problem_namespace(self.problem_src, dims)["get_init_inputs"]()
-                self.torch.manual_seed(0)
+                init = decode(st["init"], self.raw)
+                torch.manual_seed(0)
                 self.model = self.model_cls(*init)
-                self.model.eval()
             else:
                 _, self.model = instantiate(self.src, dims)
+            if self.state["mode"] != "problem":  # a policy's word: both modules alike
+                self.model.train(self.state["mode"] == "train")
             self.dims = dims
-        sd = self.model.state_dict()
-        state = list(sd.keys())
-        self.n_x = self.n_in - len(state)
-        pairs = list(zip(state, self.views[self.n_x:self.n_in]))
-        if self.candidate:
-            self.n_x, pairs = self.candidate_binding(sd, dims)
-        elif self.n_x < 0:
-            raise Unmappable("the task has %d inputs; the Model has %d parameters and buffers" % (self.n_in, len(state)))
-        self.bound = pairs  # a device runner's batched calls bind each set's (torch_device.py)
-        self.table = list(self.tables[table][2])
-        # the Model's parameters and buffers become the arena's tensors, in state_dict order
-        for name, v in pairs:
-            mod_name, _, attr = name.rpartition(".")
-            mod = self.model.get_submodule(mod_name) if mod_name else self.model
-            if attr in mod._parameters:
-                mod._parameters[attr].data = v
+        self.n_x = st["n_x"]
+        if self.n_x > self.n_in:
+            raise Unmappable("the task has %d inputs; the module's forward takes %d" % (self.n_in, self.n_x))
+        pairs = self.binding(st) if self.candidate else [(e["name"], e) for e in st["entries"]]
+        self.table = list(self.tables[table][2])  # a device runner's batched calls lay out each set's
+        # the Model's parameters and drawn statistics are the arena's tensors (its inputs after the
+        # forward's own); its kept buffers the state file's values, both sides alike
+        self.bound = Bound()
+        for name, e in pairs:
+            if e["input"] is not None:
+                if not 0 <= e["input"] < self.n_in:
+                    raise Unmappable("the state file binds %s to input %d of %d" % (e["name"], e["input"], self.n_in))
+                src = self.views[e["input"]]
             else:
-                mod._buffers[attr] = v
+                src = from_raw(self.raw, e["dtype"], e["shape"], e["off"], e["nbytes"])
+                if self.dev is not None and self.views:  # on a GPU: the kept value on the arena's device
+                    src = src.to(self.views[0].device)
+            self.bound.bind(self.model, name, "parameter" if e["kind"] == "parameter" else "buffer", src,
+                            e["input"])
 
-    def candidate_binding(self, sd, dims):
-        """(the count of the forward's inputs, [(ModelNew's state_dict name, arena tensor)]): the
-        task's tensors after the forward's inputs are the Model's parameters and buffers, in its
-        state_dict order. They bind to ModelNew's in state_dict order where ModelNew's state is as
-        long and each entry the same shape and dtype; else by name, where ModelNew has every one of
-        the Model's entries under its name (its other entries, buffers of its own, stay its own);
-        else the task cannot run it, and the first entry that fails is named."""
-        views = self.views[:self.n_in]
+    def binding(self, st):
+        """[(ModelNew's entry name, the Model's entry)]: every Model entry bound to the ModelNew entry
+        of the same name, shape and dtype; a Model parameter left over by shape, where exactly one
+        parameter of the Model and one entry of ModelNew are left with that shape and dtype. A
+        parameter bound neither way is an error that names both sides' entries. A kept buffer or a
+        statistic that ModelNew has under no name of the Model's stays the Model's (a ModelNew may
+        build its own mask, or use none of the running statistics)."""
+        mine = state_entries(self.model)
+        have = {n: t for n, _, t in mine}
 
-        def fits(name, v):
-            return tuple(sd[name].shape) == tuple(v.shape) and sd[name].dtype == v.dtype
+        def sig(shape, dt):
+            return tuple(shape), dt
 
-        state = list(sd.keys())
-        n_x = self.n_in - len(state)
-        first = None
-        if n_x < 0:
-            first = "the task has %d inputs; the ModelNew has %d parameters and buffers" % (self.n_in, len(state))
+        def tsig(t):
+            return sig(t.shape, str(t.dtype).split(".")[-1])
+
+        pairs, used, left = [], set(), []
+        for e in st["entries"]:
+            t = have.get(e["name"])
+            if t is not None and tsig(t) == sig(e["shape"], e["dtype"]):
+                pairs.append((e["name"], e))
+                used.add(e["name"])
+            elif e["kind"] == "parameter":
+                left.append(e)
+        for e in left:
+            want = sig(e["shape"], e["dtype"])
+            ours = [n for n, _, t in mine if n not in used and tsig(t) == want]
+            same = [x for x in left if sig(x["shape"], x["dtype"]) == want]
+            if len(ours) == 1 and len(same) == 1:
+                pairs.append((ours[0], e))
+                used.add(ours[0])
+            else:
+                raise Unmappable(self.unbound(e, mine, used, ours, same))
+        return pairs
+
+    def unbound(self, e, mine, used, ours, same):
+        """Why the Model's parameter e is bound to nothing, naming both sides' entries (the reply's
+        400 bytes: the first ones of each side, then how many more)."""
+        def show(shape, dt):
+            return "torch.%s %s" % (dt, tuple(shape))
+
+        def listed(pairs, room=8):
+            words = ["%s [%s]" % (n, ",".join(str(d) for d in shape)) for n, shape in pairs]
+            return ", ".join(words[:room]) + (" +%d more" % (len(words) - room) if len(words) > room else "")
+
+        names = [n for n, _, _ in mine]
+        if e["name"] in names:
+            i = names.index(e["name"])
+            t = mine[i][2]
+            head = "ModelNew's state_dict entry %d, %s, is %s; the Model's is %s: ModelNew has no entry %s of " \
+                "that shape and dtype" % (i, e["name"], show(t.shape, str(t.dtype).split(".")[-1]),
+                                          show(e["shape"], e["dtype"]), e["name"])
         else:
-            for i, (name, v) in enumerate(zip(state, views[n_x:])):
-                if not fits(name, v):
-                    first = ("ModelNew's state_dict entry %d, %s, is %s %s; the Model's is %s %s" %
-                             (i, name, sd[name].dtype, tuple(sd[name].shape), v.dtype, tuple(v.shape)))
-                    break
-            if first is None:
-                return n_x, list(zip(state, views[n_x:]))
-        # by name: the Model's own entries at these dims (built here, once a shape, then dropped)
-        if self.model_state is None or self.model_state[0] != dims:
-            _, m = instantiate(self.problem_src, dims)
-            self.model_state = (dims, list(m.state_dict().keys()))
-            del m
-        names = self.model_state[1]
-        m_x = self.n_in - len(names)
-        bad = [n for n, v in zip(names, views[max(m_x, 0):]) if n not in sd or not fits(n, v)]
-        if m_x >= 0 and not bad:
-            return m_x, list(zip(names, views[m_x:]))
-        why = "ModelNew has no entry %s of that shape and dtype" % bad[0] if bad else "the Model has more"
-        raise Unmappable("%s (parameters and buffers are bound in state_dict order, or by name where ModelNew "
-                         "has each of the Model's: %s)" % (first, why))
+            head = "the Model's %s %s has no ModelNew entry of that name, shape and dtype" % (
+                e["name"], show(e["shape"], e["dtype"]))
+        why = "; by shape it could be any of ModelNew's %s" % ", ".join(ours) if len(ours) > 1 or len(same) > 1 else \
+            "; ModelNew has no other entry of that shape"
+        return "%s%s. Model: %s; ModelNew: %s" % (
+            head, why, listed((x["name"], x["shape"]) for x in self.shape_entries()),
+            listed((n, tuple(t.shape)) for n, _, t in mine) or "none")
+
+    def shape_entries(self):
+        return self.shape_state(self.dims)["entries"]
 
     def run(self):
         torch = self.torch
@@ -492,6 +718,7 @@ class Runner:
         outs = self.views[self.n_in:]
         t0 = time.perf_counter_ns()
         with torch.no_grad():
+            self.bound.restore()
             res = flat_outputs(self.model(*xs))
             if len(res) != len(outs):
                 raise Unmappable("forward returned %d outputs, the task has %d" % (len(res), len(outs)))
@@ -507,11 +734,12 @@ class Runner:
         """A RUN on the device (torch_device.py): a batch of `sets` calls, or one."""
         return self.device_mod.run(self, sets, stride, entry)
 
+    def load_state(self):
+        self.state, self.raw = read_state(STATE)
+
     def load_candidate(self, path):
         """The candidate's module run once, its load_inline served from the prebuilt extensions
-        beside it (kernel.so), and the problem module read for the constructor's arguments."""
-        with open(PROBLEM) as fh:
-            self.problem_src = fh.read()
+        beside it (kernel.so); the constructor's arguments come from the state file, as data."""
         ce = cpp_extension_module()
         ce.load_inline, ce.load = prebuilt_loader(os.path.join(os.path.dirname(path), "kernel.so"))
         cls = exec_module(self.src).get("ModelNew")
@@ -539,6 +767,7 @@ class Runner:
                     path = f[-1].split(b"\0", 1)[0].decode()
                     with open(path) as fh:
                         self.src = fh.read()
+                    self.load_state()
                     if self.candidate:
                         self.load_candidate(path)
                     self.reply(op, seq)
@@ -577,7 +806,7 @@ class Runner:
 
 def main(argv):
     warnings.simplefilter("ignore")
-    if len(argv) > 1 and argv[1].startswith("--derive"):
+    if len(argv) > 1 and (argv[1].startswith("--derive") or argv[1] == "--state"):
         # the derivation of a task lives beside this file (torch_derive.py); the helpers above that
         # read a module's dims are shared with it, so a task is derived and run from the same reading
         import importlib.util

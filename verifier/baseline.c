@@ -92,6 +92,32 @@ static int stage_module(struct kg_run *r, char *out, size_t outsz, kg_error *e)
 	return rc;
 }
 
+/* The baseline runner's state file (torchtask.h), into out: a module task's own Model's is the run's
+ * (built for the reference); a manifest's baseline module gets one of its own, built by the same
+ * sandboxed state job, every task input its forward's (tasks/README.md). */
+static int baseline_state(struct kg_run *r, const char *module, char *out, size_t outsz, kg_error *e)
+{
+	const struct kg_plan *p = r->plan;
+	if (r->state_path[0] && !strcmp(p->task.baseline_torch, p->task.ref[KG_BACKEND_TORCH])) {
+		snprintf(out, outsz, "%s", r->state_path);
+		return 0;
+	}
+	char dir[PATH_MAX + 32];
+	snprintf(dir, sizeof(dir), "%s/baseline", r->work);
+	kg_buf spec = {0};
+	struct kg_torch_state *st = calloc(1, sizeof(*st));
+	int rc = st ? kg_torch_state_spec_forward(p, &spec, e) : kg_err(e, -ENOMEM, "out of memory");
+	if (!rc && kg_buf_append(&spec, "", 1)) /* a C string */
+		rc = kg_err(e, -ENOMEM, "out of memory");
+	if (!rc)
+		rc = kg_torch_state_build(module, dir, spec.data, st, e);
+	if (!rc)
+		snprintf(out, outsz, "%s", st->path);
+	kg_buf_free(&spec);
+	free(st);
+	return rc;
+}
+
 struct bl_ctx {
 	struct kg_run *r;
 };
@@ -212,7 +238,7 @@ void kg_phase_baselines(struct kg_run *r)
 {
 	const struct kg_plan *p = r->plan;
 	struct kg_verdict *v = r->v;
-	char py[PATH_MAX], ver[160], gpu_why[200] = "", module[PATH_MAX + 48], jit[PATH_MAX + 32];
+	char py[PATH_MAX], ver[160], gpu_why[200] = "", module[PATH_MAX + 48], jit[PATH_MAX + 32], state[PATH_MAX + 48];
 	if (!v->timed || !kg_run_ok(r) || r->cand_dead) {
 		rows_untimed(r, "not timed: the candidate was not timed");
 		return;
@@ -260,6 +286,8 @@ void kg_phase_baselines(struct kg_run *r)
 				  : "not timed: torch.compile is timed on a GPU runner only (its compiler starts processes)");
 	kg_error e = {0};
 	int rc = stage_module(r, module, sizeof(module), &e);
+	if (!rc)
+		rc = baseline_state(r, module, state, sizeof(state), &e);
 	snprintf(jit, sizeof(jit), "%s/jit-baseline", r->work);
 	if (!rc && be->needs_gpu && mkdir(jit, 0755) && errno != EEXIST)
 		rc = kg_err(&e, -errno, "mkdir %s: %s", jit, strerror(errno));
@@ -275,6 +303,7 @@ void kg_phase_baselines(struct kg_run *r)
 	struct kg_session_opts so = {
 		.be = be,
 		.so_path = module,
+		.state_file = state,
 		.limits = p->limits,
 		.required_layers = p->required_layers,
 		.disabled_layers = p->disabled_layers,

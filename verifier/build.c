@@ -2,6 +2,7 @@
  * sandboxes, then the candidate's imports held against the policy's and its backend's lists
  * before anything of it runs. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,8 +106,79 @@ out:
 	kg_buf_free(&needed);
 }
 
+/* A module task's state (torchtask.h), built on a thread of its own while the candidate compiles:
+ * a sandboxed torch process of its own, which the candidate's build never waits on. */
+struct state_job {
+	char dir[PATH_MAX + 32];
+	kg_buf spec;
+	struct kg_torch_state st;
+	const char *module;
+	int rc;
+	kg_error e;
+	pthread_t th;
+	int started;
+};
+
+static void *state_main(void *arg)
+{
+	struct state_job *j = arg;
+	j->rc = kg_torch_state_build(j->module, j->dir, j->spec.data, &j->st, &j->e);
+	return NULL;
+}
+
+static int state_start(struct kg_run *r, struct state_job *j)
+{
+	snprintf(j->dir, sizeof(j->dir), "%s/ref", r->work);
+	j->module = r->ref_so;
+	int rc = kg_torch_state_spec(r->plan, &j->spec, &j->e);
+	if (!rc && !(rc = kg_buf_append(&j->spec, "", 1))) { /* a C string */
+		if ((rc = -pthread_create(&j->th, NULL, state_main, j)))
+			kg_err(&j->e, rc, "starting the state job's thread: %s", strerror(-rc));
+		j->started = !rc;
+	}
+	return rc;
+}
+
+/* The state job's end: its file for both runners, the shapes the Model refuses dropped (the base
+ * one is kgate's failure: not verified), the module report filled. 0 to go on. */
+static int state_finish(struct kg_run *r, struct state_job *j)
+{
+	if (j->started)
+		pthread_join(j->th, NULL);
+	j->started = 0;
+	kg_buf_free(&j->spec);
+	struct kg_module_report *m = &r->v->module;
+	if (j->rc) {
+		kg_run_internal(r, "building the module's state for the run (the Model built at each shape): %s", j->e.msg);
+		return -1;
+	}
+	const struct kg_torch_state *st = &j->st;
+	snprintf(r->state_path, sizeof(r->state_path), "%s", st->path);
+	m->present = 1;
+	snprintf(m->mode, sizeof(m->mode), "%s", st->mode);
+	snprintf(m->mode_from, sizeof(m->mode_from), "%s", st->mode_from);
+	m->n_entries = st->n_entries;
+	m->n_more = st->n_more;
+	memcpy(m->entries, st->entries, sizeof(m->entries));
+	for (int s = 0; s < r->plan->n_shapes && s < st->n_shapes; s++) {
+		if (!st->refused[s])
+			continue;
+		if (s == 0) {
+			kg_run_internal(r, "the Model refuses the base shape %s: %s", r->plan->shape_str[0], st->why[0]);
+			return -1;
+		}
+		kg_run_drop_shape(r, s, st->why[s]);
+	}
+	if (st->n_shapes < r->plan->n_shapes) {
+		kg_run_internal(r, "the module's state has %d shapes of the run's %d", st->n_shapes, r->plan->n_shapes);
+		return -1;
+	}
+	return 0;
+}
+
 int kg_phase_build(struct kg_run *r)
 {
+	struct state_job *sj = NULL;
 	const struct kg_plan *p = r->plan;
 	struct kg_verdict *v = r->v;
 	struct kg_compile_result *cr = calloc(1, sizeof(*cr));
@@ -121,9 +193,14 @@ int kg_phase_build(struct kg_run *r)
 	struct kg_cache *cache = open_cache(p);
 	const char *ref_src = p->task.ref[p->ref_be->id];
 	if (p->ref_be->runner_script) {
-		/* an interpreted reference (a PyTorch module) runs as it was read: staged, not built */
+		/* an interpreted reference (a PyTorch module) runs as it was read: staged, not built; its
+		 * state for the run (kept buffers, the constructor's arguments) built from that copy */
 		if (kg_torch_stage_ref(r, &ce)) {
 			kg_run_internal(r, "staging the reference %s: %s", ref_src, ce.msg);
+			goto out;
+		}
+		if (!(sj = calloc(1, sizeof(*sj))) || state_start(r, sj)) {
+			kg_run_internal(r, "starting the module's state job: %s", sj ? sj->e.msg : "out of memory");
 			goto out;
 		}
 	} else if (compile_one(r, p->ref_be, &p->ref_src, "ref", r->ref_so, sizeof(r->ref_so), cr, NULL, 0,
@@ -203,6 +280,13 @@ int kg_phase_build(struct kg_run *r)
 	}
 	go_on = kg_run_ok(r);
 out:
+	if (sj) {
+		/* joined whatever happened to the candidate's build: its process ends with its thread */
+		if (sj->started && state_finish(r, sj))
+			go_on = 0;
+		kg_buf_free(&sj->spec);
+		free(sj);
+	}
 	kg_cache_close(cache);
 	free(cr);
 	return go_on;

@@ -39,6 +39,22 @@ double kg_inputs_large_mean_lo(kg_dtype dt)
 	return kg_gen_large_mean_lo((uint32_t)dt);
 }
 
+double kg_inputs_large_mean_for(kg_dtype dt, double rtol, double rms)
+{
+	double lo = kg_inputs_large_mean_lo(dt), b = rtol > rms ? rtol : rms;
+	if (dt != KG_F32 || !(b > 0))
+		return lo;
+	double sized = sqrt(1.5 * b * 16777216.0);
+	return sized > lo ? sized : lo;
+}
+
+void kg_inputs_size_large_mean(struct kg_gen_tensor *t, double lo)
+{
+	double base = kg_gen_large_mean_lo(t->dtype);
+	if (t->kind == KG_GEN_LARGE_MEAN && lo > 0 && base > 0)
+		t->offset *= lo / base;
+}
+
 static int shapes_the_data(enum kg_input_class c)
 {
 	return c == KG_CLASS_ZEROS || c == KG_CLASS_ONES || c == KG_CLASS_SPECIAL || c == KG_CLASS_IDENTITY ||
@@ -90,6 +106,14 @@ void kg_inputs_params(struct kg_gen_tensor *t, kg_dtype dt, size_t n, const int6
 	t->magnitude = dt == KG_F16 ? 2e3 : dt == KG_BF16 ? 1e6 : 1e4;
 	if (dt == KG_F16)
 		t->offset *= 0.5;
+	if (role == KG_ROLE_VARIANCE && kg_dtype_is_float(dt)) {
+		/* a variance is valid under every class: uniform in [s/4, 7s/4], s the tensor's scale
+		 * (0.25 to 4): positive, and far enough from zero that eps does not decide it */
+		t->kind = KG_GEN_UNIFORM;
+		t->offset = t->scale;
+		t->scale *= 0.75;
+		return;
+	}
 	if (c == KG_CLASS_LARGE_MEAN) {
 		double lo = kg_inputs_large_mean_lo(dt);
 		t->offset = (kg_prng_next(&r) & 1 ? lo : -lo) * (1.0 + kg_prng_uniform(&r));

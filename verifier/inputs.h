@@ -36,5 +36,16 @@ const struct kg_gen_zig *kg_inputs_zig(void);
  * unit spread, so that E[x^2]-E[x]^2 cancels; lo is small enough that honest fp32 sums stay within
  * the tasks' tolerances. */
 double kg_inputs_large_mean_lo(kg_dtype dt);
+/* The large_mean lower bound for a task whose bounds are rtol and rms (relative to an element and
+ * to the output's RMS): one-pass fp32 variance is off by about mean^2 * 2^-24 relative to a unit
+ * variance, an honest two-pass one by about mean * 2^-24 times its sums' growth, so the mean is
+ * sized to the bound (|mean|^2 * 2^-24 about 1.5 times it): under a bound of 1e-5 (the C LayerNorm)
+ * it is the dtype's own lo (16 for fp32), under 1e-4 (a module task's) about 50, where the one-pass
+ * error is 2 to 20 bounds and an honest one still a fifth of one. fp32 only; other dtypes keep
+ * theirs. */
+double kg_inputs_large_mean_for(kg_dtype dt, double rtol, double rms);
+/* A draw of class large_mean given a mean of magnitude in [lo, 2 lo) (the dtype's default: 16 for
+ * fp32): its offset scaled, the rest of the draw as it was. Any other draw is left alone. */
+void kg_inputs_size_large_mean(struct kg_gen_tensor *t, double lo);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "verifier/inputs.h"
 #include "verifier/prng.h"
 #include "verifier/resolve.h"
 
@@ -173,6 +174,7 @@ int kg_plan_build(const struct kg_verify_opts *o, struct kg_plan *p, kg_error *e
 		p->classes &= ~(1u << KG_CLASS_SPECIAL);
 	kg_policy_tolerance(&p->pol, p->task.atol, p->task.rtol, p->task.rms_tol, &p->atol, &p->rtol, &p->rms_tol);
 	p->growth = p->pol.growth;
+	p->large_mean_lo = kg_inputs_large_mean_for(KG_F32, p->rtol, p->rms_tol);
 	p->growth_cap = kg_policy_growth_cap(&p->pol);
 	p->warmup = p->pol.warmup;
 	p->iterations = o->iterations >= 0 ? o->iterations : p->pol.iterations;

@@ -41,6 +41,9 @@ struct kg_plan {
 	unsigned classes; /* the policy's minus the task's exclusions; special only where defined */
 	double atol, rtol, rms_tol; /* the task's, widened by the policy's precision */
 	double growth, growth_cap; /* the reduction-length term's factor and cap (verifier/compare.h) */
+	/* the large_mean class's |mean| lower bound for this task's fp32 tensors, sized to its bounds
+	 * (kg_inputs_large_mean_for) */
+	double large_mean_lo;
 	int warmup, iterations;
 	struct kg_sb_limits limits; /* the run sandboxes' */
 	unsigned required_layers, disabled_layers;

@@ -176,6 +176,26 @@ static json_t *verdict_json(const struct kg_verdict *v)
 		json_object_set_new(root, "input_order", kg_report_jstr(&rc, v->input_order));
 	if (v->constants[0])
 		json_object_set_new(root, "constants", kg_report_jstr(&rc, v->constants));
+	if (v->module.present) {
+		/* a module task: the Model's mode, what was drawn and what was kept, the shapes dropped */
+		const struct kg_module_report *m = &v->module;
+		json_t *ents = json_array(), *drops = json_array();
+		for (int i = 0; i < m->n_entries; i++) {
+			const struct kg_module_entry *x = &m->entries[i];
+			json_array_append_new(ents, json_pack("{s:o,s:o,s:o,s:o,s:o}", "name", kg_report_jstr(&rc, x->name),
+							      "how", kg_report_jstr(&rc, x->how), "kind",
+							      kg_report_jstr(&rc, x->kind), "dtype",
+							      kg_report_jstr(&rc, x->dtype), "shape",
+							      kg_report_jstr(&rc, x->shape)));
+		}
+		for (int i = 0; i < m->n_dropped; i++)
+			json_array_append_new(drops, json_pack("{s:o,s:o}", "shape", kg_report_jstr(&rc, m->dropped[i].shape),
+							       "why", kg_report_jstr(&rc, m->dropped[i].why)));
+		json_object_set_new(root, "module",
+				    json_pack("{s:o,s:o,s:o,s:i,s:o}", "mode", kg_report_jstr(&rc, m->mode), "mode_from",
+					      kg_report_jstr(&rc, m->mode_from), "entries", ents, "entries_not_listed",
+					      m->n_more, "dropped_shapes", drops));
+	}
 	json_object_set_new(root, "durations",
 			    json_pack("{s:o,s:b,s:o,s:o,s:o,s:o}", "compile_s", json_real(v->t_compile_s), "compile_cached",
 				      v->compile_cached, "sandbox_start_s", json_real(v->t_reference_s), "checks_s",

@@ -96,6 +96,7 @@ void kg_run_free(struct kg_run *r)
 		kg_session_free(&r->rs);
 	r->cs_up = r->rs_up = 0;
 	kg_keeper_stop(&r->keeper); /* after the runners: their imported arenas went with them */
+	r->state_path[0] = '\0';
 	kg_arena_destroy(&r->ra);
 	kg_arena_destroy(&r->ca);
 	for (int i = 0; i < KG_RUN_MAX_T; i++) {
@@ -260,6 +261,7 @@ void kg_run_start_sessions(struct kg_run *r)
 	/* Reference: trusted code, the same sandbox; threads allowed (a reference may use them). */
 	so.be = p->ref_be;
 	so.so_path = r->ref_so;
+	so.state_file = r->state_path[0] ? r->state_path : NULL;
 	so.threads = 1;
 	uint64_t t0 = kg_now_ns();
 	int rc = kg_session_start(&r->rs, &so, &r->ra, &e);
@@ -287,9 +289,13 @@ void kg_run_start_sessions(struct kg_run *r)
 	so.be = p->be;
 	so.so_path = r->cand_so;
 	if (p->be->runner_script) {
-		/* a ModelNew module: its source as kgate read it (build.c), the problem module staged */
+		/* a ModelNew module: its source as kgate read it (build.c), and the run's state file (the
+		 * constructor's arguments as data, the Model's entries, its kept buffers): never the
+		 * problem module, whose Model a ModelNew could otherwise find and run */
 		so.cand_module = r->cand_module;
-		so.problem_module = r->ref_so;
+		so.state_file = r->state_path[0] ? r->state_path : NULL;
+	} else {
+		so.state_file = NULL;
 	}
 	so.threads = p->pol.threads;
 	so.watched = 1; /* a black box from LOAD on */
@@ -383,12 +389,36 @@ int kg_run_layout_both(struct kg_run *r, int s, kg_error *e)
 	return rc ? rc : kg_run_layout(r, s, &r->ca, e);
 }
 
+void kg_run_drop_shape(struct kg_run *r, int s, const char *why)
+{
+	struct kg_module_report *m = &r->v->module;
+	if (s <= 0 || s >= r->plan->n_shapes || s >= KG_PLAN_MAX_SHAPES || r->dropped[s])
+		return;
+	r->dropped[s] = 1;
+	if (m->n_dropped < (int)(sizeof(m->dropped) / sizeof(m->dropped[0]))) {
+		struct kg_module_drop *d = &m->dropped[m->n_dropped++];
+		snprintf(d->shape, sizeof(d->shape), "%s", r->plan->shape_str[s]);
+		snprintf(d->why, sizeof(d->why), "%s", why);
+	}
+}
+
 int kg_run_set_shape(struct kg_run *r, int s, const char *during)
 {
 	kg_error e = {0};
 	int rc;
-	if (kg_run_layout_both(r, s, &e) || kg_session_setup(&r->rs, &e)) {
-		kg_run_internal(r, "setting up shape %s: %s", kg_run_shape_str(r), e.msg[0] ? e.msg : r->rs.msg);
+	if (kg_run_layout_both(r, s, &e)) {
+		kg_run_internal(r, "setting up shape %s: %s", kg_run_shape_str(r), e.msg);
+		return -1;
+	}
+	if ((rc = kg_session_setup(&r->rs, &e))) {
+		if (rc == KG_SESSION_FAILED && s > 0 && r->plan->ref_be->runner_script) {
+			/* the Model refuses this variant (its constructor raised): dropped, no verdict */
+			char why[700];
+			kg_run_ref_failure(r, rc, &e, why, sizeof(why));
+			kg_run_drop_shape(r, s, why);
+		} else {
+			kg_run_internal(r, "setting up shape %s: %s", kg_run_shape_str(r), e.msg[0] ? e.msg : r->rs.msg);
+		}
 		return -1;
 	}
 	/* whatever goes wrong on the candidate's side is the candidate's */

@@ -24,6 +24,12 @@ struct kg_run {
 	char work[PATH_MAX];
 	char ref_so[PATH_MAX + 32], cand_so[PATH_MAX + 32];
 	char cand_module[PATH_MAX + 32]; /* an interpreted candidate's module (its source as built) */
+	/* A module task's state file (torchtask.h), which both torch runners get: "" where the
+	 * reference is not a module. Shapes the Model itself refuses (there, or when its runner fails
+	 * at a shape other than the base) are dropped: no trial runs there, and the verdict's module
+	 * report says why. */
+	char state_path[PATH_MAX + 48];
+	unsigned char dropped[KG_PLAN_MAX_SHAPES];
 	struct kg_gpu_info gpu;
 	char sanitizer[PATH_MAX]; /* compute-sanitizer, when the policy asks for sanitized runs */
 	/* one arena and one runner per side: the reference's outputs never reach the candidate's */
@@ -154,6 +160,9 @@ int kg_run_layout_both(struct kg_run *r, int s, kg_error *e);
 int kg_run_warm_shape(struct kg_run *r, int s, kg_error *e);
 /* Lays out both arenas for shape s and tells both runners; 0, or -1 after recording why. */
 int kg_run_set_shape(struct kg_run *r, int s, const char *during);
+/* Drops shape s (never the base one) from the trials: the Model itself refuses it (why), which is
+ * no verdict about the candidate. Said in the verdict's module report. */
+void kg_run_drop_shape(struct kg_run *r, int s, const char *why);
 void kg_run_gen_inputs(struct kg_run *r, enum kg_input_class cls, uint64_t seed);
 /* The candidate's arena before a call: this trial's inputs, fresh canaries, poisoned outputs. */
 void kg_run_cand_arena(struct kg_run *r, uint64_t seed);

@@ -49,6 +49,8 @@ static void sanitized_run(struct kg_run *r, enum kg_sanitizer_tool tool)
 	const char *during = "while loading";
 	for (; !rc && shape < p->n_shapes; shape++) {
 		struct kg_call_result res;
+		if (r->dropped[shape]) /* the Model refuses it: no trial ran there either */
+			continue;
 		if ((rc = kg_run_layout(r, shape, &r->ca, &e)) || (rc = kg_session_setup(&ss, &e)))
 			break;
 		uint64_t seed = kg_seed_derive(p->master_seed, SEED_SANITIZER + (uint64_t)tool * 64 + (uint64_t)shape);

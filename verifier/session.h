@@ -27,10 +27,13 @@ struct kg_call_draw {
 struct kg_session_opts {
 	const struct kg_backend *be; /* the runner's backend and its sandbox data */
 	const char *so_path; /* host path of the .so to load (an interpreted candidate's extensions) */
-	/* An interpreted runner hosting a candidate: the candidate's module (host path) and the task's
-	 * problem module beside it (its constructor arguments); NULL for a reference or a .so. */
+	/* An interpreted runner hosting a candidate: the candidate's module (host path); NULL for a
+	 * reference or a .so. */
 	const char *cand_module;
-	const char *problem_module;
+	/* A torch runner's state file (torchtask.h: the constructor's arguments as data, the Model's
+	 * entries, its kept buffers), shown to the reference beside its module and to a candidate in
+	 * place of it; NULL for kgate-run. */
+	const char *state_file;
 	struct kg_sb_limits limits;
 	unsigned required_layers;
 	unsigned disabled_layers;

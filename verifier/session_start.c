@@ -128,6 +128,10 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 	if (kg_path_runner_script(o->be->runner_script, script, sizeof(script)))
 		return kg_err(e, -ENOENT, "%s not found beside kgate-run (install kgate, or set KGATE_RUNNER)",
 			      o->be->runner_script);
+	/* both: the run's state file (a candidate's runner builds its ModelNew from the constructor's
+	 * arguments there; a reference's binds the Model's kept buffers from it) */
+	if (!o->state_file)
+		return kg_err(e, -EINVAL, "a torch runner needs the run's state file");
 	int device = o->be->needs_gpu && !o->tool_argv, filtered = device && o->be->script_filters_itself && !o->unfiltered;
 	if (filtered && kg_path_runner_script("libkgate-filter.so", flib, sizeof(flib)))
 		return kg_err(e, -ENOENT, "libkgate-filter.so not found beside kgate-run (the run filter of a Python "
@@ -156,28 +160,22 @@ static int start_script(struct kg_session *s, const struct kg_session_opts *o, k
 			close(dev_fd);
 		return kg_err(e, -EINVAL, "the arena has no tensor tables for the runner");
 	}
-	/* a candidate's runner is told so: it builds a ModelNew from the problem's constructor
-	 * arguments instead of the problem's Model */
+	/* a candidate's runner is told so: it builds a ModelNew from the constructor's arguments in the
+	 * state file instead of the problem's Model */
 	const char *argv[16] = {py, "-I", "-B", script, "--backend", o->be->name, "--tables", tables};
 	int ac = 8;
 	if (o->cand_module)
 		argv[ac++] = "--candidate";
 	const char *envp[20];
 	script_env(o, envp, cvd, sizeof(cvd));
-	/* a reference: its module as problem.py; a candidate: the problem module there too, its own
-	 * module and the extensions its build made (mapped executable) beside it */
-	struct kg_sb_path paths[10] = {{.host = o->cand_module ? o->problem_module : o->so_path,
-					.inside = "/kgate/lib/problem.py", .flags = 0}};
+	/* both: the state file; a reference: its module as problem.py; a candidate: its own module and
+	 * the extensions its build made (mapped executable), and never the problem module */
+	struct kg_sb_path paths[12] = {{.host = o->state_file, .inside = "/kgate/lib/state", .flags = 0}};
 	int n_paths = 1;
 	const char *load_path = "/kgate/lib/problem.py";
-	if (o->cand_module) {
-		if (!o->problem_module) {
-			close(sv[0]);
-			close(sv[1]);
-			if (dev_fd >= 0)
-				close(dev_fd);
-			return kg_err(e, -EINVAL, "a candidate module needs its problem module");
-		}
+	if (!o->cand_module) {
+		paths[n_paths++] = (struct kg_sb_path){.host = o->so_path, .inside = "/kgate/lib/problem.py"};
+	} else {
 		paths[n_paths++] = (struct kg_sb_path){.host = o->cand_module, .inside = "/kgate/cand/kernel.py"};
 		paths[n_paths++] = (struct kg_sb_path){.host = o->so_path, .inside = "/kgate/cand/kernel.so",
 						       .flags = KG_SB_PATH_EXEC};

@@ -202,6 +202,44 @@ static void repeats_line(FILE *f, struct tpool *tp, const struct kg_verdict *v, 
 	fprintf(f, "    %-24s %s\n", "", ts(tp, line));
 }
 
+/* A module task's lines: the mode its Model ran in, what was drawn per trial and what was kept,
+ * and each shape dropped because the Model refuses it. */
+static void module_lines(FILE *f, struct tpool *tp, const struct kg_verdict *v)
+{
+	const struct kg_module_report *m = &v->module;
+	if (!m->present)
+		return;
+	char line[1600];
+	line[0] = '\0';
+	for (int pass = 0; pass < 2; pass++) {
+		const char *how = pass ? "kept" : "drawn";
+		int n = 0;
+		for (int i = 0; i < m->n_entries; i++) {
+			const struct kg_module_entry *x = &m->entries[i];
+			if (strcmp(x->how, how))
+				continue;
+			const char *what = !strcmp(x->kind, "statistic")  ? " (a statistic)"
+					   : !strcmp(x->kind, "variance") ? " (a variance, positive)"
+									  : "";
+			catf(line, sizeof(line), "%s%s [%s]%s",
+			     n++    ? ", "
+			     : pass ? "; kept at the constructor's values: "
+				    : "; drawn per trial: ",
+			     x->name, x->shape, what);
+		}
+	}
+	if (m->n_more)
+		catf(line, sizeof(line), "; and %d more (the JSON report has every one)", m->n_more);
+	fprintf(f, "module: %s mode (%s)%s\n", ts(tp, m->mode),
+		!strcmp(m->mode_from, "policy") ? "the policy's module_mode"
+		: !strcmp(m->mode, "train")     ? "as the problem leaves it: KernelBench never calls eval()"
+						: "as the problem's constructor leaves it",
+		ts(tp, line));
+	for (int i = 0; i < m->n_dropped; i++)
+		fprintf(f, "module: shape %s dropped, the Model itself refuses it: %s\n", ts(tp, m->dropped[i].shape),
+			ts(tp, m->dropped[i].why));
+}
+
 int kg_report_text_file(const struct kg_verdict *v, FILE *f)
 {
 	struct tpool tp = {.n = 0};
@@ -271,13 +309,15 @@ int kg_report_text_file(const struct kg_verdict *v, FILE *f)
 		else
 			fprintf(f, "  baseline  %-9s %s\n", ts(&tp, b->name), ts(&tp, b->status));
 	}
+	module_lines(f, &tp, v);
 	if (v->input_order[0] && !v->accepted && !strcmp(v->backend, "torch"))
-		fprintf(f, "note: ModelNew's parameters and buffers take the Model's, in state_dict order (by name where "
-			   "ModelNew has buffers of its own); with the forward's inputs first, the task's tensors are: %s\n",
+		fprintf(f, "note: ModelNew's parameters and buffers take the Model's by name, shape and dtype first, "
+			   "then a parameter by shape where one of each side is left; with the forward's inputs first, "
+			   "the task's tensors are: %s\n",
 			ts(&tp, v->input_order));
 	else if (v->input_order[0] && !v->accepted)
-		fprintf(f, "note: kg_forward gets this task's inputs in this order (the Model's parameters and buffers "
-			   "in state_dict order): %s\n",
+		fprintf(f, "note: kg_forward gets this task's inputs in this order (the Model's parameters and running "
+			   "statistics in state_dict order; its other buffers are kept, not inputs): %s\n",
 			ts(&tp, v->input_order));
 	if (v->constants[0])
 		fprintf(f, "constants: %s, passed to the forward as they are\n", ts(&tp, v->constants));

@@ -78,8 +78,13 @@ static int parse_tensor(kg_yaml *y, yaml_node_t *n, const char *field, struct kg
 			s->role = KG_ROLE_WEIGHT;
 		else if (!strcmp(buf, "bias"))
 			s->role = KG_ROLE_BIAS;
+		else if (!strcmp(buf, "statistic"))
+			s->role = KG_ROLE_STATISTIC;
+		else if (!strcmp(buf, "variance"))
+			s->role = KG_ROLE_VARIANCE;
 		else if (strcmp(buf, "activation"))
-			return kg_err(e, -EINVAL, "%s:%d: field '%s': expected activation, weight or bias, got '%s'",
+			return kg_err(e, -EINVAL,
+				      "%s:%d: field '%s': expected activation, weight, bias, statistic or variance, got '%s'",
 				      y->path, kg_yaml_line(rn), sub, buf);
 	}
 	snprintf(sub, sizeof(sub), "%s.shape", field);

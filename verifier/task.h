@@ -28,6 +28,10 @@ enum kg_role {
 	KG_ROLE_ACTIVATION = 0, /* data flowing through the op */
 	KG_ROLE_WEIGHT, /* learnable parameter: randomised like data, never left at a default init */
 	KG_ROLE_BIAS,
+	/* a normalisation's running statistics (a module task's BatchNorm): drawn per trial like a
+	 * weight, the variance from a distribution that keeps it valid (positive, away from zero) */
+	KG_ROLE_STATISTIC,
+	KG_ROLE_VARIANCE,
 };
 
 enum kg_terms {

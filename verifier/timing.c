@@ -406,6 +406,8 @@ static int decoy(struct kg_run *r, int i)
 	if (d % 3)
 		return 0;
 	int s = 1 + (int)((d >> 8) % (uint64_t)(p->n_shapes - 1));
+	if (r->dropped[s]) /* a shape the Model refuses has no reference to check against */
+		return 0;
 	enum kg_input_class cls = (enum kg_input_class)((d >> 24) % KG_CLASS_COUNT_);
 	if (!kg_plan_trials(p, 0, cls))
 		cls = KG_CLASS_NORMAL;

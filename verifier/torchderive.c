@@ -126,7 +126,8 @@ static void stop(struct worker *w, int kill_now, enum kg_sb_end why, const char 
 /* Waits until rx holds a line and, when want_body, the LEN bytes after "WORD LEN\n"; 0 then (the
  * line's length in *line_len, the body's in *body_len), -ETIMEDOUT past deadline_ns, -EPIPE when the
  * process ended or closed its end first. */
-static int await(struct worker *w, uint64_t deadline_ns, int want_body, size_t *line_len, size_t *body_len)
+static int await(struct worker *w, uint64_t deadline_ns, int want_body, size_t max, size_t *line_len,
+		 size_t *body_len)
 {
 	for (;;) {
 		char *nl = w->rx.len ? memchr(w->rx.data, '\n', w->rx.len) : NULL;
@@ -136,7 +137,7 @@ static int await(struct worker *w, uint64_t deadline_ns, int want_body, size_t *
 				return 0;
 			const char *sp = memchr(w->rx.data, ' ', *line_len);
 			unsigned long len = sp ? strtoul(sp + 1, NULL, 10) : 0;
-			if (!sp || len > REPLY_MAX)
+			if (!sp || len > max)
 				return -EPROTO;
 			*body_len = len;
 			if (w->rx.len >= *line_len + 1 + len)
@@ -156,7 +157,7 @@ static int await(struct worker *w, uint64_t deadline_ns, int want_body, size_t *
 			continue;
 		if (k <= 0)
 			return -EPIPE;
-		if (w->rx.len + (size_t)k > REPLY_MAX + 64 || kg_buf_append(&w->rx, buf, (size_t)k))
+		if (w->rx.len + (size_t)k > max + 64 || kg_buf_append(&w->rx, buf, (size_t)k))
 			return -EPROTO;
 	}
 }
@@ -216,7 +217,7 @@ static int start(struct worker *w, kg_error *e)
 	}
 	w->sock = sv[0];
 	size_t line = 0, body = 0;
-	rc = await(w, kg_now_ns() + (uint64_t)(START_S * 1e9), 0, &line, &body);
+	rc = await(w, kg_now_ns() + (uint64_t)(START_S * 1e9), 0, REPLY_MAX, &line, &body);
 	if (!rc && line >= 6 && !memcmp(w->rx.data, "ready ", 6)) {
 		consume(&w->rx, line + 1);
 		return 0;
@@ -257,23 +258,30 @@ static void run_job(struct worker *w, struct kg_torch_job *j)
 		return;
 	}
 	uint64_t t0 = kg_now_ns(); /* the bound is the module's: a process's start has its own */
+	/* the job's line, then (a state job's) its spec and "source", then the module */
+	kg_buf pre = {0};
 	char head[DIMS_MAX + 200];
-	int hl = snprintf(head, sizeof(head), "job %s %s %zu\n", j->name, p->o->dims && *p->o->dims ? p->o->dims : "-",
-			  src.len);
-	int rc = 0;
-	for (size_t off = 0; !rc && off < (size_t)hl + src.len;) {
-		const char *b = off < (size_t)hl ? head + off : src.data + (off - (size_t)hl);
-		size_t len = off < (size_t)hl ? (size_t)hl - off : src.len - (off - (size_t)hl);
+	size_t spec_len = j->verb && j->spec ? strlen(j->spec) : 0;
+	int hl = j->verb ? snprintf(head, sizeof(head), "%s %s - %zu\n", j->verb, j->name, spec_len + 8 + src.len)
+			 : snprintf(head, sizeof(head), "job %s %s %zu\n", j->name,
+				    p->o->dims && *p->o->dims ? p->o->dims : "-", src.len);
+	int rc = kg_buf_append(&pre, head, (size_t)hl);
+	if (!rc && j->verb && !(rc = kg_buf_append(&pre, j->spec ? j->spec : "", spec_len)))
+		rc = kg_buf_append(&pre, "\nsource\n", 8);
+	for (size_t off = 0; !rc && off < pre.len + src.len;) {
+		const char *b = off < pre.len ? pre.data + off : src.data + (off - pre.len);
+		size_t len = off < pre.len ? pre.len - off : src.len - (off - pre.len);
 		ssize_t k = send(w->sock, b, len, MSG_NOSIGNAL);
 		if (k > 0)
 			off += (size_t)k;
 		else if (k < 0 && errno != EINTR)
 			rc = -EPIPE;
 	}
+	kg_buf_free(&pre);
 	kg_ufile_free(&src);
 	size_t line = 0, body = 0;
 	if (!rc)
-		rc = await(w, t0 + (uint64_t)(p->file_s * 1e9), 1, &line, &body);
+		rc = await(w, t0 + (uint64_t)(p->file_s * 1e9), 1, j->reply_max ? j->reply_max : REPLY_MAX, &line, &body);
 	if (!rc && line > 3 && !memcmp(w->rx.data, "ok ", 3)) {
 		j->rc = kg_buf_append(&j->yaml, w->rx.data + line + 1, body);
 		consume(&w->rx, line + 1 + body);
@@ -284,11 +292,12 @@ static void run_job(struct worker *w, struct kg_torch_job *j)
 		/* the process is gone or no longer to be trusted with the next module: replaced */
 		char text[400];
 		stop(w, rc == -ETIMEDOUT || !rc || rc == -EPROTO, KG_SB_END_TIMEOUT, j->name, text, sizeof(text));
+		const char *what = j->verb ? "building the run's state" : "deriving the task";
 		if (rc == -ETIMEDOUT)
-			job_fail(j, -ETIMEDOUT, "%s: deriving the task took over %g s (stopped; a module's time bound)",
-				 j->module, p->file_s);
+			job_fail(j, -ETIMEDOUT, "%s: %s took over %g s (stopped; a module's time bound)", j->module, what,
+				 p->file_s);
 		else
-			job_fail(j, -EINVAL, "%s: deriving the task failed (%s)", j->module,
+			job_fail(j, -EINVAL, "%s: %s failed (%s)", j->module, what,
 				 rc == -EPIPE ? text : "a malformed reply from the torch process");
 	}
 	j->seconds = (double)(kg_now_ns() - t0) / 1e9;

@@ -12,8 +12,14 @@
 struct kg_torch_job {
 	const char *module; /* the module's path (read as a user's file: no link, regular, capped) */
 	const char *name; /* the task's name: [A-Za-z0-9_-] only */
+	/* A job of another kind than a derivation: "state" (torch_derive.py's state(), the run's state
+	 * file), its spec (lines sent before the module: the process gets spec, "source\n", module),
+	 * and the largest reply taken (0: 4 MiB). NULL: a derivation. */
+	const char *verb;
+	const char *spec;
+	size_t reply_max;
 	/* results */
-	kg_buf yaml; /* the manifest when rc is 0; the caller's to free */
+	kg_buf yaml; /* the manifest (the reply: a state job's file) when rc is 0; the caller's to free */
 	int rc; /* 0; -EINVAL, the module's task cannot be derived (msg says why, naming the module);
 	         * -ETIMEDOUT, past its time bound; -ENOENT, no Python with torch or no sandboxed
 	         * process started; another -errno reading the module */

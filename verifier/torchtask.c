@@ -15,6 +15,9 @@
 #include "verifier/run.h"
 #include "verifier/torchderive.h"
 
+/* a run's state: its kept buffers at every shape (a minGPT mask at 1024 is 4 MiB a shape) */
+#define STATE_MAX (1ull << 30)
+
 
 int kg_task_is_module(const char *path)
 {
@@ -121,4 +124,121 @@ int kg_torch_stage_ref(struct kg_run *r, kg_error *e)
 		return kg_err(e, -errno, "mkdir %s: %s", dir, strerror(errno));
 	snprintf(r->ref_so, sizeof(r->ref_so), "%s/problem.py", dir);
 	return kg_write_file(r->ref_so, r->plan->ref_src.data, r->plan->ref_src.len, 0644, e);
+}
+
+static const char *const roles[] = {"activation", "weight", "bias", "statistic", "variance"};
+
+/* The spec; all_forward: every input named an activation (the forward's), whatever its role. */
+static int state_spec(const struct kg_plan *p, int all_forward, kg_buf *spec, kg_error *e)
+{
+	char line[512];
+	int rc = 0;
+	snprintf(line, sizeof(line), "mode %s\n", kg_module_mode_name(p->pol.module_mode));
+	rc = kg_buf_append(spec, line, strlen(line));
+	for (int i = 0; !rc && i < p->task.n_inputs; i++) {
+		const struct kg_tensor_spec *t = &p->task.inputs[i];
+		snprintf(line, sizeof(line), "input %s %s\n", t->name,
+			 all_forward ? roles[0]
+			 : (unsigned)t->role < sizeof(roles) / sizeof(roles[0]) ? roles[t->role]
+										: "weight");
+		rc = kg_buf_append(spec, line, strlen(line));
+	}
+	for (int s = 0; !rc && s < p->n_shapes; s++) {
+		snprintf(line, sizeof(line), "shape %s\n", p->shape_str[s]);
+		rc = kg_buf_append(spec, line, strlen(line));
+	}
+	return rc ? kg_err(e, rc, "out of memory") : 0;
+}
+
+int kg_torch_state_spec(const struct kg_plan *p, kg_buf *spec, kg_error *e)
+{
+	return state_spec(p, 0, spec, e);
+}
+
+int kg_torch_state_spec_forward(const struct kg_plan *p, kg_buf *spec, kg_error *e)
+{
+	return state_spec(p, 1, spec, e);
+}
+
+/* "a b c" at p: the next word into out (up to a space or the line's end). */
+static const char *word(const char *p, const char *end, char *out, size_t outsz)
+{
+	size_t n = 0;
+	while (p < end && *p == ' ')
+		p++;
+	while (p < end && *p != ' ' && *p != '\n') {
+		if (n + 1 < outsz)
+			out[n++] = *p;
+		p++;
+	}
+	out[n] = '\0';
+	return p;
+}
+
+int kg_torch_state_parse(const char *data, size_t len, struct kg_torch_state *st, kg_error *e)
+{
+	const char *p = data, *end = data + len;
+	int json = 0;
+	st->n_shapes = st->n_entries = st->n_more = 0;
+	snprintf(st->mode, sizeof(st->mode), "train");
+	snprintf(st->mode_from, sizeof(st->mode_from), "problem");
+	if (len < 14 || memcmp(data, "kgate-state 1\n", 14))
+		return kg_err(e, -EPROTO, "the state file does not begin \"kgate-state 1\"");
+	while (p < end && !json) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		char w[64], a[64];
+		const char *q = word(p, le, w, sizeof(w));
+		if (!strcmp(w, "mode")) {
+			q = word(q, le, st->mode, sizeof(st->mode));
+			word(q, le, st->mode_from, sizeof(st->mode_from));
+		} else if (!strcmp(w, "shape")) {
+			q = word(q, le, a, sizeof(a));
+			long k = strtol(a, NULL, 10);
+			q = word(q, le, w, sizeof(w));
+			if (k < 0 || k >= KG_TORCH_MAX_SHAPES)
+				return kg_err(e, -EPROTO, "the state file names shape %ld", k);
+			if (k >= st->n_shapes)
+				st->n_shapes = (int)k + 1;
+			st->refused[k] = !strcmp(w, "refused");
+			while (q < le && *q == ' ')
+				q++;
+			snprintf(st->why[k], sizeof(st->why[k]), "%.*s", (int)(le - q), q);
+		} else if (!strcmp(w, "entry")) {
+			if (st->n_entries >= (int)(sizeof(st->entries) / sizeof(st->entries[0]))) {
+				st->n_more++;
+			} else {
+				struct kg_module_entry *x = &st->entries[st->n_entries++];
+				q = word(q, le, x->name, sizeof(x->name));
+				q = word(q, le, x->how, sizeof(x->how));
+				q = word(q, le, x->kind, sizeof(x->kind));
+				q = word(q, le, x->dtype, sizeof(x->dtype));
+				word(q, le, x->shape, sizeof(x->shape));
+			}
+		} else if (!strcmp(w, "json")) {
+			json = 1;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	if (!json)
+		return kg_err(e, -EPROTO, "the state file has no \"json\" line");
+	return 0;
+}
+
+int kg_torch_state_build(const char *module, const char *dir, const char *spec, struct kg_torch_state *st,
+			 kg_error *e)
+{
+	struct kg_torch_job j = {.module = module, .name = "problem", .verb = "state", .spec = spec,
+				 .reply_max = STATE_MAX};
+	struct kg_torch_derive_opts o = {.file_s = 600, .workers = 1};
+	int rc = kg_torch_derive_jobs(&j, 1, &o, e);
+	if (!rc && j.rc)
+		rc = kg_err(e, j.rc, "%s", j.msg);
+	snprintf(st->path, sizeof(st->path), "%s/state", dir);
+	if (!rc)
+		rc = kg_torch_state_parse(j.yaml.data, j.yaml.len, st, e);
+	if (!rc)
+		rc = kg_write_file(st->path, j.yaml.data, j.yaml.len, 0644, e);
+	kg_buf_free(&j.yaml);
+	return rc;
 }

@@ -532,20 +532,35 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	kg_run_record(r, &f, cls, seed, "after the call");
 }
 
+/* The trials planned over the shapes not dropped. */
+static int shape_trials(const struct kg_run *r)
+{
+	int n = 0;
+	for (int s = 0; s < r->plan->n_shapes; s++)
+		for (int k = 0; !r->dropped[s] && k < KG_CLASS_COUNT_; k++)
+			n += kg_plan_trials(r->plan, s, (enum kg_input_class)k);
+	return n;
+}
+
 void kg_phase_correctness(struct kg_run *r)
 {
 	const struct kg_plan *p = r->plan;
 	uint64_t t0 = kg_now_ns(), trial_seq = 0;
 	int shapes_done = 0;
-	r->trial_total = kg_plan_trial_count(p);
+	r->trial_total = shape_trials(r);
 	for (int s = 0; s < p->n_shapes && !r->cand_dead && !r->v->internal_error[0]; s++) {
-		if (kg_run_set_shape(r, s, "while setting up"))
+		if (r->dropped[s]) /* the Model refuses it (build.c): no reference, no trial */
+			continue;
+		if (kg_run_set_shape(r, s, "while setting up")) {
+			if (r->dropped[s])
+				continue;
 			break;
+		}
 		shapes_done = s + 1;
 		int first = 1;
-		for (int k = 0; k < KG_CLASS_COUNT_ && !r->cand_dead && !r->v->internal_error[0]; k++) {
+		for (int k = 0; k < KG_CLASS_COUNT_ && !r->cand_dead && !r->v->internal_error[0] && !r->dropped[s]; k++) {
 			int nt = kg_plan_trials(p, s, (enum kg_input_class)k);
-			for (int t = 0; t < nt && !r->cand_dead && !r->v->internal_error[0]; t++) {
+			for (int t = 0; t < nt && !r->cand_dead && !r->v->internal_error[0] && !r->dropped[s]; t++) {
 				uint64_t seed = kg_seed_derive(p->master_seed, ++trial_seq);
 				/* the next trial of this shape, whose reference runs during this one's checks */
 				struct trial_id next = {(enum kg_input_class)k, kg_seed_derive(p->master_seed, trial_seq + 1)};
@@ -566,13 +581,21 @@ void kg_phase_correctness(struct kg_run *r)
 	/* A PASS only for every planned trial run: a trusted side that failed part way (exit 3) leaves
 	 * the rest unchecked, and kgate 0.2 said "PASS correctness 26 trials over 9 shapes" when one
 	 * shape of nine had run before its reference failed. */
-	int complete = !r->v->internal_error[0] && r->n_trials > 0 && r->n_trials >= r->trial_total;
+	int complete = !r->v->internal_error[0] && r->n_trials > 0 && r->n_trials >= shape_trials(r);
 	char tol[160];
 	snprintf(tol, sizeof(tol), "atol=%g rtol=%g rms=%g (precision %s), growth %g*n*u up to %g", p->atol, p->rtol,
 		 p->rms_tol, kg_precision_name(p->pol.precision), p->growth, p->growth_cap);
+	int n_dropped = 0;
+	for (int s = 0; s < p->n_shapes; s++)
+		n_dropped += r->dropped[s];
+	char shapes[96];
+	snprintf(shapes, sizeof(shapes), "%d shapes", p->n_shapes - n_dropped);
+	if (n_dropped)
+		snprintf(shapes + strlen(shapes), sizeof(shapes) - strlen(shapes),
+			 " (%d dropped: the Model refuses them, see the module lines)", n_dropped);
 	if (failed || complete)
 		kg_verdict_add_check(r->v, "correctness", failed ? KG_CHECK_FAIL : KG_CHECK_PASS, kg_secs_since(t0),
-				     "%d trials over %d shapes, %s", r->n_trials, p->n_shapes, tol);
+				     "%d trials over %s, %s", r->n_trials, shapes, tol);
 	else
 		kg_verdict_add_check(r->v, "correctness", KG_CHECK_SKIP, kg_secs_since(t0),
 				     "%s: %d of %d trials ran, stopped at shape %d of %d by a failure of kgate's own (see "

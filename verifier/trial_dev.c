@@ -38,6 +38,10 @@ void kg_run_gen_into(struct kg_run *r, int next, enum kg_input_class cls, uint64
 		const struct kg_arena_slot *s = &r->ca.slot[i];
 		kg_inputs_params(&g->d.t[i], s->dtype, (size_t)s->numel, s->shape, s->ndim, r->plan->task.inputs[i].role,
 				 cls, r->plan->classes, &tk, i);
+		/* a large mean sized to the task's bounds (plan.c): the one-pass variance it is there to
+		 * catch fails by as many bounds under a loose tolerance as under a tight one */
+		if (s->dtype == KG_F32)
+			kg_inputs_size_large_mean(&g->d.t[i], r->plan->large_mean_lo);
 	}
 	memset(&tk, 0, sizeof(tk));
 	if (!r->dev_gen)

@@ -171,6 +171,12 @@ static int ref_finish(struct kg_run *r, int rc, const struct kg_call_result *res
 	if (rc) {
 		char why[700];
 		kg_run_ref_failure(r, rc, e, why, sizeof(why));
+		if (rc == KG_SESSION_FAILED && r->shape > 0 && p->ref_be->runner_script) {
+			/* a Model that refuses a shape other than the base one (its runner said its forward
+			 * raised there): the shape is dropped, which says nothing of the candidate */
+			kg_run_drop_shape(r, r->shape, why);
+			return -1;
+		}
 		kg_run_internal(r, "running the reference%s (%s, %s): %s", what, kg_run_shape_str(r), res->step, why);
 		return -1;
 	}

@@ -116,6 +116,28 @@ struct kg_verdict {
 	/* a module task's constants, the numbers its forward gets from get_inputs() ("s=3.14 (float,
 	 * argument 1)"), "" for none */
 	char constants[300];
+	/* A module task (its reference a PyTorch Model): the mode the Model ran in and whose word that
+	 * was, what became of each of its parameters and buffers (drawn per trial, or kept at the
+	 * values its constructor gives them, the same on both sides), and the shapes dropped because
+	 * the Model itself refuses them (no verdict about the candidate either way). */
+	struct kg_module_report {
+		int present;
+		char mode[8]; /* "train", "eval" */
+		char mode_from[8]; /* "problem": as its constructor leaves it; "policy": module_mode */
+		int n_entries, n_more; /* n_more: entries past the table's room */
+		struct kg_module_entry {
+			char name[64];
+			char how[8]; /* "drawn", "kept" */
+			char kind[12]; /* "parameter", "statistic", "variance", "buffer" */
+			char dtype[12];
+			char shape[48]; /* "1x1x16x16" at the base shape; "scalar" */
+		} entries[32];
+		int n_dropped;
+		struct kg_module_drop {
+			char shape[128];
+			char why[320];
+		} dropped[24];
+	} module;
 	double bytes, flops; /* cost of one call at the nominal dims, 0 when unknown */
 	double cand_gbps, cand_gflops, roofline; /* roofline: fraction of the measured ceiling */
 	double ceiling_gbps;

@@ -4,8 +4,9 @@
  * finds each of them there and compiles nothing (its filter lets it start no process, and the
  * directory is read-only to it).
  *
- * The warm-up process runs the candidate's forward once at every planned shape, on tensors of its
- * own (the problem's get_inputs at those dims, drawn by torch: nothing of the run's key), with the
+ * The warm-up process runs the candidate's forward once at every planned shape, built from the
+ * run's state file as the run's process builds it (the problem module never enters it), on tensors
+ * of its own (the state file's dtypes and shapes, drawn by torch: nothing of the run's key), with the
  * GPU and without the run filter: Triton runs ptxas and the C compiler (its launcher) in processes
  * of their own and writes its cache. What it may do the candidate's code may then do too, for a
  * bounded time, before any checked call: start processes (only what the sandbox shows: /usr, the
@@ -42,6 +43,8 @@ int kg_torch_warmup(const struct kg_session_opts *o, const char *shapes, const c
 {
 	char py[PATH_MAX], why[160], script[PATH_MAX], helper[PATH_MAX], prefix[PATH_MAX], cvd[160];
 	log[0] = '\0';
+	if (!o->state_file)
+		return kg_err(e, -EINVAL, "the JIT warm-up needs the run's state file");
 	if (kg_path_python(py, sizeof(py), why, sizeof(why)))
 		return kg_err(e, -ENOENT, "%s", why);
 	if (kg_path_runner_script(o->be->runner_script, script, sizeof(script)) ||
@@ -58,7 +61,7 @@ int kg_torch_warmup(const struct kg_session_opts *o, const char *shapes, const c
 		envp[11] = cvd;
 	}
 	struct kg_sb_path paths[10] = {
-		{.host = o->problem_module, .inside = "/kgate/lib/problem.py"},
+		{.host = o->state_file, .inside = "/kgate/lib/state"},
 		{.host = o->cand_module, .inside = "/kgate/cand/kernel.py"},
 		{.host = o->so_path, .inside = "/kgate/cand/kernel.so", .flags = KG_SB_PATH_EXEC},
 		{.host = jit_dir, .inside = "/kgate/jit", .flags = KG_SB_PATH_RW | KG_SB_PATH_EXEC},

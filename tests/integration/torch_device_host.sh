@@ -10,7 +10,7 @@ set -u
 need_torch
 py=$("$KGATE" doctor 2>/dev/null | sed -n 's/^  python    torch: \([^,]*\),.*/\1/p')
 "${py:-/usr/bin/python3}" -I -B tests/integration/torch_device_host.py "$(cd "$B" && pwd)" \
-	tests/data/kernelbench/layernorm.py >"$tmp/dev.out" 2>&1
+	tests/data/kernelbench >"$tmp/dev.out" 2>&1
 rc=$?
 grep -v "runtime is found" "$tmp/dev.out"
 ok "torch_device.py's batched calls, on the host (exit $rc)" [ $rc -eq 0 ]

@@ -407,10 +407,80 @@ static void test_seeded_classes_differ(void **state)
 	assert_true(kg_class_is_seeded(KG_CLASS_MIXED));
 }
 
+/* A normalisation's running variance (role variance) is positive and away from zero under every
+ * class, zeros, negative and large included; a running mean (role statistic) is drawn like a
+ * weight, random under every class. */
+static void test_variance_role(void **state)
+{
+	(void)state;
+	enum { N = 4096 };
+	const int64_t shape[1] = {N};
+	float *a = malloc(N * sizeof(float));
+	assert_non_null(a);
+	for (int c = 0; c < KG_CLASS_COUNT_; c++)
+		for (uint32_t seed = 1; seed <= 8; seed++) {
+			kg_key k = key_of(seed);
+			kg_inputs_fill(a, KG_F32, N, shape, 1, KG_ROLE_VARIANCE, (enum kg_input_class)c, KG_CLASS_ALL, &k, 3);
+			float lo = a[0], hi = a[0];
+			for (int i = 0; i < N; i++)
+				lo = fminf(lo, a[i]), hi = fmaxf(hi, a[i]);
+			if (!(lo >= 0.25f * 0.25f * 0.999f && hi <= 1.75f * 4.0f * 1.001f && hi > lo))
+				fail_msg("class %s seed %u: variance in [%g, %g]", kg_class_name((enum kg_input_class)c), seed,
+					 (double)lo, (double)hi);
+			kg_inputs_fill(a, KG_F32, N, shape, 1, KG_ROLE_STATISTIC, (enum kg_input_class)c, KG_CLASS_ALL, &k, 3);
+			int distinct = 0;
+			for (int i = 1; i < N; i++)
+				distinct += a[i] != a[0];
+			assert_true(distinct > N / 2);
+		}
+	free(a);
+}
+
+/* large_mean sized to the task's bound: the dtype's own 16 under the C LayerNorm's 1e-5, about 50
+ * under a module task's 1e-4, whatever the order of rtol and rms; half precisions keep theirs. A
+ * draw given lo has its mean in [lo, 2 lo), its unit spread kept; other draws are left alone. */
+static void test_large_mean_sized(void **state)
+{
+	(void)state;
+	assert_true(kg_inputs_large_mean_for(KG_F32, 1e-5, 1e-6) == 16.0);
+	double m = kg_inputs_large_mean_for(KG_F32, 1e-4, 1e-4);
+	assert_true(m > 49.0 && m < 51.0);
+	assert_true(kg_inputs_large_mean_for(KG_F32, 1e-6, 1e-4) == m);
+	assert_true(kg_inputs_large_mean_for(KG_F16, 1e-2, 1e-2) == kg_inputs_large_mean_lo(KG_F16));
+	assert_true(kg_inputs_large_mean_for(KG_F32, 0, 0) == 16.0);
+	enum { R = 16, C = 1000 };
+	const int64_t shape[2] = {R, C};
+	float *a = malloc(R * C * sizeof(float));
+	assert_non_null(a);
+	for (uint32_t seed = 1; seed <= 6; seed++) {
+		kg_key k = key_of(seed);
+		struct kg_gen_tensor t;
+		kg_inputs_params(&t, KG_F32, R * C, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_LARGE_MEAN, KG_CLASS_ALL, &k, 0);
+		kg_inputs_size_large_mean(&t, m);
+		kg_inputs_fill_tensor(a, &t, &k);
+		double s = 0, s2 = 0;
+		for (int i = 0; i < R * C; i++)
+			s += a[i];
+		double mean = s / (R * C);
+		for (int i = 0; i < R * C; i++)
+			s2 += (a[i] - mean) * (a[i] - mean);
+		if (!(fabs(mean) >= m - 0.1 && fabs(mean) < 2 * m + 0.1 && fabs(sqrt(s2 / (R * C)) - 1.0) < 0.05))
+			fail_msg("seed %u: mean %g, spread %g (lo %g)", seed, mean, sqrt(s2 / (R * C)), m);
+		/* a normal draw is not moved */
+		kg_inputs_params(&t, KG_F32, R * C, shape, 2, KG_ROLE_ACTIVATION, KG_CLASS_NORMAL, KG_CLASS_ALL, &k, 0);
+		double off = t.offset;
+		kg_inputs_size_large_mean(&t, m);
+		assert_true(t.offset == off);
+	}
+	free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_core_matches_fill),
+		cmocka_unit_test(test_variance_role),
+		cmocka_unit_test(test_large_mean_sized),
 		cmocka_unit_test(test_core_subranges),
 		cmocka_unit_test(test_core_exp_log),
 		cmocka_unit_test(test_core_normal_moments),

@@ -70,6 +70,8 @@ static void test_errors(void **state)
 		{"kgate_policy: 1\nclasses: [normal, weird]\n", "unknown class 'weird'"},
 		{"kgate_policy: 1\nclasses: [zeros]\n", "'normal' is required"},
 		{"kgate_policy: 1\nshapes: all\n", ":2: field 'shapes'"},
+		{"kgate_policy: 1\nmodule_mode: inference\n", ":2: field 'module_mode'"},
+		{"kgate_policy: 1\nmodule_mode: [train]\n", "module_mode"},
 		{"kgate_policy: 1\nsandbox:\n  required_layers: [selinux]\n", "unknown layer 'selinux'"},
 		{"kgate_policy: 1\nsandbox:\n  memory_mb: lots\n", ":3: field 'sandbox.memory_mb'"},
 		{"kgate_policy: 1\ntiming:\n  iterations: 5\n  warmpu: 1\n", ":4: unknown key 'warmpu'"},
@@ -146,6 +148,18 @@ static void test_queries(void **state)
 	assert_int_equal(p->compute_sanitizer,
 			 1u << KG_SAN_MEMCHECK | 1u << KG_SAN_RACECHECK | 1u << KG_SAN_SYNCCHECK);
 	assert_string_equal(kg_sanitizer_tool_name(KG_SAN_INITCHECK), "initcheck");
+
+	/* a module task's mode: the problem's by default (KernelBench never calls eval()), or the
+	 * one named */
+	kg_policy_defaults(p);
+	assert_int_equal(p->module_mode, KG_MODULE_MODE_PROBLEM);
+	assert_int_equal(load_text("kgate_policy: 1\nmodule_mode: eval\n", p, &e), 0);
+	assert_int_equal(p->module_mode, KG_MODULE_MODE_EVAL);
+	assert_string_equal(kg_module_mode_name(p->module_mode), "eval");
+	assert_int_equal(load_text("kgate_policy: 1\nmodule_mode: train\n", p, &e), 0);
+	assert_int_equal(p->module_mode, KG_MODULE_MODE_TRAIN);
+	assert_int_equal(load_text("kgate_policy: 1\n", p, &e), 0);
+	assert_string_equal(kg_module_mode_name(p->module_mode), "problem");
 	free(p);
 }
 

@@ -80,6 +80,16 @@ static void test_good(void **state)
 	assert_int_equal(t->n_shapesets, 2);
 	assert_int_equal(t->inputs[1].role, KG_ROLE_WEIGHT);
 	assert_int_equal(t->inputs[1].dtype, KG_BF16);
+	/* a module task's running statistics: roles of their own (drawn per trial, a variance valid) */
+	char stats[2048];
+	const char *rw = strstr(good, "role: weight}");
+	assert_non_null(rw);
+	snprintf(stats, sizeof(stats), "%.*srole: variance}\n  - {name: m, dtype: f32, shape: [C], role: statistic}%s",
+		 (int)(rw - good), good, rw + strlen("role: weight}"));
+	assert_int_equal(load_text(stats, t, &e), 0);
+	assert_int_equal(t->inputs[1].role, KG_ROLE_VARIANCE);
+	assert_int_equal(t->inputs[2].role, KG_ROLE_STATISTIC);
+	assert_int_equal(load_text(good, t, &e), 0);
 	int64_t shape[KG_MAX_DIMS];
 	assert_int_equal(kg_task_shape(&t->outputs[0], &t->shapesets[0].dims, shape, &e), 0);
 	assert_int_equal(shape[1], 3);
@@ -155,7 +165,7 @@ static void test_malformed(void **state)
 		{"(C+1)/2", "(C-9)", {"outside [1, 2^32]", NULL, NULL}},
 		{"  nominal: {R: 4, C: 5}\n", "", {"'nominal' shape set is required", NULL, NULL}},
 		{"{c: ref.c}", "{c: missing.c}", {":16:", "reference.c", "missing.c"}},
-		{"role: weight", "role: wieght", {":11:", "inputs[1].role", NULL}},
+		{"role: weight", "role: wieght", {":11:", "inputs[1].role", "statistic or variance"}},
 		{"shape: [R, C]}", "shape: R}", {":10:", "inputs[0].shape", "expected a list"}},
 		{"kgate_task: 1", "kgate_task: 2", {":1:", "kgate_task", "outside"}},
 		{"dims: [R, C]", "dims: [R, C", {"YAML syntax error", NULL, NULL}},
