@@ -80,7 +80,7 @@ static int map_paged(struct kg_rarena *ra, size_t out_size, char *err, size_t er
 	return rc;
 }
 
-int kg_rarena_map(struct kg_rarena *ra, char *err, size_t errsz)
+int kg_rarena_map(struct kg_rarena *ra, int tables_fd, char *err, size_t errsz)
 {
 	struct stat st, si;
 	memset(ra, 0, sizeof(*ra));
@@ -88,7 +88,9 @@ int kg_rarena_map(struct kg_rarena *ra, char *err, size_t errsz)
 		snprintf(err, errsz, "no arena on fd %d", KG_WIRE_ARENA_FD);
 		return -EBADF;
 	}
-	ra->paged = !fstat(KG_WIRE_INPUT_FD, &si) && si.st_size > 0;
+	/* fd 5 holds a paged arena's inputs, unless the arena is not paged and the tensor tables took
+	 * that number (session_start.c hands the fds in order, the tables last) */
+	ra->paged = tables_fd != KG_WIRE_INPUT_FD && !fstat(KG_WIRE_INPUT_FD, &si) && si.st_size > 0;
 	ra->in_size = ra->paged ? (size_t)si.st_size : 0;
 	ra->size = ra->in_size + (size_t)st.st_size;
 	if (ra->paged) {

@@ -18,7 +18,7 @@ struct kg_rarena {
 };
 
 /* Maps fd 4 (and, paged, fd 5 through the page map on fd 6, then seals the range). */
-int kg_rarena_map(struct kg_rarena *ra, char *err, size_t errsz);
+int kg_rarena_map(struct kg_rarena *ra, int tables_fd, char *err, size_t errsz);
 /* Paged: every tensor of a SETUP lies within pages mapped at start. Flat: nothing to check. */
 int kg_rarena_check(const struct kg_rarena *ra, const struct kg_wire_tensor *t, int n, char *err, size_t errsz);
 

@@ -525,7 +525,7 @@ int main(int argc, char **argv)
 		b->device_fd = KG_WIRE_ARENA_FD;
 		b->device_bytes = (size_t)device_bytes;
 		rarena.size = (size_t)device_bytes;
-	} else if (kg_rarena_map(&rarena, hello.msg, sizeof(hello.msg))) {
+	} else if (kg_rarena_map(&rarena, tables_fd, hello.msg, sizeof(hello.msg))) {
 		hello.status = KG_WS_ERROR;
 		goto fail;
 	}

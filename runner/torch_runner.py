@@ -573,7 +573,9 @@ class Runner:
             return
         self.out_size = os.fstat(ARENA_FD).st_size
         try:
-            self.in_size = os.fstat(INPUT_FD).st_size
+            # fd 5 is a paged arena's inputs, unless the arena is not paged and the tensor tables
+            # took that number (runner/wire.h)
+            self.in_size = os.fstat(INPUT_FD).st_size if tables_fd != INPUT_FD else 0
         except OSError:
             self.in_size = 0
         self.outmap = mmap.mmap(ARENA_FD, self.out_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
@@ -824,6 +826,7 @@ def main(argv):
         here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_device.py")
         spec = importlib.util.spec_from_file_location("kgate_torch_device", here)
         mod = importlib.util.module_from_spec(spec)
+        sys.modules["kgate_torch_device"] = mod  # the module finds itself there (torch_device.main)
         spec.loader.exec_module(mod)
         return mod.main(argv, sys.modules[__name__])
     if len(argv) > 1 and argv[1] == "--probe":

@@ -44,7 +44,8 @@ int sb_filter_desc_format(const struct sb_filter_desc *d, char *out, size_t n)
 	if (d->mem_bytes)
 		snprintf(mem, sizeof(mem), "%" PRIu64, d->mem_bytes);
 	int len = snprintf(out, n, "%s;threads=%d;mem=%s;ro_opens=%d;watched=%d;syscalls=",
-			   kg_sb_profile_name(d->profile), !!d->allow_threads, mem, !!d->readonly_opens, !!d->watched);
+			   kg_sb_profile_name(d->profile), !!d->allow_threads, mem, d->readonly_opens == 2 ? 2 : !!d->readonly_opens,
+			   !!d->watched);
 	if (len < 0 || (size_t)len >= n)
 		return -ENAMETOOLONG;
 	for (int i = 0; i < d->n_syscalls; i++) {
@@ -74,6 +75,16 @@ static int flag(const char **s, const char *key, int *out)
 	if (lit(s, key) || ((*s)[0] != '0' && (*s)[0] != '1') || (*s)[1] != ';')
 		return -EINVAL;
 	*out = (*s)[0] == '1';
+	*s += 2;
+	return 0;
+}
+
+/* ro_opens: 0, 1 (a write open ends the process) or 2 (a write open fails with EACCES) */
+static int ro_flag(const char **s, int *out)
+{
+	if (lit(s, "ro_opens=") || (*s)[0] < '0' || (*s)[0] > '2' || (*s)[1] != ';')
+		return -EINVAL;
+	*out = (*s)[0] - '0';
 	*s += 2;
 	return 0;
 }
@@ -113,7 +124,7 @@ int sb_filter_desc_parse(const char *s, struct sb_filter_desc *d)
 		return -EINVAL;
 	s = semi + 1;
 	if (flag(&s, "threads=", &d->allow_threads) || lit(&s, "mem=") || mem_value(&s, &d->mem_bytes) ||
-	    flag(&s, "ro_opens=", &d->readonly_opens) || flag(&s, "watched=", &d->watched) || lit(&s, "syscalls="))
+	    ro_flag(&s, &d->readonly_opens) || flag(&s, "watched=", &d->watched) || lit(&s, "syscalls="))
 		return -EINVAL;
 	while (*s) {
 		size_t len = strcspn(s, ",");

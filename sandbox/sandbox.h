@@ -57,6 +57,8 @@ char *kg_sb_layers_str(unsigned mask, char *out, size_t outsz);
 unsigned kg_sb_layer_parse(const char *name);
 
 #define KG_SB_MEM_UNBOUNDED UINT64_MAX
+/* kg_sb_spec.readonly_opens: a write open fails with EACCES rather than ending the process */
+#define KG_SB_RO_OPENS_EACCES 2
 
 struct kg_sb_limits {
 	double wall_s; /* watchdog: the whole process group is killed after this; 0 = 60 s */
@@ -123,7 +125,8 @@ struct kg_sb_spec {
 	enum kg_sb_proc proc;
 	int sys_ro; /* /sys, read-only */
 	const char *const *syscalls; /* NULL-ended names added to the profile's allowlist */
-	int readonly_opens; /* open/openat only without write access, creation or truncation */
+	int readonly_opens; /* open/openat only without write access, creation or truncation: 1, a write
+			     * open ends the process; KG_SB_RO_OPENS_EACCES, it fails with EACCES */
 	/* What a program may still open after it sealed itself (kg_sb_seal_calls): NULL-ended
 	 * "r:/path" (read) or "rw:/path" (read, write, device ioctl) entries, a driver's needs. NULL:
 	 * nothing, and an open after the seal kills the program. */

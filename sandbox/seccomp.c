@@ -224,9 +224,21 @@ static int open_rules(scmp_filter_ctx ctx, int readonly)
 	const uint64_t wr = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
 	struct scmp_arg_cmp at = SCMP_A2_64(SCMP_CMP_MASKED_EQ, wr, 0);
 	struct scmp_arg_cmp op = SCMP_A1_64(SCMP_CMP_MASKED_EQ, wr, 0);
-	if ((rc = add(ctx, SCMP_ACT_ALLOW, "openat", 1, &at)))
+	if ((rc = add(ctx, SCMP_ACT_ALLOW, "openat", 1, &at)) || (rc = add(ctx, SCMP_ACT_ALLOW, "open", 1, &op)))
 		return rc;
-	return add(ctx, SCMP_ACT_ALLOW, "open", 1, &op);
+	if (readonly != KG_SB_RO_OPENS_EACCES)
+		return 0;
+	/* a trusted process that only reads (a module's derivation under a GPU host's torch, whose
+	 * libraries may open a device node or a cache read-write on their own): each write bit's open
+	 * fails with EACCES, which the library handles, rather than ending the process */
+	static const uint64_t bits[] = {O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND};
+	for (size_t i = 0; i < KG_ARRAY_LEN(bits) && !rc; i++) {
+		struct scmp_arg_cmp a2 = SCMP_A2_64(SCMP_CMP_MASKED_EQ, bits[i], bits[i]);
+		struct scmp_arg_cmp a1 = SCMP_A1_64(SCMP_CMP_MASKED_EQ, bits[i], bits[i]);
+		if (!(rc = add(ctx, SCMP_ACT_ERRNO(EACCES), "openat", 1, &a2)))
+			rc = add(ctx, SCMP_ACT_ERRNO(EACCES), "open", 1, &a1);
+	}
+	return rc;
 }
 
 int sb_filter_profile(const struct sb_filter_params *fp, scmp_filter_ctx *out, kg_error *e)
@@ -503,7 +515,7 @@ static int filter_desc(const struct kg_sb_filter_opts *o, struct sb_filter_desc 
 	d->profile = o->profile;
 	d->allow_threads = !!o->allow_threads;
 	d->mem_bytes = o->mem_bytes == KG_SB_MEM_UNBOUNDED ? 0 : o->mem_bytes;
-	d->readonly_opens = !!o->readonly_opens;
+	d->readonly_opens = o->readonly_opens == KG_SB_RO_OPENS_EACCES ? KG_SB_RO_OPENS_EACCES : !!o->readonly_opens;
 	return sb_filter_desc_names(d, o->syscalls, e);
 }
 

@@ -82,7 +82,7 @@ static int describe_filter(const struct kg_sb_child *c, const struct kg_sb_spec 
 	/* sanitizer runtimes map terabytes: ASan's shadow at start (under the filter when spawn
 	 * loads it), its allocator's regions later */
 	d->mem_bytes = c->plan.sanitize ? 0 : c->plan.lim.mem_bytes;
-	d->readonly_opens = !!s->readonly_opens;
+	d->readonly_opens = s->readonly_opens == KG_SB_RO_OPENS_EACCES ? KG_SB_RO_OPENS_EACCES : !!s->readonly_opens;
 	/* only a program that applies its own filter can be distrusted after it initialised */
 	d->watched = s->watched && s->seccomp_deferred && s->profile == KG_SB_PROFILE_RUN;
 	return sb_filter_desc_names(d, s->syscalls, e);

@@ -206,7 +206,9 @@ static int start(struct worker *w, kg_error *e)
 		.proc = be->proc,
 		.sys_ro = be->sys_ro,
 		.syscalls = be->syscalls,
-		.readonly_opens = be->readonly_opens,
+		/* a trusted process that writes nothing: a library's own read-write open (a GPU host's
+		 * torch opening a device node or a cache) fails with EACCES rather than ending it */
+		.readonly_opens = be->readonly_opens ? KG_SB_RO_OPENS_EACCES : 0,
 	};
 	int rc = kg_sb_spawn(&spec, &w->c, e);
 	close(sv[1]);

@@ -260,6 +260,34 @@ static void test_streaming(void **state)
 	assert_int_equal(kg_arena_canary_check(a, &slot, &side, &dist), 0);
 }
 
+/* A runner whose arena is not paged (a tool's exact buffers) gets the tensor tables at fd 5, the
+ * number a paged arena's inputs take: that file is no arena of inputs (the sanitizer runs on the
+ * H100 asked for a page map on fd 6 and were not verified). */
+static void test_runner_tables_at_five(void **state)
+{
+	struct fx *f = *state;
+	struct kg_arena *a = &f->a;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		int fo = fcntl(a->fd, F_DUPFD, 100), ft = fcntl(a->fd_in, F_DUPFD, 100);
+		if (fo < 0 || ft < 0 || dup2(fo, KG_WIRE_ARENA_FD) < 0 || dup2(ft, KG_WIRE_INPUT_FD) < 0)
+			_exit(10);
+		close(KG_WIRE_MAP_FD);
+		struct kg_rarena ra;
+		char err[300];
+		if (kg_rarena_map(&ra, KG_WIRE_INPUT_FD, err, sizeof(err))) {
+			fprintf(stderr, "%s\n", err);
+			_exit(11);
+		}
+		_exit(ra.paged ? 12 : 0);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 /* The runner's side, in a child with the arena's fds where kgate-run finds them: it maps the page
  * map's tensor pages, and with mseal the whole range is sealed: no call can open a guard page. */
 static void test_runner_sealed(void **state)
@@ -278,7 +306,7 @@ static void test_runner_sealed(void **state)
 		setenv(KG_SB_ENV_MSEAL, have_mseal ? "1" : "0", 1);
 		struct kg_rarena ra;
 		char err[300];
-		if (kg_rarena_map(&ra, err, sizeof(err))) {
+		if (kg_rarena_map(&ra, 7, err, sizeof(err))) {
 			fprintf(stderr, "%s\n", err);
 			_exit(11);
 		}
@@ -326,6 +354,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tables, setup, teardown),
 		cmocka_unit_test(test_bool_poison),
 		cmocka_unit_test_setup_teardown(test_streaming, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_runner_tables_at_five, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runner_sealed, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
