@@ -34,7 +34,11 @@ expect 0 - matmul $C/matmul/tiled.cu $G
 expect 0 - matmul $C/matmul/tma.cu $G
 expect 0 - conv_relu_pool $C/conv_relu_pool/fused.cu $G
 
-expect 1 check.async_escape softmax $H/stream_escape.cu $S
+# the whole work on a stream of its own, not forked from the given one: a gated call ends where the
+# given stream's work ends, so kgate-device's snapshot holds none of it (H100, 2026-12-06: every
+# element unwritten at the base shape); unjoined_stream.cu (clock36.sh), whose own stream wrote half
+# of the rows, is check.async_escape by kgate-device's look after the snapshot
+expect 1 check.unwritten_output softmax $H/stream_escape.cu $S
 expect 1 check.unwritten_output softmax $H/stale_memory.cu $S
 expect 1 check.canary softmax $H/oob_guard.cu $S
 expect 1 check.input_modified softmax $H/zero_input.cu $S
