@@ -1,6 +1,8 @@
 /* Shortcut: launch the real work on a stream of its own, so events on the given stream time
- * nothing. kgate synchronises the whole device after the call and measures how long it stayed
- * busy: check.async_escape. (Task: softmax.) */
+ * nothing. kgate 0.2 named it check.async_escape from the runner's own figure of how long the
+ * device stayed busy (a claim). A gated call ends where the given stream's work ends (device/wire.h),
+ * and kgate-device's snapshot there holds none of this work: check.unwritten_output, from what the
+ * trusted side saw (an H100, 2026-12-06). (Task: softmax.) */
 #include <kgate/kernel.h>
 #include <cuda_runtime.h>
 #include <math.h>
