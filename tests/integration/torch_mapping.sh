@@ -1,9 +1,9 @@
 #!/bin/sh
 # Integration: what a KernelBench module maps to beyond a few float tensors (tests/data/kernelbench,
 # written for kgate in KernelBench's format), each verified end to end on the CPU at small --dims with
-# the problem's own Model as a ModelNew candidate: a level-3 style ResNet (57 tensors with its
-# parameters and buffers, past any command record: the runners read them from the tensor tables),
-# BatchNorm's 0-dim num_batches_tracked, a loss's scalar output, a number get_inputs() gives the
+# the problem's own Model as a ModelNew candidate: a level-3 style ResNet (48 tensors with its
+# parameters and running statistics, past any command record: the runners read them from the tensor
+# tables; its 0-dim num_batches_tracked counters kept, not inputs), a loss's scalar output, a number get_inputs() gives the
 # forward (a constant of the task, in the manifest and the report), a bool mask in and a bool tensor
 # out (judged byte for byte). C candidates see a scalar as ndim 0 and a bool as KG_BOOL; one that
 # stores true as 2 is rejected. Import names what is not kgate's limit. Skipped without torch.
@@ -52,8 +52,11 @@ ok "  einops: not packaged by Debian, not kgate's limit" grep -q \
 	"skipped   uses_einops.py: the module imports einops, which this Python lacks: Debian does not package it.*not a limit of kgate's mapping" "$tmp/kb.out"
 ok "  an op this torch lacks named as such" grep -q \
 	"skipped   later_torch.py: torch.nn.functional.no_such_op is not in torch .* it came in a later torch.*not a limit of kgate's mapping" "$tmp/kb.out"
-ok "resnet: 57 inputs, the step counts 0-dim int64" sh -c '[ $(grep -c "^  - {name: .*role: \(weight\|bias\)\|^  - {name: x," "$0") -eq 57 ] &&
-	grep -q "name: stem_1_num_batches_tracked, dtype: i64, shape: \[\], role: weight" "$0"' "$tmp/imp/resnet_tiny/task.yaml"
+# (its 9 step counts, 0-dim int64 buffers, kept at the constructor's values: not inputs since #33)
+ok "resnet: 48 inputs (18 running statistics), the 9 step counts kept" sh -c '[ $(grep -c "^  - {name: .*role: \(weight\|bias\|statistic\|variance\)\|^  - {name: x," "$0") -eq 48 ] &&
+	[ $(grep -c "^  - {name: .*role: \(statistic\|variance\)" "$0") -eq 18 ] && ! grep -q "^  - {name: .*num_batches_tracked" "$0" &&
+	grep -q "^# kept (the constructor.s values, never drawn): stem.1.num_batches_tracked \[\]" "$0" &&
+	[ $(grep "^# kept" "$0" | grep -o "num_batches_tracked \[\]" | wc -l) -eq 9 ]' "$tmp/imp/resnet_tiny/task.yaml"
 ok "mse: a scalar output, reducing over its inputs" grep -q "name: y, dtype: f32, shape: \[\], reduction: batch_size\*dim" \
 	"$tmp/imp/mse_loss/task.yaml"
 ok "masked: bool in and out" sh -c 'grep -q "name: mask, dtype: bool, shape: \[batch_size, length\]" "$0" &&
