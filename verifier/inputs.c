@@ -44,7 +44,12 @@ double kg_inputs_large_mean_for(kg_dtype dt, double rtol, double rms)
 	double lo = kg_inputs_large_mean_lo(dt), b = rtol > rms ? rtol : rms;
 	if (dt != KG_F32 || !(b > 0))
 		return lo;
-	double sized = sqrt(1.5 * b * 16777216.0);
+	/* the dtype's 16 at the C LayerNorm's 1e-5, growing as b^0.75: about 90 at a module task's
+	 * 1e-4, where one-pass variance's cancellation (which grows as the mean squared) is several
+	 * times the bound in every draw, and an honest two-pass kernel's error (which grows as the
+	 * mean) stays near a third of it. At b^0.5 (about 50) one run in fourteen let a one-pass
+	 * variance through at the base shape. */
+	double sized = 16.0 * pow(b / 1e-5, 0.75);
 	return sized > lo ? sized : lo;
 }
 
