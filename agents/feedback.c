@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verifier/dtype.h"
+#include "verifier/plan/dtype.h"
 
 #define MAX_SOURCE (1u << 20)
 

@@ -8,8 +8,8 @@
 
 #include "agents/search.h"
 #include "proto/kgate.pb-c.h"
-#include "verifier/backend.h"
-#include "verifier/task.h"
+#include "verifier/plan/backend.h"
+#include "verifier/plan/task.h"
 
 /* Every allocation of one message tree, freed at once after packing. */
 struct kg_pool {

@@ -10,7 +10,7 @@
 
 #include "agents/search.h"
 #include "kg_text.h"
-#include "verifier/backend.h"
+#include "verifier/plan/backend.h"
 
 #define MAX_SOURCE (1u << 20)
 

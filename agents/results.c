@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verifier/backend.h"
+#include "verifier/plan/backend.h"
 
 #define MAX_SOURCE (1u << 20)
 #define MAX_REPORT (64u << 20)

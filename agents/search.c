@@ -15,10 +15,10 @@
 #include "kg_sha256.h"
 #include "kg_text.h"
 #include "policy/policy.h"
-#include "verifier/backend.h"
-#include "verifier/gpu.h"
-#include "verifier/resolve.h"
-#include "verifier/task.h"
+#include "verifier/plan/backend.h"
+#include "verifier/plan/gpu.h"
+#include "verifier/plan/resolve.h"
+#include "verifier/plan/task.h"
 
 #define MAX_SOURCE (1u << 20)
 

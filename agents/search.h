@@ -14,7 +14,7 @@
 #include "plugins/plugin.h"
 #include "verifier/verify.h"
 
-struct kg_backend; /* verifier/backend.h */
+struct kg_backend; /* verifier/plan/backend.h */
 
 #define KG_SEARCH_MAX_ROUNDS 1000
 #define KG_SEARCH_MAX_BRANCH 16
@@ -47,7 +47,7 @@ struct kg_search_opts {
 	int retime; /* re-timings of each finalist (0: none) */
 	const char *executor; /* "local" (NULL too) or "slurm" (agents/executor.h) */
 	const char *slurm_partition, *slurm_args; /* NULL: none */
-	int no_cache; /* verifications compile without the compile cache (verifier/cache.h) */
+	int no_cache; /* verifications compile without the compile cache (verifier/compile/cache.h) */
 };
 
 /* Runs (or resumes) a search. Returns the exit code: 0 a winner, 1 none correct, 2 usage or

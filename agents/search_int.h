@@ -10,7 +10,7 @@
 #include "agents/feedback.h"
 #include "agents/search.h"
 #include "policy/policy.h"
-#include "verifier/task.h"
+#include "verifier/plan/task.h"
 
 #define KG_SEARCH_ROUND_MAX (KG_SEARCH_MAX_BRANCH * KG_SEARCH_MAX_PER_IDEA)
 

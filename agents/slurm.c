@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include "agents/executor.h"
-#include "verifier/backend.h"
-#include "verifier/resolve.h"
-#include "verifier/torchtask.h"
+#include "verifier/plan/backend.h"
+#include "verifier/plan/resolve.h"
+#include "verifier/plan/torchtask.h"
 
 #define MAX_SLOTS 256
 #define MAX_REPORT (64u << 20)

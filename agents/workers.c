@@ -3,7 +3,7 @@
  * back over a pipe. On a backend that needs a GPU each worker slot is pinned to one GPU with
  * CUDA_VISIBLE_DEVICES, for any number of GPUs. */
 #include "agents/executor.h"
-#include "verifier/resolve.h"
+#include "verifier/plan/resolve.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -11,9 +11,9 @@
 
 #include "cli/doctor.h"
 #include "sandbox/sandbox.h"
-#include "verifier/backend.h"
-#include "verifier/gpu.h"
-#include "verifier/resolve.h"
+#include "verifier/plan/backend.h"
+#include "verifier/plan/gpu.h"
+#include "verifier/plan/resolve.h"
 
 /* Spawns /bin/true under spec (its profile, name and data) and says which layers came up. */
 static void probe_sandbox(struct kg_sb_spec spec)
@@ -39,7 +39,7 @@ static void probe_sandbox(struct kg_sb_spec spec)
 	kg_sb_free(c);
 }
 
-/* The run sandbox a backend's runner gets, as the verifier builds it (verifier/session.c). */
+/* The run sandbox a backend's runner gets, as the verifier builds it (verifier/session/session.c). */
 static void probe_run_sandbox(const struct kg_backend *be)
 {
 	probe_sandbox((struct kg_sb_spec){

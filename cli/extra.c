@@ -4,7 +4,7 @@
 
 #include "agents/search.h"
 #include "cli/commands.h"
-#include "verifier/cache.h"
+#include "verifier/compile/cache.h"
 
 const struct kg_command kg_extra_commands[] = {
 	{"search", "search for a fast correct kernel with an agent (kgate search --help)", kg_cmd_search, 1},

@@ -16,9 +16,9 @@
 #include "kg_text.h"
 #include "kg_vocab.h"
 #include "sandbox/sandbox.h"
-#include "verifier/backend.h"
-#include "verifier/resolve.h"
-#include "verifier/task.h"
+#include "verifier/plan/backend.h"
+#include "verifier/plan/resolve.h"
+#include "verifier/plan/task.h"
 #include "verifier/verify.h"
 
 #ifndef KG_VERSION

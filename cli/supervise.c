@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "kg_common.h"
-#include "verifier/verdict.h"
+#include "verifier/judge/verdict.h"
 
 /* Our children by /proc (the subreaper's orphans included): each gets SIGKILL. Returns how many. */
 static int kill_children(pid_t self)

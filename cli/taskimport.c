@@ -1,7 +1,7 @@
 /* `kgate task import`: KernelBench-format PyTorch modules turned into ordinary task manifests (the
  * module beside its task.yaml as the trusted reference), one file or every problem file of a
  * directory (a KernelBench level). A directory's modules go through a few sandboxed torch
- * processes, one module after another (verifier/torchderive.c); each has its own time bound. A
+ * processes, one module after another (verifier/plan/torchderive.c); each has its own time bound. A
  * module kgate cannot map, or that runs past its bound, is named with its reason, never a crash. */
 #include <dirent.h>
 #include <errno.h>
@@ -12,9 +12,9 @@
 
 #include "cli/commands.h"
 #include "kg_common.h"
-#include "verifier/torchderive.h"
-#include "verifier/torchtask.h"
-#include "verifier/verdict.h"
+#include "verifier/plan/torchderive.h"
+#include "verifier/plan/torchtask.h"
+#include "verifier/judge/verdict.h"
 
 static void import_usage(FILE *f)
 {

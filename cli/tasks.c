@@ -12,9 +12,9 @@
 #include "kg_text.h"
 #include "kg_yaml.h"
 #include "policy/policy.h"
-#include "verifier/resolve.h"
-#include "verifier/task.h"
-#include "verifier/verdict.h"
+#include "verifier/plan/resolve.h"
+#include "verifier/plan/task.h"
+#include "verifier/judge/verdict.h"
 
 static void tasks_usage(FILE *f)
 {

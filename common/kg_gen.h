@@ -467,7 +467,7 @@ KG_GEN_FN double kg_gen_value(const struct kg_gen_tensor *t, const uint32_t *key
 	}
 }
 
-/* ---- stores (verifier/dtype.c's rounding: to f32 first, then to nearest even) ---- */
+/* ---- stores (verifier/plan/dtype.c's rounding: to f32 first, then to nearest even) ---- */
 KG_GEN_FN int kg_gen_is_int(uint32_t dt)
 {
 	return dt == KG_GEN_I32 || dt == KG_GEN_I64 || dt == KG_GEN_U8 || dt == KG_GEN_BOOL;

@@ -1,6 +1,6 @@
 /* SHA-256 (FIPS 180-4), one-shot and streaming. Content addressing wherever kgate must resist a
  * crafted collision: candidates in a search (a verdict is reused only for the exact same source)
- * and the compile cache's keys and entry digests (verifier/cache.h). */
+ * and the compile cache's keys and entry digests (verifier/compile/cache.h). */
 #ifndef KG_SHA256_H
 #define KG_SHA256_H
 

@@ -204,7 +204,7 @@ enum kg_reason_code kg_sanitizer_tool_reason(enum kg_sanitizer_tool t);
  * KernelBench-format module's Model as a trusted reference, and a ModelNew module as a candidate
  * for such a task (its load_inline extensions built by kgate before it runs). What each
  * backend needs on the trusted side (compiler, sandbox data, allowlists, GPU probe) is the
- * verifier's backend table (verifier/backend.c). */
+ * verifier's backend table (verifier/plan/backend.c). */
 #define KG_BACKEND_MAP(XX)          \
 	XX(CPU, "cpu", ".c", "c") \
 	XX(CUDA, "cuda", ".cu", "cuda") \

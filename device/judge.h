@@ -1,4 +1,4 @@
-/* The element-wise judgement of an output (verifier/compare.c's rules: the bound atol + rtol*|exp|,
+/* The element-wise judgement of an output (verifier/judge/compare.c's rules: the bound atol + rtol*|exp|,
  * NaN and Inf explicit, a row's common factor fitted first under factor: row) and the reference's
  * statistics (finite sum and sum of squares, poison, distance from constants), as functions one
  * source compiles for the host (the tests, and CI's fake keeper) and for the device (kgate-device's
@@ -33,7 +33,7 @@ KG_GEN_FN double kg_judge_inf(void)
 	return kg_gen_bits_double(0x7ff0000000000000ull);
 }
 
-/* element i of a tensor of dtype dt at p, as a double (verifier/dtype.h's kg_load) */
+/* element i of a tensor of dtype dt at p, as a double (verifier/plan/dtype.h's kg_load) */
 KG_GEN_FN double kg_judge_load(const void *p, uint32_t dt, uint64_t i)
 {
 	union {

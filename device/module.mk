@@ -1,8 +1,9 @@
-# device: kgate-device, the trusted process that owns the GPU's memory for a run (device/keeper.c: kgate's
-# commands; device/driver.c: the driver, its context and the exportable allocations),
-# its own kernels (device/kernels.cu: the inputs drawn, the inputs compared), and kgate's side of
-# its protocol (device/client.c, in libkgdevice). No candidate code runs here.
-DEVICE_SRCS := device/client.c device/stage.c
+# device: kgate-device alone, the trusted process that owns the GPU's memory for a run (device/keeper.c:
+# kgate's commands; device/driver.c: the driver, its context and the exportable allocations), and its
+# own kernels (device/kernels.cu: the inputs drawn, the inputs compared). No candidate code runs here.
+# kgate's side of its protocol is verifier/session/keeper.c; libkgdevice holds the one piece both
+# processes run, the staging plan (device/stage.c), so that kgate plans what the keeper will stage.
+DEVICE_SRCS := device/stage.c
 $(DEVICE_LIB): $(DEVICE_SRCS:%.c=$(BUILD)/%.o)
 	@mkdir -p $(dir $@)
 	rm -f $@ && $(AR) rcs $@ $^

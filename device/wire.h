@@ -76,7 +76,7 @@ enum kg_dev_gate_state {
 };
 
 /* One output CHECK judges, in the snapshots END left in private memory: the candidate's (slot)
- * against the reference's (src_slot) as verifier/compare.c does (COMPARE), or the reference's
+ * against the reference's (src_slot) as verifier/judge/compare.c does (COMPARE), or the reference's
  * alone (STATS). */
 enum kg_dev_check_mode {
 	KG_DEV_CHK_COMPARE = 1,

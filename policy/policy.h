@@ -24,7 +24,7 @@ struct kg_policy {
 	/* correctness */
 	double atol, rtol; /* < 0: the task's own */
 	enum kg_precision precision; /* the lowest precision accepted; widens the tolerance */
-	double growth; /* the reduction-length term's factor: growth*n*u (verifier/compare.h) */
+	double growth; /* the reduction-length term's factor: growth*n*u (verifier/judge/compare.h) */
 	int trials; /* seeds per input class */
 	unsigned classes; /* mask over enum kg_input_class */
 	enum kg_shape_mode shapes;
@@ -67,7 +67,7 @@ struct kg_policy {
 void kg_policy_defaults(struct kg_policy *p);
 /* Loads a policy file over the defaults. */
 int kg_policy_load(const char *path, struct kg_policy *p, kg_error *e);
-/* (Finding a policy by name: verifier/resolve.h.) */
+/* (Finding a policy by name: verifier/plan/resolve.h.) */
 
 const char *kg_precision_name(enum kg_precision p);
 /* "problem", "train", "eval" */
@@ -79,7 +79,7 @@ void kg_policy_tolerance(const struct kg_policy *p, double task_atol, double tas
  * roundoff), so that a result rounded to bf16 never passes on a long reduction's allowance. */
 double kg_policy_growth_cap(const struct kg_policy *p);
 /* 1 when sym matches the policy's allowlist (a backend's own runtime imports are the backend
- * table's: verifier/backend.h). */
+ * table's: verifier/plan/backend.h). */
 int kg_policy_symbol_allowed(const struct kg_policy *p, const char *sym);
 int kg_policy_flag_allowed(const struct kg_policy *p, const char *flag);
 int kg_policy_library_allowed(const struct kg_policy *p, const char *lib);

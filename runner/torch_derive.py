@@ -21,10 +21,10 @@ import warnings
 # forward at the smallest sizes takes seconds, within the module's time bound)
 LIMIT = 1 << 18
 CAP = LIMIT * 1024
-NAME_LEN, EXPR_LEN, MAX_SYMS = 32, 128, 16  # verifier/task.h: KG_NAME_LEN, KG_EXPR_LEN; expr.h: KG_MAX_SYMS
+NAME_LEN, EXPR_LEN, MAX_SYMS = 32, 128, 16  # verifier/plan/task.h: KG_NAME_LEN, KG_EXPR_LEN; expr.h: KG_MAX_SYMS
 SMALL = 4096  # elements: a factory's tensor built for real where a constructor must read it
 BEGIN, END, FAIL = "--- kgate task ---", "--- end ---", "kgate-derive: "  # --derive's markers
-MARK = "--- kgate derive "  # verifier/torchderive.c finds a module's output after it
+MARK = "--- kgate derive "  # verifier/plan/torchderive.c finds a module's output after it
 STAGES = {"module": "running the module's top level", "inputs": "get_inputs()",
           "init": "building the Model", "forward": "the Model's forward"}
 # torch's factory functions: on the meta device unless told a device (torch 1.13 has no
@@ -620,7 +620,7 @@ def mappable(rt, ins, outs):
 
 
 def fits(exprs, ranks, dims, named):
-    """The expressions within what a manifest holds (verifier/task.h): each dim's and each output's
+    """The expressions within what a manifest holds (verifier/plan/task.h): each dim's and each output's
     reduction under EXPR_LEN characters, at most MAX_SYMS names. Where not, the least of the names no
     one set by --dims (the smallest value first) becomes a literal."""
     while True:
@@ -789,7 +789,7 @@ def refused(dv, dims):
 
 
 def state(rt, src, name, spec):
-    """The state file of one run (torch_runner.read_state reads it; verifier/torchtask.c the text
+    """The state file of one run (torch_runner.read_state reads it; verifier/plan/torchtask.c the text
     lines before "json"): for each of the run's shapes (spec's "shape" lines), the Model built for
     real as the problem builds it (seed 0, get_init_inputs()), its constructor's arguments as data,
     which of its entries are the task's inputs (spec's "input NAME ROLE" lines, the manifest's: the
@@ -932,7 +932,7 @@ def _read(fd, n, buf):
 
 
 def serve(rt, fd):
-    """Derives one module after another, as verifier/torchderive.c hands them over fd: it sends
+    """Derives one module after another, as verifier/plan/torchderive.c hands them over fd: it sends
     "job NAME DIMS LEN\\n" and the module's LEN bytes (DIMS "-" for none), and reads back
     "ok LEN\\n" and the manifest or "fail LEN\\n" and why; or "state NAME - LEN\\n" and a state
     job's body (state_data), and reads back the state file. "ready" first, once torch is imported;

@@ -27,7 +27,7 @@ HELLO, LOAD, SETUP, UPLOAD, _RETIRED_FLUSH, RUN, DOWNLOAD, SETTLE, NOP, QUIT = r
 ENTRY_COMPILED = 2  # KG_ENTRY_COMPILED: a baseline's torch.compile of the module (a device runner's)
 WS_OK, WS_ERROR, WS_NOSYM = 0, 1, 3
 CTL_FD, ARENA_FD, INPUT_FD = 3, 4, 5
-MAX_TENSORS = 1024  # KG_MAX_TENSORS (verifier/task.h): inputs, and outputs, each; the wire has no bound
+MAX_TENSORS = 1024  # KG_MAX_TENSORS (verifier/plan/task.h): inputs, and outputs, each; the wire has no bound
 PROBLEM = "/kgate/lib/problem.py"  # where the reference's sandbox shows the problem module (session_start.c)
 STATE = "/kgate/lib/state"  # where every torch runner's sandbox shows the trusted side's state file (torch_derive.state)
 

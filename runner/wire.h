@@ -131,7 +131,7 @@ struct kg_wire_reply {
 };
 
 /* RUN entries. A task's trusted reference may export kg_error_terms beside kg_forward, same
- * signature: it writes each output element's allowance (verifier/compare.h); the parent asks for
+ * signature: it writes each output element's allowance (verifier/judge/compare.h); the parent asks for
  * it only of a reference whose task says `terms: reference`, never of a candidate. */
 #define KG_ENTRY_FORWARD 0u
 #define KG_ENTRY_TERMS 1u

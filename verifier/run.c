@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verifier/dtype.h"
-#include "verifier/prng.h"
-#include "verifier/resolve.h"
-#include "verifier/prof.h"
+#include "verifier/plan/dtype.h"
+#include "verifier/plan/prng.h"
+#include "verifier/plan/resolve.h"
+#include "verifier/steps.h"
 #include "verifier/run.h"
-#include "verifier/timing.h"
+#include "verifier/judge/clock.h"
 
 int kg_run_alloc(struct kg_run *r, kg_error *e)
 {

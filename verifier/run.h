@@ -8,13 +8,13 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "verifier/arena.h"
-#include "verifier/checks.h"
-#include "verifier/gpu.h"
-#include "verifier/plan.h"
-#include "verifier/session.h"
-#include "verifier/verdict.h"
-#include "device/keeper.h"
+#include "verifier/arena/arena.h"
+#include "verifier/judge/checks.h"
+#include "verifier/plan/gpu.h"
+#include "verifier/plan/plan.h"
+#include "verifier/session/session.h"
+#include "verifier/judge/verdict.h"
+#include "verifier/session/keeper.h"
 
 #define KG_RUN_MAX_T KG_MAX_TENSORS
 
@@ -261,7 +261,7 @@ void kg_phase_timing(struct kg_run *r);
 
 /* The reference's measurement (sets > 1: a batch), on a quiet device: taken again while the flush
  * inside it says another context's work ran beside it, and where that lasts with the candidate's
- * process stopped, that process is ended and the device asked again (timing.h's KG_QUIET_*): quiet
+ * process stopped, that process is ended and the device asked again (clock.h's KG_QUIET_*): quiet
  * then, timing.tampered; busy still, kgate's error. 0, or -1 after recording why. */
 int kg_run_ref_quiet(struct kg_run *r, uint32_t sets, uint64_t *ns);
 
@@ -273,7 +273,7 @@ int kg_run_ref_quiet(struct kg_run *r, uint32_t sets, uint64_t *ns);
 int kg_run_batched(struct kg_run *r, uint32_t sets, enum kg_input_class cls, uint64_t seed, uint64_t *ref_ns,
 		   struct kg_cand_call *c);
 
-/* ---- sanitized.c ---- */
+/* ---- sanitizers.c ---- */
 void kg_phase_sanitizers(struct kg_run *r);
 
 #endif

@@ -1,7 +1,7 @@
 /* kg_verify as a sequence of phases over one resolved plan: plan, device, build (compile and
  * static checks), sandboxes, correctness (every class and shape), timing (fresh inputs, each call
  * re-checked), compute-sanitizer runs, verdict. The candidate never sees a seed or a reference. */
-#include "verifier/prof.h"
+#include "verifier/steps.h"
 #include "verifier/verify.h"
 
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #include "kg_heartbeat.h"
-#include "verifier/resolve.h"
+#include "verifier/plan/resolve.h"
 #include "verifier/run.h"
 
 double kg_secs_since(uint64_t t0)

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "kg_common.h"
-#include "verifier/verdict.h"
+#include "verifier/judge/verdict.h"
 
 enum { KG_PROGRESS_NONE = 0, KG_PROGRESS_LINE = 1, KG_PROGRESS_HEARTBEAT = 2 };
 
@@ -23,7 +23,7 @@ struct kg_verify_opts {
 	const char *reference_backend; /* "cpu" runs the C reference even for a CUDA candidate (used
 					* to check the CUDA references themselves); NULL: same as backend */
 	const char *shape_set; /* overrides the policy's */
-	const char *dims; /* a module task's constants, "N=64,D=128" (verifier/torchtask.h); NULL: its own */
+	const char *dims; /* a module task's constants, "N=64,D=128" (verifier/plan/torchtask.h); NULL: its own */
 	const char *shapes_mode; /* "nominal" | "variants": overrides the policy's */
 	const char *const *flags; /* compiler flags asked for; each must be allowed by the policy */
 	int n_flags;
@@ -36,8 +36,8 @@ struct kg_verify_opts {
 	int progress; /* on stderr: KG_PROGRESS_LINE (a terminal) or _HEARTBEAT (the caller runs
 		       * kg_heartbeat, common/kg_heartbeat.h); 0 none */
 	int keep_workdir;
-	int no_cache; /* compile without the compile cache (verifier/cache.h), neither read nor written */
-	/* which baselines are timed beside a candidate whose timing passed (verifier/baseline.c) */
+	int no_cache; /* compile without the compile cache (verifier/compile/cache.h), neither read nor written */
+	/* which baselines are timed beside a candidate whose timing passed (verifier/phases/baseline.c) */
 	enum kg_baselines baselines;
 };
 

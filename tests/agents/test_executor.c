@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "agents/executor.h"
-#include "verifier/backend.h"
+#include "verifier/plan/backend.h"
 
 static void test_visible(void **state)
 {

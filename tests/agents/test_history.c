@@ -17,7 +17,7 @@
 #include "agents/feedback.h"
 #include "agents/search.h"
 #include "kg_sha256.h"
-#include "verifier/resolve.h"
+#include "verifier/plan/resolve.h"
 
 static void test_sha256(void **state)
 {

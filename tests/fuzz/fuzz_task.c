@@ -1,11 +1,11 @@
-/* Fuzz harness: task manifests (verifier/task.c over common/kg_yaml.c and its limits). Each input
+/* Fuzz harness: task manifests (verifier/plan/task.c over common/kg_yaml.c and its limits). Each input
  * is written as task.yaml in a scratch directory that also holds the references it may name. */
 #include <stdlib.h>
 #include <unistd.h>
 
 #define FUZZ_NAME "task"
 #include "tests/fuzz/fuzz_main.h"
-#include "verifier/task.h"
+#include "verifier/plan/task.h"
 
 static char dir[64] = "";
 static char path[128];

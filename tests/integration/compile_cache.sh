@@ -1,5 +1,5 @@
 #!/bin/sh
-# Integration: the compile cache (verifier/cache.c) through the real kgate binary. A second
+# Integration: the compile cache (verifier/compile/cache.c) through the real kgate binary. A second
 # verification of the same candidate skips the compiler and says so in its report, with the same
 # compile log; a changed source misses; a tampered entry is detected, removed and rebuilt;
 # --no-cache neither reads nor writes; a failed compile is never cached; a cache directory that

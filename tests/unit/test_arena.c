@@ -21,7 +21,7 @@
 
 #include "runner/arena.h"
 #include "sandbox/sandbox.h"
-#include "verifier/arena.h"
+#include "verifier/arena/arena.h"
 
 struct fx {
 	struct kg_arena a;

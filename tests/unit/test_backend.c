@@ -11,9 +11,9 @@
 
 #include <errno.h>
 
-#include "verifier/backend.h"
+#include "verifier/plan/backend.h"
 #include "verifier/run.h"
-#include "verifier/resolve.h"
+#include "verifier/plan/resolve.h"
 
 static int has_arg(const struct kg_compile_cmd *c, const char *arg)
 {

@@ -1,4 +1,4 @@
-/* Unit tests of the compile cache (verifier/cache.c) and the SHA-256 under it (common/sha256.c):
+/* Unit tests of the compile cache (verifier/compile/cache.c) and the SHA-256 under it (common/sha256.c):
  * the published test vectors through the streaming API at every split, a key that changes with
  * each of its components, entries that are believed only when intact and the user's, a directory
  * refused when others can write it, and LRU eviction under the size bound. */
@@ -18,7 +18,7 @@
 
 #include "kg_common.h"
 #include "kg_sha256.h"
-#include "verifier/cache.h"
+#include "verifier/compile/cache.h"
 
 static char dir[64], cachedir[128], incdir[128], ccpath[128], so[128];
 

@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "verifier/arena.h"
-#include "verifier/checks.h"
-#include "verifier/dtype.h"
+#include "verifier/arena/arena.h"
+#include "verifier/judge/checks.h"
+#include "verifier/plan/dtype.h"
 
 #define N 64 /* elements per tensor: x (input) and y (output), f32 */
 

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 
 #include "device/judge.h"
-#include "verifier/arena.h"
-#include "verifier/compare.h"
-#include "verifier/dtype.h"
+#include "verifier/arena/arena.h"
+#include "verifier/judge/compare.h"
+#include "verifier/plan/dtype.h"
 
 static void test_within_tolerance(void **state)
 {

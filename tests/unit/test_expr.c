@@ -7,7 +7,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "verifier/expr.h"
+#include "verifier/plan/expr.h"
 
 static int64_t eval_ok(const char *s, const kg_dims *d)
 {

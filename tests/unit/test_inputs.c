@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verifier/dtype.h"
-#include "verifier/inputs.h"
-#include "verifier/prng.h"
+#include "verifier/plan/dtype.h"
+#include "verifier/arena/inputs.h"
+#include "verifier/plan/prng.h"
 
 static kg_key key_of(uint32_t s)
 {

@@ -1,4 +1,4 @@
-/* Unit tests of kgate's side of the keeper protocol (device/client.c), without a GPU: this program
+/* Unit tests of kgate's side of the keeper protocol (verifier/session/keeper.c), without a GPU: this program
  * is also the keeper it starts (found at /proc/self/exe, it sees its control socket on fd 3) and
  * then plays one with a host memfd as the "device" arena; and the real kgate-device, on a machine
  * without a driver, must fail its HELLO with a reason. What the fake does is chosen by the
@@ -28,10 +28,10 @@
 #include <unistd.h>
 
 #include "device/judge.h"
-#include "device/keeper.h"
+#include "verifier/session/keeper.h"
 #include "device/stage.h"
 #include "device/wire.h"
-#include "verifier/inputs.h"
+#include "verifier/arena/inputs.h"
 
 static int send_rep(int fd, struct kg_dev_reply *r, int pass)
 {

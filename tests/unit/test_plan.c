@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verifier/plan.h"
+#include "verifier/plan/plan.h"
 
 static int build(struct kg_plan *p, const char *seed_text, uint64_t seed, int has_seed)
 {

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verifier/dtype.h"
-#include "verifier/inputs.h"
-#include "verifier/prng.h"
+#include "verifier/plan/dtype.h"
+#include "verifier/arena/inputs.h"
+#include "verifier/plan/prng.h"
 
 static void hex_bytes(const char *hex, uint8_t *out, size_t n)
 {

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "verifier/verdict.h"
+#include "verifier/judge/verdict.h"
 
 static void make_verdict(struct kg_verdict *v)
 {

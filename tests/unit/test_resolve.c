@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "sandbox/sandbox.h"
-#include "verifier/gpu.h"
-#include "verifier/resolve.h"
+#include "verifier/plan/gpu.h"
+#include "verifier/plan/resolve.h"
 
 struct seen {
 	int n;

@@ -7,7 +7,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "verifier/sanitizer.h"
+#include "verifier/session/compute_sanitizer.h"
 
 static int has_arg(const char **argv, const char *a, const char *val)
 {

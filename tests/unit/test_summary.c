@@ -1,4 +1,4 @@
-/* Unit tests of the terminal summary's grouping (verifier/summary.c): a trial's finding repeated
+/* Unit tests of the terminal summary's grouping (verifier/report/summary.c): a trial's finding repeated
  * at many shapes and classes shows once in full and once as a count line, every distinct code,
  * check and phase still shows in full, reasons about no shape are never folded, the shapes are
  * named by what differs, candidate-controlled text on the count line is escaped, and the JSON,
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "verifier/verdict.h"
+#include "verifier/judge/verdict.h"
 
 /* A reason as trial.c records one: a code at a shape, the check that found it, the phase, the
  * first class and seed, the trials and the other classes. */

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "verifier/task.h"
+#include "verifier/plan/task.h"
 
 static char dir[] = "/tmp/kgate-test-task-XXXXXX";
 

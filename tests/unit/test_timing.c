@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "verifier/timing.h"
+#include "verifier/judge/clock.h"
 
 static void test_stats(void **state)
 {

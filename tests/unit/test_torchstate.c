@@ -1,4 +1,4 @@
-/* Unit tests of a module task's state as kgate reads it (verifier/torchtask.c): the text lines of a
+/* Unit tests of a module task's state as kgate reads it (verifier/plan/torchtask.c): the text lines of a
  * state file (the mode, each shape ok or refused and why, each entry's fate at the base shape) up
  * to its "json" line, malformed files refused with a reason, and the state job's spec (the
  * policy's mode, the task's inputs and roles, every shape of the plan). */
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verifier/plan.h"
-#include "verifier/torchtask.h"
+#include "verifier/plan/plan.h"
+#include "verifier/plan/torchtask.h"
 
 static void test_parse(void **state)
 {

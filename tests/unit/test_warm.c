@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/keeper.h"
+#include "verifier/session/keeper.h"
 #include "device/stage.h"
-#include "verifier/plan.h"
+#include "verifier/plan/plan.h"
 #include "verifier/run.h"
-#include "verifier/session.h"
+#include "verifier/session/session.h"
 
 /* One side's call as kgate-device sees it: the START record kgate builds for it, checked against
  * the other slot's book, then this slot's book as kgate-device keeps it after START and END. */

@@ -1,4 +1,4 @@
-/* Unit tests of the parsers' limits (common/kg_yaml.c, verifier/task.c, policy/policy.c): a hostile
+/* Unit tests of the parsers' limits (common/kg_yaml.c, verifier/plan/task.c, policy/policy.c): a hostile
  * manifest or policy is a file:line error within a second, never minutes of work or a crash:
  * nesting depth (1 MB of '['), alias expansion, a second document, duplicate keys at every level,
  * duplicate dims and classes, task names that are not plain names (kgate 0.1 took over 20 minutes
@@ -16,7 +16,7 @@
 
 #include "kg_yaml.h"
 #include "policy/policy.h"
-#include "verifier/task.h"
+#include "verifier/plan/task.h"
 
 static char dir[64];
 static char *base; /* tasks/softmax/task.yaml */
