@@ -4,6 +4,7 @@
  * CUDA_VISIBLE_DEVICES, for any number of GPUs. */
 #include "agents/executor.h"
 #include "verifier/plan/resolve.h"
+#include "verifier/report/report.h"
 
 #include <dirent.h>
 #include <errno.h>

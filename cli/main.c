@@ -18,6 +18,7 @@
 #include "sandbox/sandbox.h"
 #include "verifier/plan/backend.h"
 #include "verifier/plan/resolve.h"
+#include "verifier/report/report.h"
 #include "verifier/plan/task.h"
 #include "verifier/verify.h"
 

@@ -1,12 +1,19 @@
-/* A run's lifetime: its buffers and both arenas (a paged one for host runners, laid out for every
- * shape before they start; a flat one a device runner's keeper mirrors), the two runner sessions
- * and kgate-device where a side runs on a device, the layout of one shape, and the teardown. */
+/* One verification's state (run.h): its buffers and both arenas (a paged one for host runners,
+ * laid out for every shape before they start; a flat one a device runner's keeper mirrors), the
+ * layout of one shape, the teardown (the look-ahead's thread, the two runner sessions and
+ * kgate-device, which the start phase brought up), progress and kgate's internal errors, and what
+ * the candidate's ends and the checks' findings earn it as reasons. */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kg_heartbeat.h"
+#include "verifier/judge/compare.h"
+#include "verifier/judge/ends.h"
 #include "verifier/plan/dtype.h"
 #include "verifier/plan/prng.h"
 #include "verifier/plan/resolve.h"
@@ -110,77 +117,6 @@ void kg_run_free(struct kg_run *r)
 	}
 }
 
-/* The least flush time a calibration before LOAD measured, or the keeper's at its start: the
- * quiet device's (timing.c's probe of it). */
-static void quiet_from(struct kg_run *r, const struct kg_session *s)
-{
-	if (s->cal_flush_ns && (!r->quiet_flush_ns || s->cal_flush_ns < r->quiet_flush_ns))
-		r->quiet_flush_ns = s->cal_flush_ns;
-}
-
-#define SEED_WARM 0x7761726d000ull
-
-/* Whether kgate-device draws the inputs and judges the outputs (dev_gen, dev_check): its kernels
- * there, a layout one START stages (kg_session_dev_stages: at most KG_DEV_MAX_RANGES tensors, else
- * the inputs are written into the host arena, drawn on the host), unless KGATE_HOST_INPUTS=1 or
- * KGATE_HOST_CHECKS=1 (to compare the two). on: both sessions that will be called have a keeper. */
-static void dev_sides(struct kg_run *r, int on)
-{
-	const struct kg_plan *p = r->plan;
-	const uint32_t both = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP;
-	const char *host_inputs = getenv("KGATE_HOST_INPUTS"), *host_checks = getenv("KGATE_HOST_CHECKS");
-	r->dev_gen = on && (r->keeper.caps & both) == both && p->task.n_inputs + p->task.n_outputs <= KG_DEV_MAX_RANGES &&
-		     !(host_inputs && *host_inputs == '1');
-	r->dev_check = r->dev_gen && (r->keeper.caps & KG_DEV_CAP_CHECK) && p->task.n_outputs <= KG_DEV_MAX_CHECKS &&
-		       !(host_checks && *host_checks == '1');
-}
-
-int kg_run_warm_shape(struct kg_run *r, int s, kg_error *e)
-{
-	/* both arenas: the draw is made at the candidate arena's layout, which kg_run_alloc left at
-	 * the last shape (the reference's alone laid out, every shape but the last asked kgate-device
-	 * to draw the last shape's tensors into its own slots: "bad START ranges", exit 3) */
-	int rc = kg_run_layout_both(r, s, e);
-	if (rc)
-		return rc;
-	kg_run_gen_inputs(r, KG_CLASS_NORMAL, kg_seed_derive(r->plan->master_seed, SEED_WARM + (uint64_t)s));
-	return 0;
-}
-
-/* One call of the reference at every shape (and of its kg_error_terms where the task asks for
- * them), on inputs drawn for it alone and thrown away, before the candidate's session exists. */
-static int ref_warm_up(struct kg_run *r)
-{
-	const struct kg_plan *p = r->plan;
-	/* drawn on the device where the run will draw them there (no gigabyte drawn on the host), its
-	 * outputs looked at there (STATS: written in full) */
-	dev_sides(r, 1);
-	int terms = 0;
-	for (int j = 0; j < p->task.n_outputs; j++)
-		terms |= p->task.outputs[j].terms == KG_TERMS_REFERENCE;
-	uint64_t t0 = kg_now_ns();
-	for (int s = 0; s < p->n_shapes; s++) {
-		kg_error e = {0};
-		uint64_t ns;
-		struct kg_call_result res;
-		if (kg_run_warm_shape(r, s, &e) || kg_session_setup(&r->rs, &e)) {
-			kg_run_internal(r, "setting up shape %s for the reference's first call: %s", kg_run_shape_str(r),
-					e.msg[0] ? e.msg : r->rs.msg);
-			return -1;
-		}
-		if (kg_run_reference(r, 0, &ns))
-			return -1;
-		r->ref_src = r->shadow;
-		if (terms && kg_run_ref_call(r, 0, KG_ENTRY_TERMS, "'s kg_error_terms (its first call)", r->terms, &res))
-			return -1;
-	}
-	kg_prof_add(KG_PROF_REF_UP, t0);
-	r->shape = -1;
-	r->ref_staged_draw = 0;
-	r->ref_dev_grown = 0;
-	return 0;
-}
-
 int kg_run_dev_memory(struct kg_run *r, uint64_t mem_free, const char *when, enum kg_input_class cls, uint64_t seed,
 		      int trial)
 {
@@ -215,138 +151,6 @@ int kg_run_ref_starved(struct kg_run *r)
 		return 0;
 	return kg_run_dev_memory(r, mem_free, "while the reference ran (its call failed with the device's memory held)",
 				 KG_CLASS_NORMAL, 0, 0);
-}
-
-void kg_run_start_sessions(struct kg_run *r)
-{
-	const struct kg_plan *p = r->plan;
-	kg_error e = {0};
-	struct kg_session_opts so = {
-		.limits = p->limits,
-		.required_layers = p->required_layers,
-		.disabled_layers = p->disabled_layers,
-		.call_timeout_s = 60,
-	};
-	if (getenv("KGATE_SANITIZE"))
-		so.limits.mem_bytes = KG_SB_MEM_UNBOUNDED; /* ASan reserves terabytes of shadow */
-	if (p->ref_be->needs_gpu || p->be->needs_gpu) {
-		char dev[PATH_MAX];
-		int krc = kg_path_device(dev, sizeof(dev));
-		uint64_t t0 = kg_now_ns();
-		krc = krc ? krc : kg_keeper_start(&r->keeper, dev, &e);
-		kg_prof_add(KG_PROF_KEEPER_UP, t0);
-		if (krc) {
-			kg_run_internal(r, "starting kgate-device (the keeper of the device's memory): %s",
-					krc ? "not found beside kgate-run (install kgate, or set KGATE_DEVICE)" : e.msg);
-			return;
-		}
-		so.keeper = &r->keeper;
-		/* room for batched timed calls where both sides run on the device and the keeper draws
-		 * and judges there (KGATE_NO_BATCH=1: one call a measurement, to compare), gated: a batch
-		 * whose calls cannot do each other's work; ungated, none (kg_run_batch_gated) */
-		const uint32_t all = KG_DEV_CAP_GEN | KG_DEV_CAP_CMP | KG_DEV_CAP_CHECK | KG_DEV_CAP_GATE;
-		const char *nb = getenv("KGATE_NO_BATCH"), *ng = getenv("KGATE_NO_GATE");
-		if (p->ref_be->needs_gpu && p->be->needs_gpu && p->iterations > 0 && (r->keeper.caps & all) == all &&
-		    !(nb && *nb == '1') && !(ng && *ng == '1')) {
-			size_t cap = r->ra.capacity > r->ca.capacity ? r->ra.capacity : r->ca.capacity;
-			r->batch_stride = ((uint64_t)cap + 4095) / 4096 * 4096;
-			r->batch_room = kg_timing_batch_room(r->keeper.mem_bytes, r->batch_stride);
-			if (r->batch_room > KG_DEV_MAX_GATED_SETS)
-				r->batch_room = KG_DEV_MAX_GATED_SETS;
-			so.dev_sets = r->batch_room;
-			so.dev_stride = r->batch_stride;
-		}
-		r->quiet_flush_ns = r->keeper.quiet_flush_ns;
-	}
-	/* Reference: trusted code, the same sandbox; threads allowed (a reference may use them). */
-	so.be = p->ref_be;
-	so.so_path = r->ref_so;
-	so.state_file = r->state_path[0] ? r->state_path : NULL;
-	so.threads = 1;
-	uint64_t t0 = kg_now_ns();
-	int rc = kg_session_start(&r->rs, &so, &r->ra, &e);
-	t0 = kg_prof_add(KG_PROF_REF_UP, t0);
-	r->rs_up = 1;
-	if (rc == -EPERM) {
-		/* a layer the policy requires that this host refuses: the sandbox's finding, named as such
-		 * (with a cached build, the reference's runner is the first sandbox to come up) */
-		kg_verdict_add_reason(r->v, KG_R_SANDBOX_SETUP, "%s", e.msg);
-		r->cand_dead = 1;
-		return;
-	}
-	if (rc) {
-		char what[700];
-		kg_run_ref_failure(r, rc, &e, what, sizeof(what));
-		kg_run_internal(r, "starting the reference (before any shape): %s", what);
-		return;
-	}
-	quiet_from(r, &r->rs);
-	/* whatever the reference allocates on its first call at a shape (a library's handle, scratch
-	 * sized to the shape), it has before the candidate is loaded: nothing the candidate then
-	 * holds can starve it */
-	if (p->ref_be->needs_gpu && r->rs.keeper && ref_warm_up(r))
-		return;
-	so.be = p->be;
-	so.so_path = r->cand_so;
-	if (p->be->runner_script) {
-		/* a ModelNew module: its source as kgate read it (build.c), and the run's state file (the
-		 * constructor's arguments as data, the Model's entries, its kept buffers): never the
-		 * problem module, whose Model a ModelNew could otherwise find and run */
-		so.cand_module = r->cand_module;
-		so.state_file = r->state_path[0] ? r->state_path : NULL;
-	} else {
-		so.state_file = NULL;
-	}
-	so.threads = p->pol.threads;
-	so.watched = 1; /* a black box from LOAD on */
-	/* a JIT module on a GPU: its kernels compiled ahead, into the run's cache, read-only to it */
-	char jit[PATH_MAX + 32];
-	if (p->be->runner_script && p->be->needs_gpu && kg_torch_needs_warmup(p->cand_src.data, p->cand_src.len)) {
-		if (kg_run_warmup(r, &so, jit, sizeof(jit)))
-			return;
-		so.jit_dir = jit;
-	}
-	rc = kg_session_start(&r->cs, &so, &r->ca, &e);
-	kg_prof_add(KG_PROF_CAND_UP, t0);
-	r->cs_up = 1;
-	/* both sides' inputs drawn and checked by kgate-device's kernels where it has them (a build
-	 * with nvcc), and the outputs judged there (the reference's never leave the device then) */
-	dev_sides(r, !rc && r->rs.keeper && r->cs.keeper);
-	r->cand_keep = r->dev_check && p->task.n_outputs == 1;
-	r->cs.call_timeout_s = 30; /* copies and settling; RUN has its own deadline */
-	if (!rc)
-		quiet_from(r, &r->cs);
-	/* a batch is timed only where both sides' calls are gated: ungated, one call could do every
-	 * set's work in its first launch, with its inputs all on its arena */
-	if (!rc && (!r->rs.gated || !r->cs.gated))
-		r->batch_room = 0;
-	if (!rc && r->rs.keeper && r->cs.keeper && r->rs.gated != r->cs.gated) {
-		/* both sides are timed alike or not at all: the same runner, the same driver, before LOAD */
-		kg_run_internal(r, "the calls of the reference's runner are gated and the candidate's are not, or the other "
-				   "way round (%s; %s): the two would be timed by different clocks",
-				r->rs.gated ? "the reference's: gated" : r->rs.gate_off,
-				r->cs.gated ? "the candidate's: gated" : r->cs.gate_off);
-		r->cand_dead = 1;
-		return;
-	}
-	if (!rc && r->cs.dev_free0 && r->cs.dev_free_load &&
-	    kg_run_dev_memory(r, r->cs.dev_free_load, "once loaded (its constructors)", KG_CLASS_NORMAL, 0, 0))
-		return;
-	char layers[256];
-	kg_sb_layers_str(kg_sb_layers_active(r->cs.sb ? r->cs.sb : r->rs.sb), layers, sizeof(layers));
-	snprintf(r->v->layers_active, sizeof(r->v->layers_active), "%s", layers);
-	if (rc == KG_SESSION_ENDED || rc == KG_SESSION_FAULT) {
-		kg_run_cand_ended(r, "while loading", KG_CLASS_NORMAL, 0, 0);
-	} else if (rc == KG_SESSION_FAILED) {
-		kg_verdict_add_reason(r->v, KG_R_LOAD_ERROR, "the candidate could not be loaded: %s", r->cs.msg);
-		r->cand_dead = 1;
-	} else if (rc) {
-		if (rc == -EPERM)
-			kg_verdict_add_reason(r->v, KG_R_SANDBOX_SETUP, "%s", e.msg);
-		else
-			kg_run_internal(r, "starting the candidate: %s", e.msg);
-		r->cand_dead = 1;
-	}
 }
 
 int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e)
@@ -427,3 +231,192 @@ int kg_run_set_shape(struct kg_run *r, int s, const char *during)
 	return rc ? -1 : 0;
 }
 
+double kg_run_secs_since(uint64_t t0)
+{
+	return (double)(kg_now_ns() - t0) / 1e9;
+}
+
+void kg_run_progress(struct kg_run *r, const char *fmt, ...)
+{
+	if (!r->plan->progress)
+		return;
+	char line[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (r->plan->progress == KG_PROGRESS_HEARTBEAT) {
+		kg_heartbeat_phase(line); /* the heartbeat thread prints it, plain, every few seconds */
+		return;
+	}
+	fprintf(stderr, "\r\033[K[kgate] %s: %s", r->plan->task.name, line);
+	fflush(stderr);
+}
+
+void kg_run_internal(struct kg_run *r, const char *fmt, ...)
+{
+	if (r->v->internal_error[0])
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->v->internal_error, sizeof(r->v->internal_error), fmt, ap);
+	va_end(ap);
+}
+
+const char *kg_run_shape_str(const struct kg_run *r)
+{
+	return r->shape >= 0 ? r->plan->shape_str[r->shape] : "";
+}
+
+/* One reason per (code, shape): the first instance carries the details; repeats are counted and
+ * their classes listed, which is what a reader needs ("fails only for large inputs"). */
+int kg_run_already_reported(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls)
+{
+	for (int i = 0; i < r->v->n_reasons; i++) {
+		struct kg_reason *x = &r->v->reasons[i];
+		if (x->code != code || strcmp(x->shape, kg_run_shape_str(r)))
+			continue;
+		x->occurrences++;
+		const char *name = kg_class_name(cls);
+		size_t len = strlen(x->also_classes), nl = strlen(name);
+		int listed = !strcmp(x->input_class, name);
+		for (const char *q = x->also_classes; !listed && (q = strstr(q, name)); q += nl)
+			listed = (q == x->also_classes || q[-1] == ',') && (q[nl] == ',' || !q[nl]);
+		if (!listed && len + nl + 2 < sizeof(x->also_classes))
+			snprintf(x->also_classes + len, sizeof(x->also_classes) - len, "%s%s", len ? "," : "", name);
+		return 1;
+	}
+	return 0;
+}
+
+struct kg_reason *kg_run_trial_reason(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls, uint64_t seed,
+				      const char *fmt, ...)
+{
+	char msg[sizeof(((struct kg_reason *)0)->message)];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	struct kg_reason *x = kg_verdict_add_reason(r->v, code, "%s", msg);
+	x->occurrences = 1;
+	snprintf(x->input_class, sizeof(x->input_class), "%s", kg_class_name(cls));
+	x->seed = seed;
+	x->has_seed = 1;
+	snprintf(x->shape, sizeof(x->shape), "%s", kg_run_shape_str(r));
+	return x;
+}
+
+int kg_run_record(struct kg_run *r, const struct kg_findings *f, enum kg_input_class cls, uint64_t seed,
+		  const char *when)
+{
+	int n = 0;
+	for (int i = 0; i < f->n; i++) {
+		const struct kg_finding *x = &f->f[i];
+		enum kg_reason_code code = x->code;
+		char at[200] = "";
+		/* a wrong value that only shows away from the base shape is its own finding */
+		if (r->shape > 0 && (code == KG_R_CHECK_MISMATCH || code == KG_R_CHECK_NAN ||
+				     code == KG_R_CHECK_UNWRITTEN_OUTPUT)) {
+			code = KG_R_CHECK_SHAPE_VARIANT;
+			snprintf(at, sizeof(at), "at shape %s (not the base shape): ", kg_run_shape_str(r));
+		} else if (r->shape > 0) {
+			snprintf(at, sizeof(at), "at shape %s: ", kg_run_shape_str(r));
+		}
+		if (kg_run_already_reported(r, code, cls))
+			continue;
+		struct kg_reason *rs = kg_run_trial_reason(r, code, cls, seed, "%s%s%s%s", at, when ? when : "", when ? ": " : "",
+						    x->msg);
+		rs->found = x->code;
+		snprintf(rs->where, sizeof(rs->where), "%s", when ? when : "");
+		if (x->slot >= 0) {
+			const struct kg_arena_slot *sl = &r->ca.slot[x->slot];
+			snprintf(rs->tensor, sizeof(rs->tensor), "%s", r->names[x->slot]);
+			rs->index = x->index;
+			if (x->index >= 0 && x->code != KG_R_CHECK_CANARY)
+				kg_index_str(x->index, sl->shape, sl->ndim, rs->index_str, sizeof(rs->index_str));
+		}
+		rs->has_values = x->has_values;
+		rs->expected = x->expected;
+		rs->got = x->got;
+		n++;
+	}
+	return n;
+}
+
+void kg_run_cand_ended(struct kg_run *r, const char *during, enum kg_input_class cls, uint64_t seed, int trial)
+{
+	const struct kg_sb_outcome *o = &r->cs.outcome;
+	char what[700];
+	kg_end_describe(o, what, sizeof(what));
+	enum kg_reason_code code = kg_end_reason(o->end);
+	if (r->cs.fault_code) {
+		/* what the parent itself caught the process doing, before it killed it */
+		code = (enum kg_reason_code)r->cs.fault_code;
+		snprintf(what, sizeof(what), "%s", r->cs.fault);
+	} else if (kg_end_sealed_call(o, r->cs.sealed)) {
+		code = KG_R_SANDBOX_DLOPEN;
+		snprintf(what, sizeof(what), "after it was loaded it opened a file, mapped executable memory or "
+					     "mapped a file (a run-time dlopen, new code, the arena mapped again), and the "
+					     "runner's seal ended it");
+	} else if (o->end == KG_SB_END_SIGNAL && (o->signo == SIGSEGV || o->signo == SIGBUS) && r->ca.paged) {
+		/* the signal is the kernel's word; which address faulted nobody in that process may say */
+		size_t n = strlen(what);
+		snprintf(what + n, sizeof(what) - n,
+			 " (a bad access: its inputs are read-only, and an inaccessible page lies after every tensor "
+			 "and in front of every input; kgate installs no fault handler there and names no address)");
+	}
+	struct kg_reason *x = kg_run_trial_reason(r, code, cls, seed, "candidate %s: %s", during, what);
+	if (!trial) {
+		x->has_seed = 0;
+		x->input_class[0] = '\0';
+	}
+	r->cand_dead = 1;
+}
+
+/* What went wrong with the reference's session: how its process ended, or the session's word. */
+void kg_run_ref_failure(const struct kg_run *r, int rc, const kg_error *e, char *what, size_t n)
+{
+	if (rc == KG_SESSION_ENDED)
+		kg_end_describe(&r->rs.outcome, what, n);
+	else if (rc == KG_SESSION_FAULT)
+		snprintf(what, n, "%s", r->rs.fault);
+	else
+		snprintf(what, n, "%s", rc == KG_SESSION_FAILED ? r->rs.msg : e->msg);
+}
+
+void kg_run_cand_failed(struct kg_run *r, int rc, const kg_error *e, const char *during, const char *cmd,
+			enum kg_input_class cls, uint64_t seed, int trial)
+{
+	if (rc == KG_SESSION_ENDED || rc == KG_SESSION_FAULT) {
+		kg_run_cand_ended(r, during, cls, seed, trial);
+	} else if (rc == KG_SESSION_FAILED) {
+		/* its runner said the command failed: its state is the candidate's, the words its claim */
+		/* (every report escapes what it prints of it) */
+		struct kg_reason *x = kg_run_trial_reason(r, KG_R_SANDBOX_PROTOCOL, cls, seed,
+						   "candidate %s: its runner failed %s, saying \"%s\" (its claim)", during, cmd,
+						   r->cs.msg);
+		if (!trial) {
+			x->has_seed = 0;
+			x->input_class[0] = '\0';
+		}
+		r->cand_dead = 1;
+	} else {
+		kg_run_internal(r, "talking to the candidate's runner: %s", e->msg);
+		r->cand_dead = 1;
+	}
+}
+
+static void ahead_join(struct kg_run *r)
+{
+	if (r->ahead.active)
+		pthread_join(r->ahead.th, NULL);
+	r->ahead.active = 0;
+}
+
+/* Waits for a call in flight and forgets it: the reference session is needed for something else
+ * (a term-magnitude call, a timed call, a new shape), and the trial it was for starts over. */
+void kg_run_ahead_drop(struct kg_run *r)
+{
+	ahead_join(r);
+	r->ahead.ready = 0;
+}

@@ -1,6 +1,8 @@
 /* Internal to the verifier: the state one verification carries from phase to phase (built from
- * the read-only plan), and the phases kg_verify runs in order. Each phase records what it finds
- * in the verdict; kg_run_ok() says whether the next one should run. */
+ * the read-only plan), and what run.c does with it: its lifetime, the layout of a shape, progress
+ * and internal errors, and what the candidate's ends and the checks' findings earn it as reasons.
+ * The phases (phases/phases.h) record what they find in the verdict; kg_run_ok() says whether the
+ * next one should run. */
 #ifndef KG_RUN_H
 #define KG_RUN_H
 
@@ -81,7 +83,7 @@ struct kg_run {
 	uint64_t ref_poison_seq;
 	void *const *ref_src; /* the inputs the reference's next call writes into its arena (NULL: none) */
 	/* The draws shadow and shadow_next stand for (the generator's parameters under each trial's
-	 * key), whether those host buffers hold them, and which draw each is (kg_run_gen_into numbers
+	 * key), whether those host buffers hold them, and which draw each is (kg_trial_gen_into numbers
 	 * them from 1): where kgate-device draws the inputs itself (dev_gen), a buffer is drawn on the
 	 * host only when a check or a host runner needs it. */
 	struct kg_run_draw {
@@ -119,121 +121,51 @@ struct kg_run {
 	uint64_t quiet_flush_ns, ref_flush_ns;
 };
 
-/* What one call of the candidate gave, as far as the parent could see. */
-struct kg_cand_call {
-	int ok; /* the call came back and kg_forward returned 0 */
-	struct kg_call_result r;
-};
-
 static inline int kg_run_ok(const struct kg_run *r)
 {
 	return !r->cand_dead && !r->v->internal_error[0] && !r->v->n_reasons;
 }
 
-void kg_run_progress(struct kg_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void kg_run_internal(struct kg_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-double kg_secs_since(uint64_t t0);
-
-/* ---- trial.c: one call of each side and what the checks make of it ---- */
+/* ---- its lifetime: buffers, arenas, and (kg_run_free) the runners and kgate-device ---- */
 int kg_run_alloc(struct kg_run *r, kg_error *e);
 void kg_run_free(struct kg_run *r);
-void kg_run_start_sessions(struct kg_run *r);
-/* baseline.c: eager and torch.compile of the task's torch baseline, timed once the candidate's
- * timing passed (the candidate's runner ends first), and the baselines block of the verdict
- * (reference, eager, compile; the quoted one) whatever ran */
-void kg_phase_baselines(struct kg_run *r);
-/* warmup.c: a JIT candidate on a GPU (Triton, torch.compile in its module: kg_torch_needs_warmup)
- * has its kernels compiled ahead of the run, at every planned shape, in a sandboxed process of
- * their own, into the run's cache directory (jit, for the candidate's session, read-only there).
- * 0, or -1 after recording why (compile.error: the candidate's; an internal error: kgate's). */
-int kg_torch_needs_warmup(const char *src, size_t len);
-int kg_torch_warmup(const struct kg_session_opts *o, const char *shapes, const char *jit_dir, double wall_s,
-		    char *log, size_t logsz, kg_error *e);
-int kg_run_warmup(struct kg_run *r, const struct kg_session_opts *o, char *jit, size_t jitsz);
+/* The progress line (or the heartbeat's phase), and kgate's own error (the first one kept). */
+void kg_run_progress(struct kg_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kg_run_internal(struct kg_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+double kg_run_secs_since(uint64_t t0);
+
+/* ---- shapes ---- */
 /* Lays out arena a for shape s (and makes s the current shape). */
 int kg_run_layout(struct kg_run *r, int s, struct kg_arena *a, kg_error *e);
 /* Lays out both arenas for shape s, alike: the draws are made at the candidate arena's layout
- * (kg_run_gen_into) and staged at either side's. */
+ * (kg_trial_gen_into) and staged at either side's. */
 int kg_run_layout_both(struct kg_run *r, int s, kg_error *e);
-/* The reference's first call at shape s, before the candidate is loaded (the warm-up): both
- * arenas laid out at s and its inputs drawn (class normal, a seed of its own). */
-int kg_run_warm_shape(struct kg_run *r, int s, kg_error *e);
 /* Lays out both arenas for shape s and tells both runners; 0, or -1 after recording why. */
 int kg_run_set_shape(struct kg_run *r, int s, const char *during);
 /* Drops shape s (never the base one) from the trials: the Model itself refuses it (why), which is
  * no verdict about the candidate. Said in the verdict's module report. */
 void kg_run_drop_shape(struct kg_run *r, int s, const char *why);
-void kg_run_gen_inputs(struct kg_run *r, enum kg_input_class cls, uint64_t seed);
-/* The candidate's arena before a call: this trial's inputs, fresh canaries, poisoned outputs. */
-void kg_run_cand_arena(struct kg_run *r, uint64_t seed);
-/* The reference on the current inputs; its outputs land in refout. 0, or -1 after recording an
- * internal error (the reference is trusted: its failure is kgate's). */
-int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns);
-
-/* Shared by trial.c and trial_ref.c (the reference's calls and its look-ahead): */
 /* "N=64 D=128", the current layout's dims */
 const char *kg_run_shape_str(const struct kg_run *r);
-/* Why a reference call failed, in words (its outcome, fault, message or the error). */
-void kg_run_ref_failure(const struct kg_run *r, int rc, const kg_error *e, char *what, size_t n);
-/* The inputs of (cls, seed) drawn for shadow (next 0) or shadow_next (next 1): their parameters,
- * and the host's buffers filled unless the device draws them (dev_gen). */
-void kg_run_gen_into(struct kg_run *r, int next, enum kg_input_class cls, uint64_t seed);
-/* The inputs src holds written into arena a's input slots (drawn on the host first if need be). */
-void kg_run_load_inputs_from(struct kg_run *r, struct kg_arena *a, void *const *src);
-/* src (shadow or shadow_next) holding its draw on the host: drawn now if it was not. */
-void *const *kg_run_host_inputs(struct kg_run *r, void *const *src);
-/* src's draw where the device is to make it (dev_gen, not on the host), else NULL: load src. */
-const struct kg_call_draw *kg_run_device_draw(struct kg_run *r, void *const *src);
-/* The reference's outputs of this trial in refout (fetched from the device if they were left
- * there); 0, or -1 after recording an internal error. Before the look-ahead's next call. */
-int kg_run_refout_host(struct kg_run *r);
-/* The outputs of session s's last call (its snapshot on the device) into its host arena; whose
- * names them in an error. 0, or -1 after recording an internal error. */
-int kg_run_fetch_outputs(struct kg_run *r, const struct kg_session *s, const char *whose);
-/* The candidate's outputs of its last call in its host arena (fetched if they were left on the
- * device); 0, or -1 after recording an internal error. */
-int kg_run_candout_host(struct kg_run *r);
-/* The host judges this call: both sides' outputs on the host. 0, or -1 (recorded). */
-int kg_run_host_judges(struct kg_run *r);
-/* Whether the reference's output is near-constant under this trial's tolerance (checks.c's
- * kg_check_degenerate), on the device where the outputs stayed there: the distance of every
- * element from 0 and from the mean of the finite ones. */
-int kg_run_degenerate(struct kg_run *r, const struct kg_view *v);
-/* After a candidate's call that returned: its outputs judged on the device against the
- * reference's (dev_check). 1: every output written and within tolerance, r->cmp filled; 0: the
- * host is to judge (refout fetched for it); -1 after recording an internal error; -2 when work
- * the candidate left running held the device past the check's deadline (its process killed for
- * it: the caller records the candidate's end). */
-int kg_run_device_judge(struct kg_run *r);
-/* Output j's CHECK (COMPARE) under this trial's tolerance, both sides' offsets moved by shift (a
- * batch's set); -1 where the device cannot judge it (per-element terms, unlike layouts). */
-int kg_run_compare_check(const struct kg_run *r, int j, uint64_t shift, struct kg_dev_check *chk);
-/* Before the checks of a candidate's call: v told whether the device found its inputs as staged,
- * and the host's copy of them drawn if the checks will read them. */
-void kg_run_view_inputs(struct kg_run *r, struct kg_view *v);
-/* One reference call (poison, call, outputs copied to dst); what names it in an internal error. */
-int kg_run_ref_call(struct kg_run *r, int flush, uint32_t entry, const char *what, void *const *dst,
-		    struct kg_call_result *res);
-/* The reference on `sets` sets of the current draw at once (kgate-device's batched call, stride
- * bytes apart, each set's inputs under its own key), timed as one span (*ns, the batch's); its
- * outputs stay on the device, the trial's tolerances from all of them. 0, or -1 (recorded). */
-int kg_run_ref_batch(struct kg_run *r, uint32_t sets, uint64_t stride, uint64_t *ns);
-/* The look-ahead: the next trial's inputs drawn and its reference call started on a thread; taken
- * by that trial (0 taken, 1 not there, -1 failed and recorded), or dropped. */
-void kg_run_ahead_start(struct kg_run *r, enum kg_input_class cls, uint64_t seed);
-int kg_run_ahead_take(struct kg_run *r, enum kg_input_class cls, uint64_t seed, uint64_t *ns);
+/* Waits for the look-ahead's reference call in flight (phases/trial_ref.c) and forgets it: the
+ * reference session is needed for something else (a term-magnitude call, a timed call, a new
+ * shape), and the trial it was for starts over. */
 void kg_run_ahead_drop(struct kg_run *r);
-/* kg_check_outputs, and where an output failed and has `terms: abs_inputs`, again with each
- * element's own term magnitudes from the trusted reference (compare.h). */
-int kg_run_check_outputs(struct kg_run *r, struct kg_view *v, enum kg_reason_code code, struct kg_findings *f);
-void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint64_t seed, struct kg_cand_call *c);
-/* The view of the candidate's last call for the pure checks. */
-void kg_run_view(struct kg_run *r, struct kg_view *v);
+
+/* ---- what the candidate's ends and the checks' findings earn it ---- */
+/* One reason per (code, shape): 1 when code already has one at this shape, now counted once more
+ * and cls listed (what a reader needs: "fails only for large inputs"); 0 when it has none. */
+int kg_run_already_reported(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls);
+/* A reason of a trial: its class, seed and the current shape filled in, counted once. */
+struct kg_reason *kg_run_trial_reason(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls, uint64_t seed,
+				      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Findings become reasons with the trial's class, seed and shape: one reason per code and shape
  * (repeats are counted, their classes listed); at a variant shape a wrong value is the finding
  * check.shape_variant. when ("after the call") starts each message. Returns the count recorded. */
 int kg_run_record(struct kg_run *r, const struct kg_findings *f, enum kg_input_class cls, uint64_t seed,
 		  const char *when);
+/* Why a reference call failed, in words (its outcome, fault, message or the error). */
+void kg_run_ref_failure(const struct kg_run *r, int rc, const kg_error *e, char *what, size_t n);
 /* The device memory the candidate's process holds now, by kgate-device's count (mem_free: the
  * device's free memory just read): over the policy's gpu.memory_mb it is sandbox.memory, recorded
  * with when, and its process is ended (1); 0 within it or not known. */
@@ -250,30 +182,5 @@ void kg_run_cand_ended(struct kg_run *r, const char *during, enum kg_input_class
  * parent's own channel error): the reason it earns the candidate, or kgate's internal error. */
 void kg_run_cand_failed(struct kg_run *r, int rc, const kg_error *e, const char *during, const char *cmd,
 			enum kg_input_class cls, uint64_t seed, int trial);
-void kg_phase_correctness(struct kg_run *r);
-
-/* ---- build.c ---- */
-/* Compiles the reference and the candidate, then the candidate's imports; 0 to go on. */
-int kg_phase_build(struct kg_run *r);
-
-/* ---- timing.c ---- */
-void kg_phase_timing(struct kg_run *r);
-
-/* The reference's measurement (sets > 1: a batch), on a quiet device: taken again while the flush
- * inside it says another context's work ran beside it, and where that lasts with the candidate's
- * process stopped, that process is ended and the device asked again (clock.h's KG_QUIET_*): quiet
- * then, timing.tampered; busy still, kgate's error. 0, or -1 after recording why. */
-int kg_run_ref_quiet(struct kg_run *r, uint32_t sets, uint64_t *ns);
-
-/* ---- timing_batch.c ---- */
-/* One timed measurement of `sets` calls back to back on the device, each on a set of inputs of
- * its own (the draw of (cls, seed) under each set's key): the reference's batch (*ref_ns its
- * span), then the candidate's (c), every set's inputs, bands and outputs judged on the device.
- * 0 when it passed; -1 after recording why not. */
-int kg_run_batched(struct kg_run *r, uint32_t sets, enum kg_input_class cls, uint64_t seed, uint64_t *ref_ns,
-		   struct kg_cand_call *c);
-
-/* ---- sanitizers.c ---- */
-void kg_phase_sanitizers(struct kg_run *r);
 
 #endif

@@ -13,39 +13,8 @@
 
 #include "kg_heartbeat.h"
 #include "verifier/plan/resolve.h"
+#include "verifier/phases/phases.h"
 #include "verifier/run.h"
-
-double kg_secs_since(uint64_t t0)
-{
-	return (double)(kg_now_ns() - t0) / 1e9;
-}
-
-void kg_run_progress(struct kg_run *r, const char *fmt, ...)
-{
-	if (!r->plan->progress)
-		return;
-	char line[200];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (r->plan->progress == KG_PROGRESS_HEARTBEAT) {
-		kg_heartbeat_phase(line); /* the heartbeat thread prints it, plain, every few seconds */
-		return;
-	}
-	fprintf(stderr, "\r\033[K[kgate] %s: %s", r->plan->task.name, line);
-	fflush(stderr);
-}
-
-void kg_run_internal(struct kg_run *r, const char *fmt, ...)
-{
-	if (r->v->internal_error[0])
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(r->v->internal_error, sizeof(r->v->internal_error), fmt, ap);
-	va_end(ap);
-}
 
 /* What the verdict says of its inputs, before anything runs. */
 static void describe_plan(const struct kg_plan *p, struct kg_verdict *v)
@@ -107,8 +76,8 @@ static int sessions_phase(struct kg_run *r)
 	}
 	kg_run_progress(r, "starting the sandboxes");
 	uint64_t t0 = kg_now_ns();
-	kg_run_start_sessions(r);
-	r->v->t_reference_s = kg_secs_since(t0);
+	kg_phase_start(r);
+	r->v->t_reference_s = kg_run_secs_since(t0);
 	return kg_run_ok(r) ? 0 : -1;
 }
 
@@ -159,7 +128,7 @@ static void finish(struct kg_run *r, uint64_t t_start)
 	}
 	if (r->plan->progress == KG_PROGRESS_LINE)
 		fprintf(stderr, "\r\033[K");
-	v->t_total_s = kg_secs_since(t_start);
+	v->t_total_s = kg_run_secs_since(t_start);
 	kg_verdict_finish(v);
 }
 

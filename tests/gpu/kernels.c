@@ -1,7 +1,7 @@
 /* kgate-device's own kernels agree with the host's code. The inputs it draws on the GPU are the
  * host's, bit for bit: every class of every dtype at shapes that end mid-block and mid-row and at a
  * gigabyte-class one, drawn by the real keeper's kernel (a START of one GEN range, read back
- * through END's snapshot) and by the host's fill (verifier/arena/inputs.c). END's comparison of the
+ * through END's snapshot) and by the host's fill (verifier/plan/inputs.c). END's comparison of the
  * inputs on the device leaves the host arena's copy alone when they are as staged. Its judgement
  * of an output (CHECK) gives kg_compare's verdict, indices and maxima, the sums to rounding, with
  * and without row factors, and STATS the reference's finite sum and poison. Its gated calls
@@ -27,7 +27,7 @@
 #include "verifier/session/keeper.h"
 #include "verifier/judge/compare.h"
 #include "verifier/plan/dtype.h"
-#include "verifier/arena/inputs.h"
+#include "verifier/plan/inputs.h"
 #include "verifier/judge/clock.h"
 
 #define ARENA ((size_t)288 << 20)

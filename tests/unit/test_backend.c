@@ -12,7 +12,7 @@
 #include <errno.h>
 
 #include "verifier/plan/backend.h"
-#include "verifier/run.h"
+#include "verifier/phases/warmup.h"
 #include "verifier/plan/resolve.h"
 
 static int has_arg(const struct kg_compile_cmd *c, const char *arg)
@@ -93,11 +93,11 @@ static void test_warmup_words(void **state)
 	static const char tri[] = "import triton\nimport triton.language as tl\n";
 	static const char comp[] = "self.f = torch.compile(self.f)\n";
 	static const char plain[] = "import torch\nclass ModelNew: pass\n";
-	assert_true(kg_torch_needs_warmup(tri, sizeof(tri) - 1));
-	assert_true(kg_torch_needs_warmup(comp, sizeof(comp) - 1));
-	assert_false(kg_torch_needs_warmup(plain, sizeof(plain) - 1));
+	assert_true(kg_warmup_needed(tri, sizeof(tri) - 1));
+	assert_true(kg_warmup_needed(comp, sizeof(comp) - 1));
+	assert_false(kg_warmup_needed(plain, sizeof(plain) - 1));
 	/* the length bounds the search: a word past it is not there */
-	assert_false(kg_torch_needs_warmup(tri, 3));
+	assert_false(kg_warmup_needed(tri, 3));
 }
 
 static void test_imports(void **state)

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "verifier/plan/dtype.h"
-#include "verifier/arena/inputs.h"
+#include "verifier/plan/inputs.h"
 #include "verifier/plan/prng.h"
 
 static kg_key key_of(uint32_t s)

@@ -31,7 +31,7 @@
 #include "verifier/session/keeper.h"
 #include "device/stage.h"
 #include "device/wire.h"
-#include "verifier/arena/inputs.h"
+#include "verifier/plan/inputs.h"
 
 static int send_rep(int fd, struct kg_dev_reply *r, int pass)
 {

@@ -12,7 +12,7 @@
 
 #include "policy/policy.h"
 #include "sandbox/sandbox.h"
-#include "verifier/arena/inputs.h"
+#include "verifier/plan/inputs.h"
 
 static int load_text(const char *text, struct kg_policy *p, kg_error *e)
 {

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "verifier/plan/dtype.h"
-#include "verifier/arena/inputs.h"
+#include "verifier/plan/inputs.h"
 #include "verifier/plan/prng.h"
 
 static void hex_bytes(const char *hex, uint8_t *out, size_t n)

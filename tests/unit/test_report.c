@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "verifier/judge/verdict.h"
+#include "verifier/report/report.h"
 
 static void make_verdict(struct kg_verdict *v)
 {

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "verifier/judge/verdict.h"
+#include "verifier/report/report.h"
 
 /* A reason as trial.c records one: a code at a shape, the check that found it, the phase, the
  * first class and seed, the trials and the other classes. */

@@ -4,7 +4,7 @@
  * the reference's staged inputs, a gated batch of each), each checked as kgate-device checks it
  * (kg_stage_valid, with each slot's book kept by kgate-device's rules: kg_stage_src_of). The plan,
  * both arenas, the draws and the staging plans are the verifier's own (kg_plan_build, kg_run_alloc,
- * kg_run_warm_shape, kg_run_layout_both, kg_session_stage_plan, kg_keeper_start_cmd); the two
+ * kg_start_warm_shape, kg_run_layout_both, kg_session_stage_plan, kg_keeper_start_cmd); the two
  * sessions are stand-ins holding a keeper's caps and a slot.
  * On an H100, kgate main c0d1609 ended every multi-shape plan in exit 3: "running the reference
  * (R=64 C=1000, upload): kgate-device: bad START ranges". The warm-up laid out the reference's
@@ -24,6 +24,8 @@
 #include "verifier/session/keeper.h"
 #include "device/stage.h"
 #include "verifier/plan/plan.h"
+#include "verifier/phases/phases.h"
+#include "verifier/phases/trial.h"
 #include "verifier/run.h"
 #include "verifier/session/session.h"
 
@@ -73,14 +75,14 @@ static void start_and_end(struct side *x, const struct kg_call *call, const char
 static void ref_call(struct kg_run *r, struct side *x, uint32_t sets, const char *what)
 {
 	kg_arena_poison_pick(&r->ra, 0x7265660000ull + r->ref_poison_seq++);
-	const struct kg_call_draw *d = kg_run_device_draw(r, r->shadow);
+	const struct kg_call_draw *d = kg_trial_device_draw(r, r->shadow);
 	assert_non_null(d); /* drawn on the device (dev_gen) */
 	struct kg_call call = {.flush = 1, .draw = d, .keep = 1, .sets = sets, .stride = r->batch_stride};
 	start_and_end(x, &call, what);
 	r->ref_staged_draw = r->shadow_gen.id; /* trial_ref.c's ref_expose */
 }
 
-/* the candidate's call (trial.c's kg_run_candidate): the reference's staged inputs copied on the
+/* the candidate's call (trial.c's kg_trial_candidate): the reference's staged inputs copied on the
  * device where its last call staged this very draw */
 static void cand_call(struct kg_run *r, struct side *x, uint32_t sets, const char *what)
 {
@@ -133,7 +135,7 @@ static void test_warm_up_then_trials(void **state)
 
 	/* the warm-up: one call of the reference at every shape, the candidate not yet loaded */
 	for (int s = 0; s < p->n_shapes; s++) {
-		if (kg_run_warm_shape(r, s, &e))
+		if (kg_start_warm_shape(r, s, &e))
 			fail_msg("the warm-up's layout at shape %d: %s", s, e.msg);
 		snprintf(what, sizeof(what), "the reference's first call at %s", p->shape_str[s]);
 		ref_call(r, &ref, 1, what);
@@ -147,14 +149,14 @@ static void test_warm_up_then_trials(void **state)
 			fail_msg("shape %d: %s", s, e.msg);
 		assert_int_equal(r->ref_staged_draw, 0); /* staged at another layout: nothing copied */
 		for (int t = 0; t < 2; t++) {
-			kg_run_gen_inputs(r, KG_CLASS_NORMAL, 1000u * (uint64_t)s + (uint64_t)t);
+			kg_trial_gen_inputs(r, KG_CLASS_NORMAL, 1000u * (uint64_t)s + (uint64_t)t);
 			snprintf(what, sizeof(what), "trial %d's reference at %s", t, p->shape_str[s]);
 			ref_call(r, &ref, 1, what);
 			snprintf(what, sizeof(what), "trial %d's candidate at %s", t, p->shape_str[s]);
 			cand_call(r, &cand, 1, what);
 		}
 		if (s == 0) {
-			kg_run_gen_inputs(r, KG_CLASS_NORMAL, 77);
+			kg_trial_gen_inputs(r, KG_CLASS_NORMAL, 77);
 			snprintf(what, sizeof(what), "a batch of 8 of the reference at %s", p->shape_str[s]);
 			ref_call(r, &ref, 8, what);
 			snprintf(what, sizeof(what), "a batch of 8 of the candidate at %s", p->shape_str[s]);

@@ -29,20 +29,9 @@
 /* Streaming (non-temporal) stores: the data goes to memory and every cached copy of its lines, in
  * any core, is invalidated, so a runner's next call reads it cold, as if the caches had been
  * flushed. The bytes before the first and after the last 16-byte boundary are written plainly and
- * their lines flushed. Elsewhere a plain copy (and warm caches: say so where timing matters). */
-void kg_arena_evict(const unsigned char *p, size_t n)
-{
-#ifdef HAVE_STREAMING
-	if (!n)
-		return;
-	for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < (uintptr_t)p + n; a += 64)
-		_mm_clflush((const void *)a);
-#else
-	(void)p, (void)n;
-#endif
-}
-
-/* dst[0..n) from src, or (src NULL) from the 16-byte pattern pat whose phase is dst's 16-byte
+ * their lines flushed (kg_arena_evict, arena_int.h). Elsewhere a plain copy (and warm caches: say
+ * so where timing matters).
+ * dst[0..n) from src, or (src NULL) from the 16-byte pattern pat whose phase is dst's 16-byte
  * alignment (pat holds whole elements, and dst starts on one). */
 static void stream_write(unsigned char *dst, const unsigned char *src, const unsigned char *pat, size_t n)
 {

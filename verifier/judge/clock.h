@@ -1,10 +1,10 @@
-/* Timing: the statistics of a series of timed calls, and the trusted clock: a lower bound on every
+/* The trusted clock (clock.c): the statistics of a series of timed calls, a lower bound on every
  * timed call from what the parent itself observes, which the reported time may never undercut,
- * and the judgement of the runner's claims against it. The timing phase itself (timing.c) runs
- * both sides on fresh inputs of every class, interleaved with checked calls, and checks every
- * output. */
-#ifndef KG_TIMING_H
-#define KG_TIMING_H
+ * and the judgement of the runner's claims against it; the quiet device's and the ceilings' tests,
+ * and a batch's size. The timing phase itself (phases/timing.c) runs both sides on fresh inputs of
+ * every class, interleaved with checked calls, and checks every output. */
+#ifndef KG_CLOCK_H
+#define KG_CLOCK_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -165,19 +165,4 @@ int kg_verdict_has_reason(const struct kg_verdict *v, enum kg_reason_code code);
  * never accepted: exit 3, not verified. */
 void kg_verdict_finish(struct kg_verdict *v);
 
-/* Reports (verifier/report/report.c). Each returns 0 or a negative errno. */
-int kg_report_json(const struct kg_verdict *v, const char *path, kg_error *e);
-int kg_report_sarif(const struct kg_verdict *v, const char *path, kg_error *e);
-int kg_report_junit(const struct kg_verdict *v, const char *path, kg_error *e);
-int kg_report_text(const struct kg_verdict *v, const char *path, kg_error *e);
-/* The terminal summary onto an open stream (stderr when stdout carries a report). */
-int kg_report_text_file(const struct kg_verdict *v, FILE *f);
-/* "json:out.json" etc.; path "-" is stdout. */
-int kg_report_write(const struct kg_verdict *v, const char *spec, kg_error *e);
-/* Before any work: the format is known and the path can be written (its directory exists and is
- * writable, it is not a directory). -EINVAL etc. with e saying which. */
-int kg_report_check(const char *spec, kg_error *e);
-/* The JSON document as a string (caller frees), for the agents' feedback. */
-char *kg_report_json_string(const struct kg_verdict *v);
-
 #endif

@@ -19,6 +19,8 @@
 
 #include "kg_ufile.h"
 #include "verifier/plan/resolve.h"
+#include "verifier/phases/phases.h"
+#include "verifier/phases/trial.h"
 #include "verifier/run.h"
 #include "verifier/judge/clock.h"
 #include "verifier/plan/torchtask.h"
@@ -126,8 +128,8 @@ struct bl_ctx {
 static void bl_expose(void *arg)
 {
 	struct kg_run *r = arg;
-	if (!kg_run_device_draw(r, r->shadow))
-		kg_run_load_inputs_from(r, &r->ca, r->shadow);
+	if (!kg_trial_device_draw(r, r->shadow))
+		kg_trial_load_inputs_from(r, &r->ca, r->shadow);
 }
 
 /* One measurement of the baseline session bs: `sets` calls of entry on fresh inputs of the timing's
@@ -139,13 +141,13 @@ static int measure(struct kg_run *r, struct kg_session *bs, uint32_t entry, uint
 {
 	kg_error e = {0};
 	struct kg_call_result res;
-	kg_run_gen_inputs(r, KG_CLASS_NORMAL, seed);
+	kg_trial_gen_inputs(r, KG_CLASS_NORMAL, seed);
 	if (bs->keeper)
 		kg_arena_poison_pick(&r->ca, seed);
 	else
 		kg_arena_poison(&r->ca, seed);
 	struct kg_call call = {.flush = 1, .run_timeout_s = timeout_s, .entry = entry, .expose = bl_expose, .expose_arg = r};
-	if (bs->keeper && (call.draw = kg_run_device_draw(r, r->shadow)))
+	if (bs->keeper && (call.draw = kg_trial_device_draw(r, r->shadow)))
 		call.expose = NULL;
 	if (bs->keeper && sets > 1) {
 		call.sets = sets;

@@ -13,6 +13,8 @@
 #include "verifier/compile/elfsyms.h"
 #include "verifier/plan/resolve.h"
 #include "verifier/judge/ends.h"
+#include "verifier/phases/phases.h"
+#include "verifier/phases/trial.h"
 #include "verifier/run.h"
 #include "verifier/plan/torchtask.h"
 
@@ -99,7 +101,7 @@ static void static_check(struct kg_run *r)
 		kg_verdict_add_reason(r->v, KG_R_STATIC_FORBIDDEN_LIBRARY,
 				      "the candidate links against '%s', which the policy does not allow", s);
 	}
-	kg_verdict_add_check(r->v, "static-imports", bad ? KG_CHECK_FAIL : KG_CHECK_PASS, kg_secs_since(t0),
+	kg_verdict_add_check(r->v, "static-imports", bad ? KG_CHECK_FAIL : KG_CHECK_PASS, kg_run_secs_since(t0),
 			     bad ? "%d forbidden imports" : "every import is on the policy's allowlist", bad);
 out:
 	kg_buf_free(&syms);
@@ -224,7 +226,7 @@ int kg_phase_build(struct kg_run *r)
 			kg_run_internal(r, "compiling the candidate: %s", ce.msg);
 		goto out;
 	}
-	v->t_compile_s = kg_secs_since(t0);
+	v->t_compile_s = kg_run_secs_since(t0);
 	snprintf(v->compile_log, sizeof(v->compile_log), "%s", cr->log);
 	if (!cr->ok && p->be->id == KG_BACKEND_TORCH && cr->outcome.end == KG_SB_END_EXIT &&
 	    cr->outcome.exit_code == KG_TORCH_BUILD_NO_TOOLCHAIN) {

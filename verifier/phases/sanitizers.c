@@ -9,6 +9,8 @@
 
 #include "verifier/judge/ends.h"
 #include "verifier/plan/prng.h"
+#include "verifier/phases/phases.h"
+#include "verifier/phases/trial.h"
 #include "verifier/run.h"
 #include "verifier/session/compute_sanitizer.h"
 
@@ -54,9 +56,9 @@ static void sanitized_run(struct kg_run *r, enum kg_sanitizer_tool tool)
 		if ((rc = kg_run_layout(r, shape, &r->ca, &e)) || (rc = kg_session_setup(&ss, &e)))
 			break;
 		uint64_t seed = kg_seed_derive(p->master_seed, SEED_SANITIZER + (uint64_t)tool * 64 + (uint64_t)shape);
-		kg_run_gen_inputs(r, KG_CLASS_NORMAL, seed);
-		kg_run_cand_arena(r, seed);
-		kg_run_load_inputs_from(r, &r->ca, r->shadow); /* the call exposes nothing itself */
+		kg_trial_gen_inputs(r, KG_CLASS_NORMAL, seed);
+		kg_trial_cand_arena(r, seed);
+		kg_trial_load_inputs_from(r, &r->ca, r->shadow); /* the call exposes nothing itself */
 		during = "during kg_forward";
 		if ((rc = kg_session_run_call(&ss, &(struct kg_call){0}, &res, &e)))
 			break;
@@ -70,7 +72,7 @@ static void sanitized_run(struct kg_run *r, enum kg_sanitizer_tool tool)
 	snprintf(fail_msg, sizeof(fail_msg), "%s", rc == KG_SESSION_FAILED ? ss.msg : e.msg);
 	kg_session_close(&ss);
 	const struct kg_sb_outcome *o = &ss.outcome;
-	double secs = kg_secs_since(t0);
+	double secs = kg_run_secs_since(t0);
 	const char *log = getenv("KGATE_TOOL_LOG"); /* development aid: the tool's whole output */
 	FILE *lf = log && *log && o->output ? fopen(log, "a") : NULL;
 	if (lf) {

@@ -5,7 +5,8 @@
  * the candidate it is timed. Every timed output is checked again (check.stale_result), and every
  * claim is held against the trusted clock: the parent's own measures of the call (a host call's
  * CPU time from before its inputs were written to its process stopped), calibrated on calls that
- * did nothing before the .so was loaded, and against the machine's measured ceilings. */
+ * did nothing before the .so was loaded, and against the machine's measured ceilings (the clock's
+ * arithmetic is judge/clock.c's; the reference's measurement on a quiet device trial_ref.c's). */
 #include "verifier/judge/clock.h"
 
 #include <math.h>
@@ -17,107 +18,13 @@
 
 #include "verifier/plan/prng.h"
 #include "verifier/steps.h"
+#include "verifier/phases/phases.h"
+#include "verifier/phases/trial.h"
 #include "verifier/run.h"
 
 #define SEED_TIMING 0x74696d65000ull
 #define SEED_ORDER 0x6f72646572000ull
 #define SEED_DECOY 0x6465636f79000ull
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-void kg_timing_stats(double *ms, int n, struct kg_timing *t)
-{
-	memset(t, 0, sizeof(*t));
-	if (n <= 0)
-		return;
-	qsort(ms, (size_t)n, sizeof(double), cmp_double);
-	t->n = n;
-	t->min_ms = ms[0];
-	t->max_ms = ms[n - 1];
-	t->median_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
-	t->p10_ms = ms[(int)floor(0.1 * (n - 1))];
-	t->p90_ms = ms[(int)ceil(0.9 * (n - 1))];
-	t->spread = t->median_ms > 0 ? (t->p90_ms - t->p10_ms) / t->median_ms : 0;
-}
-
-uint64_t kg_timing_bound(const struct kg_timed_call *c, const struct kg_clock_cal *cal)
-{
-	if (cal->cpu_clock) {
-		if (!c->cpu_known || c->cpu_ns <= cal->cpu_ns)
-			return 0;
-		uint64_t b = (c->cpu_ns - cal->cpu_ns) / (uint64_t)(cal->par > 1 ? cal->par : 1);
-		if (cal->par <= 1)
-			return b;
-		uint64_t thr = c->thread_known && c->thread_cpu_ns > cal->cpu_ns ? c->thread_cpu_ns - cal->cpu_ns : 0;
-		uint64_t rt = c->parent_ns > cal->run_ns ? c->parent_ns - cal->run_ns : 0;
-		return b > thr ? (b > rt ? b : rt) : (thr > rt ? thr : rt);
-	}
-	/* The keeper's span, from the inputs on the device to its snapshot of the outputs, less the
-	 * protocol's own span (calibrated) and the least the snapshot itself can take: whatever else
-	 * kept the device busy in between is the candidate's. Never the claimed tail. */
-	uint64_t snap = c->snap_ns < cal->snap_cap_ns ? c->snap_ns : cal->snap_cap_ns;
-	uint64_t idle = cal->span_ns + snap + (c->sets > 1 ? (uint64_t)(c->sets - 1) * cal->set_ns : 0);
-	return c->span_ns > idle ? c->span_ns - idle : 0;
-}
-
-int kg_timing_busy(uint64_t flush_ns, uint64_t quiet_ns)
-{
-	if (!flush_ns || !quiet_ns)
-		return 0;
-	return (double)flush_ns > KG_QUIET_RATIO * (double)quiet_ns + (double)KG_QUIET_SLACK_NS;
-}
-
-uint64_t kg_timing_reported(const struct kg_timed_call *c, const struct kg_clock_cal *cal)
-{
-	uint64_t lb = kg_timing_bound(c, cal);
-	return c->child_ns > lb ? c->child_ns : lb;
-}
-
-static int is_lie(const struct kg_timed_call *c, const struct kg_clock_cal *cal)
-{
-	uint64_t lb = kg_timing_bound(c, cal);
-	/* with threads part of the bound is a wall clock, which contention lengthens: judged as a
-	 * device's (a gap of a millisecond and half the span) */
-	if (cal->cpu_clock && cal->par <= 1)
-		return (double)c->child_ns + (double)KG_TAMPER_SLACK_NS * (cal->noise_scale ? cal->noise_scale : 1) +
-			       (double)cal->host_noise_ns <
-		       KG_TAMPER_SHARE * (double)lb;
-	uint64_t gap = lb > c->child_ns ? lb - c->child_ns : 0;
-	return gap >= KG_TAMPER_DEVICE_GAP_NS && 2 * gap >= c->span_ns;
-}
-
-void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_clock_cal *cal, struct kg_tamper *t)
-{
-	memset(t, 0, sizeof(*t));
-	t->impossible = t->first_lie = -1;
-	for (int i = 0; i < n; i++) {
-		const struct kg_timed_call *c = &calls[i];
-		/* the runner's clock runs inside the parent's round trip: a longer claim is impossible */
-		if (c->child_ns > c->parent_ns + 20000 && t->impossible < 0)
-			t->impossible = i;
-		if (is_lie(c, cal)) {
-			if (t->first_lie < 0)
-				t->first_lie = i;
-			t->lies++;
-			uint64_t lb = kg_timing_bound(c, cal), gap = lb > c->child_ns ? lb - c->child_ns : 0;
-			if (t->lies == 1 || gap < t->min_gap_ns)
-				t->min_gap_ns = gap;
-		}
-	}
-	int judged = 1;
-	/* A forger lies in every call; a busy host has made honest short calls look like lies in 3 of
-	 * 5 (cpu_hostile, layernorm_pairwise.c at 70 us, ~0.3 ms of CPU time unexplained), so on the
-	 * CPU clock three quarters of the calls must lie. The reported time is the trusted bound
-	 * either way (kg_timing_reported): this only decides whether to name the forgery. */
-	uint64_t floor_gap = (uint64_t)KG_TAMPER_MIN_GAP_NS * (cal->noise_scale ? cal->noise_scale : 1);
-	uint64_t min_gap = 2 * cal->host_noise_ns > floor_gap ? 2 * cal->host_noise_ns : floor_gap;
-	int lies_forge = cal->cpu_clock && cal->par <= 1 ? 4 * t->lies >= 3 * n && t->min_gap_ns >= min_gap
-							  : t->lies == n;
-	t->forged = n > 0 && (t->impossible >= 0 || (judged && t->lies && lies_forge));
-}
 
 /* The ceilings are measured in this thread's CPU time, as a host candidate's calls are bounded:
  * a busy machine slows both alike and lowers neither. */
@@ -149,25 +56,6 @@ out:
 	free(a);
 	free(b);
 	return best;
-}
-
-int kg_timing_beyond_ceiling(double bytes, double flops, double ms, double gbps_ceiling, double gflops_ceiling,
-			     int par, char *why, size_t whysz)
-{
-	if (ms <= 0)
-		return 0;
-	double k = KG_CEILING_MARGIN * (par > 1 ? par : 1), s = ms * 1e-3;
-	if (gbps_ceiling > 0 && bytes > 0 && bytes / s / 1e9 > k * gbps_ceiling) {
-		snprintf(why, whysz, "%.1f GB/s, %.0f%% of the measured memory ceiling of %.1f GB/s", bytes / s / 1e9,
-			 100 * bytes / s / 1e9 / gbps_ceiling, gbps_ceiling);
-		return 1;
-	}
-	if (gflops_ceiling > 0 && flops > 0 && flops / s / 1e9 > k * gflops_ceiling) {
-		snprintf(why, whysz, "%.1f GFLOP/s, %.0f%% of the measured compute ceiling of %.1f GFLOP/s",
-			 flops / s / 1e9, 100 * flops / s / 1e9 / gflops_ceiling, gflops_ceiling);
-		return 1;
-	}
-	return 0;
 }
 
 #if defined(__x86_64__)
@@ -304,81 +192,24 @@ static int class_schedule(const struct kg_plan *p, enum kg_input_class *out, int
 	return nk;
 }
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts))
-		;
-}
-
-static int ref_measure(struct kg_run *r, uint32_t sets, uint64_t *ns)
-{
-	return sets > 1 ? kg_run_ref_batch(r, sets, r->batch_stride, ns) : kg_run_reference(r, 1, ns);
-}
-
-int kg_run_ref_quiet(struct kg_run *r, uint32_t sets, uint64_t *ns)
-{
-	if (ref_measure(r, sets, ns))
-		return -1;
-	uint64_t first = r->ref_flush_ns;
-	for (int tries = 0; kg_timing_busy(r->ref_flush_ns, r->quiet_flush_ns); tries++) {
-		if (tries < KG_QUIET_RETAKES) {
-			/* the candidate's process is stopped: what its host code would start cannot start */
-			sleep_ms(5);
-			if (ref_measure(r, sets, ns))
-				return -1;
-			continue;
-		}
-		/* busy through every retake: the device asked again once nothing of the candidate's can
-		 * run on it (its process ended, its context with it) */
-		uint64_t last = r->ref_flush_ns;
-		kg_session_kill_held(&r->cs);
-		r->cand_dead = 1;
-		sleep_ms(100);
-		int quiet = 0;
-		for (int k = 0; k < 2; k++) {
-			if (ref_measure(r, sets, ns))
-				return -1;
-			quiet += !kg_timing_busy(r->ref_flush_ns, r->quiet_flush_ns);
-		}
-		if (quiet == 2) {
-			kg_verdict_add_reason(r->v, KG_R_TIMING_TAMPERED,
-					      "the device was busy beside the reference's measurements while the candidate's "
-					      "process was stopped (kgate-device's flush inside them took %.1f us, then %.1f us "
-					      "%d times over, %.1f us on the quiet device), and quiet again once that process was "
-					      "ended (%.1f us): work the candidate left running on the device slowed the "
-					      "reference it is compared with",
-					      (double)first / 1e3, (double)last / 1e3, KG_QUIET_RETAKES,
-					      (double)r->quiet_flush_ns / 1e3, (double)r->ref_flush_ns / 1e3);
-			return -1;
-		}
-		kg_run_internal(r, "the device is busy with work from outside this run: kgate-device's flush inside the "
-				   "reference's measurements took %.1f us (%.1f us on the quiet device), also with the "
-				   "candidate's process ended: no timing is taken on a shared device",
-				(double)r->ref_flush_ns / 1e3, (double)r->quiet_flush_ns / 1e3);
-		return -1;
-	}
-	return 0;
-}
-
 /* One call of both sides on fresh inputs of class cls, flushed, and the checks over it; wrong is
  * the code a wrong output earns; timed: the reference's is a measurement, taken on a quiet device
- * (kg_run_ref_quiet). 0 when it passed. */
+ * (kg_trial_ref_quiet). 0 when it passed. */
 static int checked_call(struct kg_run *r, enum kg_input_class cls, uint64_t seed, enum kg_reason_code wrong,
 			const char *when, int timed, uint64_t *ref_ns, struct kg_cand_call *c)
 {
 	struct kg_view v;
 	struct kg_findings f = {0};
-	kg_run_gen_inputs(r, cls, seed);
-	if (timed ? kg_run_ref_quiet(r, 1, ref_ns) : kg_run_reference(r, 1, ref_ns))
+	kg_trial_gen_inputs(r, cls, seed);
+	if (timed ? kg_trial_ref_quiet(r, 1, ref_ns) : kg_trial_reference(r, 1, ref_ns))
 		return -1;
-	kg_run_candidate(r, 1, cls, seed, c);
+	kg_trial_candidate(r, 1, cls, seed, c);
 	if (r->cand_dead)
 		return -1;
 	uint64_t t0 = kg_now_ns();
-	kg_run_view(r, &v);
-	kg_run_view_inputs(r, &v);
-	int judged = c->ok ? kg_run_device_judge(r) : kg_run_refout_host(r) || kg_run_candout_host(r) ? -1 : 0;
+	kg_trial_view(r, &v);
+	kg_trial_view_inputs(r, &v);
+	int judged = c->ok ? kg_trial_device_judge(r) : kg_trial_refout_host(r) || kg_trial_candout_host(r) ? -1 : 0;
 	if (judged == -2)
 		kg_run_cand_failed(r, KG_SESSION_ENDED, NULL, "after kg_forward returned", "CHECK", cls, seed, 1);
 	if (judged < 0)
@@ -388,7 +219,7 @@ static int checked_call(struct kg_run *r, enum kg_input_class cls, uint64_t seed
 	kg_check_inputs(&v, &f);
 	kg_check_unwritten(&v, &f);
 	if (c->ok)
-		kg_run_check_outputs(r, &v, wrong, &f);
+		kg_trial_check_outputs(r, &v, wrong, &f);
 	kg_check_tail(c->r.tail_ns, c->r.child_ns, &f);
 	kg_prof_add(KG_PROF_CHECKS, t0);
 	kg_run_record(r, &f, cls, seed, when);
@@ -526,7 +357,7 @@ void kg_phase_timing(struct kg_run *r)
 		struct kg_cand_call c;
 		kg_run_progress(r, "timing %d/%d", i < 0 ? 0 : i + 1, n);
 		if (decoy(r, i + w) ||
-		    (sets > 1 ? kg_run_batched(r, sets, cls, seed, &ref_ns, &c)
+		    (sets > 1 ? kg_timing_batched(r, sets, cls, seed, &ref_ns, &c)
 			      : checked_call(r, cls, seed, KG_R_CHECK_STALE_RESULT, "during timing", 1, &ref_ns, &c)))
 			break;
 		if (i == -1 && sets == 1) {
@@ -534,7 +365,7 @@ void kg_phase_timing(struct kg_run *r)
 			sets = batch_for(r, ref_ns, &one, &cal);
 			/* the first batch warms what a batch touches (every set's pages), untimed, and sizes
 			 * the batch again at its own time a call: one call's span is mostly latency */
-			if (sets > 1 && kg_run_batched(r, sets, batch_class(p), kg_seed_derive(seed, 2), &ref_ns, &c))
+			if (sets > 1 && kg_timing_batched(r, sets, batch_class(p), kg_seed_derive(seed, 2), &ref_ns, &c))
 				break;
 			if (sets > 1) {
 				struct kg_timed_call all = {
@@ -587,7 +418,7 @@ void kg_phase_timing(struct kg_run *r)
 	cal.host_noise_ns = (uint64_t)(et.median_ms * 1e6);
 	if (judge(r, calls, n, &cal, sets)) {
 		/* a forged claim makes every derived figure meaningless: report the parent's view only */
-		kg_verdict_add_check(r->v, "timing", KG_CHECK_FAIL, kg_secs_since(t0),
+		kg_verdict_add_check(r->v, "timing", KG_CHECK_FAIL, kg_run_secs_since(t0),
 				     "the runner's time claims contradict the parent's clocks (parent median %.4f ms)",
 				     pt.median_ms);
 		goto out;
@@ -599,13 +430,13 @@ void kg_phase_timing(struct kg_run *r)
 	if (r->cs.keeper) /* how the device's clock took each call's ends */
 		snprintf(bt + strlen(bt), sizeof(bt) - strlen(bt), "; %s%.80s", r->cs.gated ? "gated" : "ungated: ",
 			 r->cs.gated ? "" : r->cs.gate_off);
-	kg_verdict_add_check(r->v, "timing", beyond ? KG_CHECK_FAIL : KG_CHECK_PASS, kg_secs_since(t0),
+	kg_verdict_add_check(r->v, "timing", beyond ? KG_CHECK_FAIL : KG_CHECK_PASS, kg_run_secs_since(t0),
 			     "candidate median %.4f ms (spread %.1f%%), reference %.4f ms, speedup %.3fx%s%s",
 			     r->v->cand.median_ms, 100 * r->v->cand.spread, r->v->ref.median_ms, r->v->speedup,
 			     bt,
 			     r->v->cand.spread > p->pol.max_spread ? " (noisy: spread above the policy's bound)" : "");
 out:
-	r->v->t_timing_s = kg_secs_since(t0);
+	r->v->t_timing_s = kg_run_secs_since(t0);
 	free(cms);
 	free(rms);
 	free(pms);

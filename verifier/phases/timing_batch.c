@@ -12,32 +12,10 @@
 
 #include "verifier/plan/dtype.h"
 #include "verifier/steps.h"
+#include "verifier/phases/phases.h"
+#include "verifier/phases/trial.h"
 #include "verifier/run.h"
 #include "verifier/judge/clock.h"
-
-uint32_t kg_timing_batch_room(uint64_t mem_bytes, uint64_t stride)
-{
-	/* four images of the sets (each side's device arena and its private copy), together under
-	 * two thirds of the device: the rest stays the kernels' and their libraries' */
-	if (!mem_bytes || !stride)
-		return 0;
-	uint64_t n = mem_bytes / 6 / stride;
-	if (n > KG_DEV_MAX_SETS)
-		n = KG_DEV_MAX_SETS;
-	return n >= 2 ? (uint32_t)n : 0;
-}
-
-uint32_t kg_timing_batch_sets(double call_ms, uint32_t room, double target_ms)
-{
-	if (room < 2 || !(target_ms > 0))
-		return 1;
-	if (!(call_ms > 0))
-		return room;
-	double k = target_ms / call_ms;
-	if (k <= 1)
-		return 1;
-	return k >= (double)room ? room : (uint32_t)k + (k > (double)(uint32_t)k);
-}
 
 /* END's look found a byte of some set changed: which set, and whose byte (an input, a band). */
 static void locate_change(const struct kg_run *r, uint32_t sets, uint64_t stride, struct kg_findings *f)
@@ -116,14 +94,14 @@ static int rejudge_on_host(struct kg_run *r, const unsigned char *again, uint32_
 		kg_gen_set_key(key0, k, r->shadow_gen.d.key);
 		r->shadow_gen.host = 0;
 		r->shadow_gen.id = ++r->draws;
-		kg_run_host_inputs(r, r->shadow);
+		kg_trial_host_inputs(r, r->shadow);
 		struct kg_view v;
-		kg_run_view(r, &v);
+		kg_trial_view(r, &v);
 		v.inputs_same = 1; /* as staged: END's look over the batch */
 		for (int j = 0; j < n_out; j++)
 			r->tol[j].terms = NULL;
 		struct kg_findings mine = {0};
-		if (kg_run_check_outputs(r, &v, KG_R_CHECK_STALE_RESULT, &mine))
+		if (kg_trial_check_outputs(r, &v, KG_R_CHECK_STALE_RESULT, &mine))
 			for (int x = 0; x < mine.n; x++)
 				kg_findings_add(f, mine.f[x].code, mine.f[x].slot, "call %u of %u back to back: %s", k, sets, mine.f[x].msg);
 		if (!kg_run_ok(r))
@@ -149,7 +127,7 @@ static int judge_outputs(struct kg_run *r, uint32_t sets, uint64_t stride, struc
 		for (int i = 0; i < n; i++) {
 			int j = (at + i) % n_out;
 			uint64_t shift = (uint64_t)((at + i) / n_out) * stride;
-			if (kg_run_compare_check(r, j, shift, &chk[i])) {
+			if (kg_trial_compare_check(r, j, shift, &chk[i])) {
 				kg_run_internal(r, "output '%s' of a batch cannot be judged on the device", r->names[a->n_in + j]);
 				return -1;
 			}
@@ -187,15 +165,15 @@ static int judge_outputs(struct kg_run *r, uint32_t sets, uint64_t stride, struc
 	return failed || !rechecks ? 0 : rejudge_on_host(r, again, sets, f);
 }
 
-int kg_run_batched(struct kg_run *r, uint32_t sets, enum kg_input_class cls, uint64_t seed, uint64_t *ref_ns,
+int kg_timing_batched(struct kg_run *r, uint32_t sets, enum kg_input_class cls, uint64_t seed, uint64_t *ref_ns,
 		   struct kg_cand_call *c)
 {
 	uint64_t stride = r->batch_stride;
-	kg_run_gen_inputs(r, cls, seed);
-	if (kg_run_ref_quiet(r, sets, ref_ns)) /* on a quiet device (timing.c) */
+	kg_trial_gen_inputs(r, cls, seed);
+	if (kg_trial_ref_quiet(r, sets, ref_ns)) /* on a quiet device (timing.c) */
 		return -1;
 	r->batch_sets = sets;
-	kg_run_candidate(r, 1, cls, seed, c);
+	kg_trial_candidate(r, 1, cls, seed, c);
 	r->batch_sets = 0;
 	if (r->cand_dead || !c->ok)
 		return -1;

@@ -1,7 +1,7 @@
-/* Trials: inputs from a secret seed, one call of the trusted reference (trial_ref.c) and one of the
- * candidate in their separate sandboxed runners, the pure checks over what the call left, and their
- * findings turned into reasons. The correctness phase is a loop of trials over every shape and
- * class. */
+/* Trials: inputs from a secret seed (trial_device.c), one call of the trusted reference
+ * (trial_ref.c) and one of the candidate (here) in their separate sandboxed runners, and the pure
+ * checks (judge/) over what the call left; run.c turns their findings into reasons. The correctness
+ * phase is a loop of trials over every shape and class. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -14,168 +14,25 @@
 #include "verifier/judge/compare.h"
 #include "verifier/plan/dtype.h"
 #include "verifier/judge/ends.h"
-#include "verifier/arena/inputs.h"
+#include "verifier/plan/inputs.h"
 #include "verifier/plan/parallel.h"
 #include "verifier/plan/prng.h"
 #include "verifier/steps.h"
+#include "verifier/phases/phases.h"
+#include "verifier/phases/trial.h"
 #include "verifier/run.h"
 
 /* Trial ids (public: each names a trial, whose data comes from the run's secret key); the
  * reference's poison ids are trial_ref.c's. The report gives the key and each trial's id. */
 #define SEED_PROBE 0x70726f6265ull
 
-const char *kg_run_shape_str(const struct kg_run *r)
-{
-	return r->shape >= 0 ? r->plan->shape_str[r->shape] : "";
-}
-
-/* One reason per (code, shape): the first instance carries the details; repeats are counted and
- * their classes listed, which is what a reader needs ("fails only for large inputs"). */
-static int already_reported(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls)
-{
-	for (int i = 0; i < r->v->n_reasons; i++) {
-		struct kg_reason *x = &r->v->reasons[i];
-		if (x->code != code || strcmp(x->shape, kg_run_shape_str(r)))
-			continue;
-		x->occurrences++;
-		const char *name = kg_class_name(cls);
-		size_t len = strlen(x->also_classes), nl = strlen(name);
-		int listed = !strcmp(x->input_class, name);
-		for (const char *q = x->also_classes; !listed && (q = strstr(q, name)); q += nl)
-			listed = (q == x->also_classes || q[-1] == ',') && (q[nl] == ',' || !q[nl]);
-		if (!listed && len + nl + 2 < sizeof(x->also_classes))
-			snprintf(x->also_classes + len, sizeof(x->also_classes) - len, "%s%s", len ? "," : "", name);
-		return 1;
-	}
-	return 0;
-}
-
-static struct kg_reason *trial_reason(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls,
-				      uint64_t seed, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static struct kg_reason *trial_reason(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls,
-				      uint64_t seed, const char *fmt, ...)
-{
-	char msg[sizeof(((struct kg_reason *)0)->message)];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	struct kg_reason *x = kg_verdict_add_reason(r->v, code, "%s", msg);
-	x->occurrences = 1;
-	snprintf(x->input_class, sizeof(x->input_class), "%s", kg_class_name(cls));
-	x->seed = seed;
-	x->has_seed = 1;
-	snprintf(x->shape, sizeof(x->shape), "%s", kg_run_shape_str(r));
-	return x;
-}
-
-int kg_run_record(struct kg_run *r, const struct kg_findings *f, enum kg_input_class cls, uint64_t seed,
-		  const char *when)
-{
-	int n = 0;
-	for (int i = 0; i < f->n; i++) {
-		const struct kg_finding *x = &f->f[i];
-		enum kg_reason_code code = x->code;
-		char at[200] = "";
-		/* a wrong value that only shows away from the base shape is its own finding */
-		if (r->shape > 0 && (code == KG_R_CHECK_MISMATCH || code == KG_R_CHECK_NAN ||
-				     code == KG_R_CHECK_UNWRITTEN_OUTPUT)) {
-			code = KG_R_CHECK_SHAPE_VARIANT;
-			snprintf(at, sizeof(at), "at shape %s (not the base shape): ", kg_run_shape_str(r));
-		} else if (r->shape > 0) {
-			snprintf(at, sizeof(at), "at shape %s: ", kg_run_shape_str(r));
-		}
-		if (already_reported(r, code, cls))
-			continue;
-		struct kg_reason *rs = trial_reason(r, code, cls, seed, "%s%s%s%s", at, when ? when : "", when ? ": " : "",
-						    x->msg);
-		rs->found = x->code;
-		snprintf(rs->where, sizeof(rs->where), "%s", when ? when : "");
-		if (x->slot >= 0) {
-			const struct kg_arena_slot *sl = &r->ca.slot[x->slot];
-			snprintf(rs->tensor, sizeof(rs->tensor), "%s", r->names[x->slot]);
-			rs->index = x->index;
-			if (x->index >= 0 && x->code != KG_R_CHECK_CANARY)
-				kg_index_str(x->index, sl->shape, sl->ndim, rs->index_str, sizeof(rs->index_str));
-		}
-		rs->has_values = x->has_values;
-		rs->expected = x->expected;
-		rs->got = x->got;
-		n++;
-	}
-	return n;
-}
-
-void kg_run_cand_ended(struct kg_run *r, const char *during, enum kg_input_class cls, uint64_t seed, int trial)
-{
-	const struct kg_sb_outcome *o = &r->cs.outcome;
-	char what[700];
-	kg_end_describe(o, what, sizeof(what));
-	enum kg_reason_code code = kg_end_reason(o->end);
-	if (r->cs.fault_code) {
-		/* what the parent itself caught the process doing, before it killed it */
-		code = (enum kg_reason_code)r->cs.fault_code;
-		snprintf(what, sizeof(what), "%s", r->cs.fault);
-	} else if (kg_end_sealed_call(o, r->cs.sealed)) {
-		code = KG_R_SANDBOX_DLOPEN;
-		snprintf(what, sizeof(what), "after it was loaded it opened a file, mapped executable memory or "
-					     "mapped a file (a run-time dlopen, new code, the arena mapped again), and the "
-					     "runner's seal ended it");
-	} else if (o->end == KG_SB_END_SIGNAL && (o->signo == SIGSEGV || o->signo == SIGBUS) && r->ca.paged) {
-		/* the signal is the kernel's word; which address faulted nobody in that process may say */
-		size_t n = strlen(what);
-		snprintf(what + n, sizeof(what) - n,
-			 " (a bad access: its inputs are read-only, and an inaccessible page lies after every tensor "
-			 "and in front of every input; kgate installs no fault handler there and names no address)");
-	}
-	struct kg_reason *x = trial_reason(r, code, cls, seed, "candidate %s: %s", during, what);
-	if (!trial) {
-		x->has_seed = 0;
-		x->input_class[0] = '\0';
-	}
-	r->cand_dead = 1;
-}
-
-/* What went wrong with the reference's session: how its process ended, or the session's word. */
-void kg_run_ref_failure(const struct kg_run *r, int rc, const kg_error *e, char *what, size_t n)
-{
-	if (rc == KG_SESSION_ENDED)
-		kg_end_describe(&r->rs.outcome, what, n);
-	else if (rc == KG_SESSION_FAULT)
-		snprintf(what, n, "%s", r->rs.fault);
-	else
-		snprintf(what, n, "%s", rc == KG_SESSION_FAILED ? r->rs.msg : e->msg);
-}
-
-void kg_run_cand_failed(struct kg_run *r, int rc, const kg_error *e, const char *during, const char *cmd,
-			enum kg_input_class cls, uint64_t seed, int trial)
-{
-	if (rc == KG_SESSION_ENDED || rc == KG_SESSION_FAULT) {
-		kg_run_cand_ended(r, during, cls, seed, trial);
-	} else if (rc == KG_SESSION_FAILED) {
-		/* its runner said the command failed: its state is the candidate's, the words its claim */
-		/* (every report escapes what it prints of it) */
-		struct kg_reason *x = trial_reason(r, KG_R_SANDBOX_PROTOCOL, cls, seed,
-						   "candidate %s: its runner failed %s, saying \"%s\" (its claim)", during, cmd,
-						   r->cs.msg);
-		if (!trial) {
-			x->has_seed = 0;
-			x->input_class[0] = '\0';
-		}
-		r->cand_dead = 1;
-	} else {
-		kg_run_internal(r, "talking to the candidate's runner: %s", e->msg);
-		r->cand_dead = 1;
-	}
-}
-
 
 static void load_inputs(struct kg_run *r, struct kg_arena *a)
 {
-	kg_run_load_inputs_from(r, a, r->shadow);
+	kg_trial_load_inputs_from(r, a, r->shadow);
 }
 
-void kg_run_cand_arena(struct kg_run *r, uint64_t seed)
+void kg_trial_cand_arena(struct kg_run *r, uint64_t seed)
 {
 	/* the inputs come with the call (cand_expose), once its clock runs; canaries and poison now,
 	 * under their own keys (plan.c): a canary or poison word tells nothing of the inputs */
@@ -269,11 +126,11 @@ static int same_input_layout(const struct kg_arena *a, const struct kg_arena *b)
 	return 1;
 }
 
-void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint64_t seed, struct kg_cand_call *c)
+void kg_trial_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint64_t seed, struct kg_cand_call *c)
 {
 	kg_error e = {0};
 	memset(c, 0, sizeof(*c));
-	kg_run_cand_arena(r, seed);
+	kg_trial_cand_arena(r, seed);
 	/* Generous against the reference, short enough that a hung kernel costs seconds, not the
 	 * whole wall budget. */
 	double deadline = 2.0 + 50.0 * (double)r->ref_ns_last / 1e9;
@@ -287,7 +144,7 @@ void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint
 		/* the reference's last call staged these very inputs: copied on the device */
 		call.inputs_from = 1 + r->rs.dev_slot;
 		call.expose = NULL;
-	} else if (r->cs.keeper && (call.draw = kg_run_device_draw(r, r->shadow))) {
+	} else if (r->cs.keeper && (call.draw = kg_trial_device_draw(r, r->shadow))) {
 		call.expose = NULL; /* drawn there */
 	}
 	call.keep = r->cand_keep;
@@ -304,15 +161,15 @@ void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint
 	if (!rc && (c->r.gate == KG_DEV_GATE_NO_ARM || c->r.gate == KG_DEV_GATE_NO_DONE)) {
 		/* its runner answered RUN, and the device never saw the call's stream mark what an
 		 * honest runner marks before it answers: the reply was not the call's end */
-		if (already_reported(r, KG_R_SANDBOX_PROTOCOL, cls))
+		if (kg_run_already_reported(r, KG_R_SANDBOX_PROTOCOL, cls))
 			;
 		else if (c->r.gate == KG_DEV_GATE_NO_ARM)
-			trial_reason(r, KG_R_SANDBOX_PROTOCOL, cls, seed,
+			kg_run_trial_reason(r, KG_R_SANDBOX_PROTOCOL, cls, seed,
 				     "candidate's runner answered RUN without arming the call: kgate-device never saw its "
 				     "ARMED mark within %u ms, and no input reached its arena before the reply",
 				     KG_DEV_GATE_GRACE_MS);
 		else
-			trial_reason(r, KG_R_SANDBOX_PROTOCOL, cls, seed,
+			kg_run_trial_reason(r, KG_R_SANDBOX_PROTOCOL, cls, seed,
 				     "candidate's runner answered RUN, and kgate-device never saw call %u of %u marked done on "
 				     "its stream within %u ms: the reply was not the call's end (its outputs were taken as "
 				     "they were)",
@@ -325,20 +182,20 @@ void kg_run_candidate(struct kg_run *r, int flush, enum kg_input_class cls, uint
 	}
 	if (rc == KG_SESSION_FAILED && r->plan->be->needs_gpu && c->r.step && !strcmp(c->r.step, "run")) {
 		/* the runner survived but the device did not: a faulting kernel (the runner's words) */
-		trial_reason(r, KG_R_SANDBOX_CRASH, cls, seed, "candidate kernel failed: \"%s\" (its runner's claim)",
+		kg_run_trial_reason(r, KG_R_SANDBOX_CRASH, cls, seed, "candidate kernel failed: \"%s\" (its runner's claim)",
 			     r->cs.msg);
 		r->cand_dead = 1;
 	} else if (rc) {
 		kg_run_cand_failed(r, rc, &e, "during kg_forward", c->r.step ? c->r.step : "RUN", cls, seed, 1);
 	} else if (c->r.ret) {
-		if (!already_reported(r, KG_R_CHECK_RETURN_CODE, cls))
-			trial_reason(r, KG_R_CHECK_RETURN_CODE, cls, seed, "kg_forward returned %d", c->r.ret);
+		if (!kg_run_already_reported(r, KG_R_CHECK_RETURN_CODE, cls))
+			kg_run_trial_reason(r, KG_R_CHECK_RETURN_CODE, cls, seed, "kg_forward returned %d", c->r.ret);
 	} else {
 		c->ok = 1;
 	}
 }
 
-void kg_run_view(struct kg_run *r, struct kg_view *v)
+void kg_trial_view(struct kg_run *r, struct kg_view *v)
 {
 	*v = (struct kg_view){
 		.arena = &r->ca,
@@ -371,7 +228,7 @@ static int async_check(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 		if (looked != 1)
 			rc = looked;
 		delay = 0; /* it waited already; what follows locates the change */
-		if (!rc && kg_run_candout_host(r)) /* the outputs as END saw them, to compare against */
+		if (!rc && kg_trial_candout_host(r)) /* the outputs as END saw them, to compare against */
 			return 1;
 	}
 	for (int j = 0; j < a->n_out && !rc; j++)
@@ -379,7 +236,7 @@ static int async_check(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 	if (!rc)
 		rc = kg_session_call(&r->cs, KG_OP_SETTLE, delay, NULL, NULL, &e);
 	if (rc == KG_SESSION_FAILED && r->plan->be->needs_gpu) {
-		trial_reason(r, KG_R_CHECK_ASYNC_ESCAPE, cls, seed,
+		kg_run_trial_reason(r, KG_R_CHECK_ASYNC_ESCAPE, cls, seed,
 			     "the device failed while settling: \"%s\" (its runner's claim)", r->cs.msg);
 		r->cand_dead = 1;
 		return 1;
@@ -390,7 +247,7 @@ static int async_check(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 	}
 	struct kg_view v;
 	struct kg_findings f = {0};
-	kg_run_view(r, &v);
+	kg_trial_view(r, &v);
 	uint32_t shown = (uint32_t)r->plan->pol.async_delay_ms;
 	int escaped = kg_check_unchanged(&v, (const void *const *)r->snap, shown, &f);
 	int slot, side;
@@ -464,18 +321,18 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	struct kg_findings f = {0};
 	r->trial_no++;
 	kg_run_progress(r, "trial %d/%d: class %s, %s", r->trial_no, r->trial_total, kg_class_name(cls), kg_run_shape_str(r));
-	int got = kg_run_ahead_take(r, cls, seed, &ref_ns);
+	int got = kg_trial_ahead_take(r, cls, seed, &ref_ns);
 	if (got < 0)
 		return;
 	if (got > 0) {
-		kg_run_gen_inputs(r, cls, seed);
-		if (kg_run_reference(r, 0, &ref_ns))
+		kg_trial_gen_inputs(r, cls, seed);
+		if (kg_trial_reference(r, 0, &ref_ns))
 			return;
 	}
-	kg_run_view(r, &v);
+	kg_trial_view(r, &v);
 	if (first_of_class) {
 		r->n_class_checks++;
-		if (kg_run_degenerate(r, &v)) {
+		if (kg_trial_degenerate(r, &v)) {
 			r->degenerate_mask |= 1u << cls;
 			r->n_degenerate++;
 		}
@@ -486,13 +343,13 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	 * timed calls are not: a stop would lengthen their claims) */
 	uint64_t pd = kg_seed_derive(seed, SEED_PROBE);
 	r->probe_ns = (uint64_t)((0.05 + 0.9 * (double)(pd % 1024) / 1024.0) * (double)r->ref_ns_last) + 5000;
-	kg_run_candidate(r, 1, cls, seed, &c);
+	kg_trial_candidate(r, 1, cls, seed, &c);
 	if (r->cand_dead)
 		return;
 	if (with_async && c.ok && (async_check(r, cls, seed) || r->cand_dead))
 		return;
 	/* before the look-ahead's call, which overwrites the device's copy of the reference's outputs */
-	int judged = c.ok ? kg_run_device_judge(r) : kg_run_host_judges(r);
+	int judged = c.ok ? kg_trial_device_judge(r) : kg_trial_host_judges(r);
 	if (judged == -2)
 		kg_run_cand_failed(r, KG_SESSION_ENDED, NULL, "after kg_forward returned", "CHECK", cls, seed, 1);
 	if (judged < 0)
@@ -510,21 +367,21 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 	}
 	v.output_hashes = r->out_hash_ok ? r->out_hash : NULL;
 	if (next)
-		kg_run_ahead_start(r, next->cls, next->seed);
+		kg_trial_ahead_start(r, next->cls, next->seed);
 	uint64_t t0 = kg_now_ns();
 	probe_finding(r, &f);
 	dev_probe_finding(r, &c, &f);
-	kg_run_view_inputs(r, &v);
+	kg_trial_view_inputs(r, &v);
 	kg_check_canaries(&v, &f);
 	kg_check_inputs(&v, &f);
 	kg_check_unwritten(&v, &f);
-	int mismatch = c.ok && kg_run_check_outputs(r, &v, KG_R_CHECK_MISMATCH, &f);
+	int mismatch = c.ok && kg_trial_check_outputs(r, &v, KG_R_CHECK_MISMATCH, &f);
 	if (c.ok)
 		note_accuracy(r, cls);
 	kg_check_tail(c.r.tail_ns, c.r.child_ns, &f);
 	if (mismatch) { /* whether an output is a copy of an input: the host's copy of both */
-		kg_run_host_inputs(r, r->shadow);
-		if (kg_run_candout_host(r))
+		kg_trial_host_inputs(r, r->shadow);
+		if (kg_trial_candout_host(r))
 			return;
 	}
 	kg_check_shortcuts(&v, mismatch, &r->shortcuts, &f);
@@ -594,10 +451,10 @@ void kg_phase_correctness(struct kg_run *r)
 		snprintf(shapes + strlen(shapes), sizeof(shapes) - strlen(shapes),
 			 " (%d dropped: the Model refuses them, see the module lines)", n_dropped);
 	if (failed || complete)
-		kg_verdict_add_check(r->v, "correctness", failed ? KG_CHECK_FAIL : KG_CHECK_PASS, kg_secs_since(t0),
+		kg_verdict_add_check(r->v, "correctness", failed ? KG_CHECK_FAIL : KG_CHECK_PASS, kg_run_secs_since(t0),
 				     "%d trials over %s, %s", r->n_trials, shapes, tol);
 	else
-		kg_verdict_add_check(r->v, "correctness", KG_CHECK_SKIP, kg_secs_since(t0),
+		kg_verdict_add_check(r->v, "correctness", KG_CHECK_SKIP, kg_run_secs_since(t0),
 				     "%s: %d of %d trials ran, stopped at shape %d of %d by a failure of kgate's own (see "
 				     "the error); %s",
 				     r->n_trials ? "incomplete" : "not run", r->n_trials, r->trial_total, shapes_done,
@@ -612,5 +469,5 @@ void kg_phase_correctness(struct kg_run *r)
 		kg_verdict_add_reason(r->v, KG_R_CHECK_DEGENERATE,
 				      "every trial's reference output is near-constant under the tolerance: the trials "
 				      "cannot tell a real kernel from a constant");
-	r->v->t_checks_s = kg_secs_since(t0);
+	r->v->t_checks_s = kg_run_secs_since(t0);
 }

@@ -8,14 +8,17 @@
 
 #include "verifier/judge/compare.h"
 #include "verifier/plan/dtype.h"
-#include "verifier/arena/inputs.h"
+#include "verifier/plan/inputs.h"
+#include "verifier/plan/parallel.h"
 #include "verifier/plan/prng.h"
 #include "verifier/steps.h"
+#include "verifier/phases/phases.h"
+#include "verifier/phases/trial.h"
 #include "verifier/run.h"
 
-void kg_run_gen_inputs(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
+void kg_trial_gen_inputs(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 {
-	kg_run_gen_into(r, 0, cls, seed);
+	kg_trial_gen_into(r, 0, cls, seed);
 }
 
 static struct kg_run_draw *draw_of(struct kg_run *r, void *const *buf)
@@ -23,7 +26,7 @@ static struct kg_run_draw *draw_of(struct kg_run *r, void *const *buf)
 	return buf == r->shadow ? &r->shadow_gen : buf == r->shadow_next ? &r->shadow_next_gen : NULL;
 }
 
-void kg_run_gen_into(struct kg_run *r, int next, enum kg_input_class cls, uint64_t seed)
+void kg_trial_gen_into(struct kg_run *r, int next, enum kg_input_class cls, uint64_t seed)
 {
 	/* the trial's own key: its inputs say nothing of any other trial's, nor of the run's key */
 	uint64_t t0 = kg_now_ns();
@@ -45,11 +48,11 @@ void kg_run_gen_into(struct kg_run *r, int next, enum kg_input_class cls, uint64
 	}
 	memset(&tk, 0, sizeof(tk));
 	if (!r->dev_gen)
-		kg_run_host_inputs(r, next ? r->shadow_next : r->shadow);
+		kg_trial_host_inputs(r, next ? r->shadow_next : r->shadow);
 	kg_prof_add(KG_PROF_GEN, t0);
 }
 
-void *const *kg_run_host_inputs(struct kg_run *r, void *const *src)
+void *const *kg_trial_host_inputs(struct kg_run *r, void *const *src)
 {
 	struct kg_run_draw *g = draw_of(r, src);
 	if (!g || g->host)
@@ -65,7 +68,7 @@ void *const *kg_run_host_inputs(struct kg_run *r, void *const *src)
 	return src;
 }
 
-const struct kg_call_draw *kg_run_device_draw(struct kg_run *r, void *const *src)
+const struct kg_call_draw *kg_trial_device_draw(struct kg_run *r, void *const *src)
 {
 	const struct kg_run_draw *g = draw_of(r, src);
 	return r->dev_gen && g && !g->host && g->d.n == r->plan->task.n_inputs ? &g->d : NULL;
@@ -83,11 +86,11 @@ static uint64_t draw_id(const struct kg_call_draw *d, int i)
 	return (h ^ (h >> 29)) * 0xc4ceb9fe1a85ec53ull ^ (uint64_t)i;
 }
 
-void kg_run_view_inputs(struct kg_run *r, struct kg_view *v)
+void kg_trial_view_inputs(struct kg_run *r, struct kg_view *v)
 {
 	v->inputs_same = r->cs.inputs_same;
 	if (!v->inputs_same)
-		kg_run_host_inputs(r, r->shadow);
+		kg_trial_host_inputs(r, r->shadow);
 	v->input_ids = NULL;
 	if (r->dev_gen) {
 		for (int i = 0; i < r->shadow_gen.d.n; i++)
@@ -96,9 +99,9 @@ void kg_run_view_inputs(struct kg_run *r, struct kg_view *v)
 	}
 }
 
-void kg_run_load_inputs_from(struct kg_run *r, struct kg_arena *a, void *const *src)
+void kg_trial_load_inputs_from(struct kg_run *r, struct kg_arena *a, void *const *src)
 {
-	kg_run_host_inputs(r, src);
+	kg_trial_host_inputs(r, src);
 	for (int i = 0; i < r->plan->task.n_inputs; i++)
 		kg_arena_put(a, i, src[i]);
 }
@@ -130,7 +133,7 @@ static void cmp_from_device(const struct kg_dev_cmp *d, struct kg_cmp *c)
 	kg_cmp_finish(c);
 }
 
-int kg_run_fetch_outputs(struct kg_run *r, const struct kg_session *s, const char *whose)
+int kg_trial_fetch_outputs(struct kg_run *r, const struct kg_session *s, const char *whose)
 {
 	uint64_t lo, hi;
 	kg_arena_out_span(s->arena, &lo, &hi);
@@ -142,22 +145,22 @@ int kg_run_fetch_outputs(struct kg_run *r, const struct kg_session *s, const cha
 	return 0;
 }
 
-int kg_run_candout_host(struct kg_run *r)
+int kg_trial_candout_host(struct kg_run *r)
 {
 	if (r->candout_host)
 		return 0;
-	if (kg_run_fetch_outputs(r, &r->cs, "candidate's"))
+	if (kg_trial_fetch_outputs(r, &r->cs, "candidate's"))
 		return -1;
 	r->candout_host = 1;
 	return 0;
 }
 
-int kg_run_host_judges(struct kg_run *r)
+int kg_trial_host_judges(struct kg_run *r)
 {
-	return kg_run_refout_host(r) || kg_run_candout_host(r) ? -1 : 0;
+	return kg_trial_refout_host(r) || kg_trial_candout_host(r) ? -1 : 0;
 }
 
-int kg_run_compare_check(const struct kg_run *r, int j, uint64_t shift, struct kg_dev_check *chk)
+int kg_trial_compare_check(const struct kg_run *r, int j, uint64_t shift, struct kg_dev_check *chk)
 {
 	const struct kg_arena *a = &r->ca;
 	const struct kg_arena_slot *sl = &a->slot[a->n_in + j], *rl = &r->ra.slot[a->n_in + j];
@@ -179,17 +182,17 @@ int kg_run_compare_check(const struct kg_run *r, int j, uint64_t shift, struct k
 	return 0;
 }
 
-int kg_run_device_judge(struct kg_run *r)
+int kg_trial_device_judge(struct kg_run *r)
 {
 	const struct kg_arena *a = &r->ca;
 	struct kg_dev_check chk[KG_DEV_MAX_CHECKS];
 	struct kg_dev_cmp out[KG_DEV_MAX_CHECKS];
 	r->judged = 0;
 	if (r->refout_host || !r->dev_check || a->n_out > KG_DEV_MAX_CHECKS)
-		return kg_run_host_judges(r);
+		return kg_trial_host_judges(r);
 	for (int j = 0; j < a->n_out; j++)
-		if (kg_run_compare_check(r, j, 0, &chk[j])) /* per-element terms: the host's */
-			return kg_run_host_judges(r);
+		if (kg_trial_compare_check(r, j, 0, &chk[j])) /* per-element terms: the host's */
+			return kg_trial_host_judges(r);
 	uint64_t t0 = kg_now_ns();
 	kg_error e = {0};
 	int krc = kg_keeper_check(&r->keeper, r->cs.dev_slot, r->rs.dev_slot, chk, a->n_out, out, &e);
@@ -207,9 +210,25 @@ int kg_run_device_judge(struct kg_run *r)
 	r->out_hash_ok = 1;
 	for (int j = 0; j < a->n_out; j++)
 		if (out[j].n_bad || out[j].first_unwritten >= 0) /* the host says which, and how */
-			return kg_run_host_judges(r);
+			return kg_trial_host_judges(r);
 	for (int j = 0; j < a->n_out; j++)
 		cmp_from_device(&out[j], &r->cmp[j]);
 	r->judged = 1;
 	return 1;
+}
+
+int kg_trial_refout_host(struct kg_run *r)
+{
+	const struct kg_plan *p = r->plan;
+	struct kg_arena *a = &r->ra;
+	if (r->refout_host)
+		return 0;
+	if (kg_trial_fetch_outputs(r, &r->rs, "reference's"))
+		return -1;
+	for (int j = 0; j < p->task.n_outputs; j++) {
+		int s = p->task.n_inputs + j;
+		kg_parallel_copy(r->refout[j], kg_arena_ptr(a, s), a->slot[s].bytes);
+	}
+	r->refout_host = 1;
+	return 0;
 }

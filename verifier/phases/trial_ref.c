@@ -8,11 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "verifier/judge/clock.h"
 #include "verifier/judge/compare.h"
 #include "verifier/plan/dtype.h"
 #include "verifier/plan/parallel.h"
 #include "verifier/steps.h"
+#include "verifier/phases/phases.h"
+#include "verifier/phases/trial.h"
 #include "verifier/run.h"
 
 /* The reference's poison ids (public, as trial ids are: the data comes from the run's key). */
@@ -35,8 +39,8 @@ static void ref_prepare(struct kg_run *r)
 static void ref_expose(void *arg)
 {
 	struct kg_run *r = arg;
-	if (r->ref_src && !kg_run_device_draw(r, r->ref_src))
-		kg_run_load_inputs_from(r, &r->ra, r->ref_src);
+	if (r->ref_src && !kg_trial_device_draw(r, r->ref_src))
+		kg_trial_load_inputs_from(r, &r->ra, r->ref_src);
 	/* which draw the keeper stages for this call (on the look-ahead's thread: read by the main
 	 * thread only after it is joined) */
 	r->ref_staged_draw = r->ref_src == r->shadow ? r->shadow_gen.id : r->ref_src == r->shadow_next ? r->shadow_next_gen.id : 0;
@@ -50,7 +54,7 @@ static int ref_exec(struct kg_run *r, int flush, uint32_t entry, int keep, struc
 	 * reference at a nominal shape (matmul N=4096) runs past a fixed minute */
 	double ref_s = r->plan->pol.wall_s > 60 ? r->plan->pol.wall_s : 60;
 	/* inputs the host does not hold are drawn on the device by the keeper (dev_gen) */
-	const struct kg_call_draw *d = r->ref_src && r->rs.keeper ? kg_run_device_draw(r, r->ref_src) : NULL;
+	const struct kg_call_draw *d = r->ref_src && r->rs.keeper ? kg_trial_device_draw(r, r->ref_src) : NULL;
 	return kg_session_run_call(&r->rs,
 				   &(struct kg_call){.flush = flush, .run_timeout_s = ref_s, .entry = entry,
 						     .expose = ref_expose, .expose_arg = r, .draw = d, .keep = keep},
@@ -106,7 +110,7 @@ static int ref_stats(struct kg_run *r, const char *what)
 	return 0;
 }
 
-int kg_run_degenerate(struct kg_run *r, const struct kg_view *v)
+int kg_trial_degenerate(struct kg_run *r, const struct kg_view *v)
 {
 	if (r->refout_host)
 		return kg_check_degenerate(v);
@@ -120,22 +124,6 @@ int kg_run_degenerate(struct kg_run *r, const struct kg_view *v)
 	for (int j = 0; j < r->plan->task.n_outputs; j++)
 		if (!out[j].far[0] || (!out[j].far[1] && r->ra.slot[r->plan->task.n_inputs + j].numel > 1))
 			return 1;
-	return 0;
-}
-
-int kg_run_refout_host(struct kg_run *r)
-{
-	const struct kg_plan *p = r->plan;
-	struct kg_arena *a = &r->ra;
-	if (r->refout_host)
-		return 0;
-	if (kg_run_fetch_outputs(r, &r->rs, "reference's"))
-		return -1;
-	for (int j = 0; j < p->task.n_outputs; j++) {
-		int s = p->task.n_inputs + j;
-		kg_parallel_copy(r->refout[j], kg_arena_ptr(a, s), a->slot[s].bytes);
-	}
-	r->refout_host = 1;
 	return 0;
 }
 
@@ -206,12 +194,12 @@ static int ref_finish(struct kg_run *r, int rc, const struct kg_call_result *res
 	return 0;
 }
 
-int kg_run_ref_call(struct kg_run *r, int flush, uint32_t entry, const char *what, void *const *dst,
+int kg_trial_ref_call(struct kg_run *r, int flush, uint32_t entry, const char *what, void *const *dst,
 		    struct kg_call_result *res)
 {
 	kg_error e = {0};
 	/* a call into other buffers (the terms) overwrites the device's copy of this trial's outputs */
-	if (dst != r->refout && r->dev_check && kg_run_refout_host(r))
+	if (dst != r->refout && r->dev_check && kg_trial_refout_host(r))
 		return -1;
 	int keep = r->dev_check && entry == KG_ENTRY_FORWARD && dst == r->refout;
 	uint64_t t = kg_now_ns();
@@ -227,12 +215,12 @@ int kg_run_ref_call(struct kg_run *r, int flush, uint32_t entry, const char *wha
 /* The reference's outputs in refout: this trial's tolerances from them (compare.h). */
 static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, uint64_t *ns);
 
-int kg_run_reference(struct kg_run *r, int flush, uint64_t *ns)
+int kg_trial_reference(struct kg_run *r, int flush, uint64_t *ns)
 {
 	struct kg_call_result res;
 	kg_run_ahead_drop(r); /* one call on rs at a time */
 	r->ref_src = r->shadow;
-	if (kg_run_ref_call(r, flush, KG_ENTRY_FORWARD, "", r->refout, &res))
+	if (kg_trial_ref_call(r, flush, KG_ENTRY_FORWARD, "", r->refout, &res))
 		return -1;
 	return ref_tolerances(r, &res, ns);
 }
@@ -286,7 +274,7 @@ static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, ui
 	return 0;
 }
 
-int kg_run_ref_batch(struct kg_run *r, uint32_t sets, uint64_t stride, uint64_t *ns)
+int kg_trial_ref_batch(struct kg_run *r, uint32_t sets, uint64_t stride, uint64_t *ns)
 {
 	const struct kg_plan *p = r->plan;
 	const struct kg_arena *a = &r->ra;
@@ -294,7 +282,7 @@ int kg_run_ref_batch(struct kg_run *r, uint32_t sets, uint64_t stride, uint64_t 
 	kg_error e = {0};
 	kg_run_ahead_drop(r);
 	r->ref_src = r->shadow;
-	const struct kg_call_draw *d = r->rs.keeper ? kg_run_device_draw(r, r->shadow) : NULL;
+	const struct kg_call_draw *d = r->rs.keeper ? kg_trial_device_draw(r, r->shadow) : NULL;
 	if (!d || p->task.n_outputs > KG_DEV_MAX_CHECKS) {
 		kg_run_internal(r, "a batched call needs its inputs drawn and its outputs judged on the device");
 		return -1;
@@ -378,15 +366,15 @@ static void *ahead_main(void *arg)
  * candidate's call has returned and before its checks, which then overlap the reference. (The
  * inputs are drawn here, on every core, not on the thread: drawn beside the checks they only
  * compete with them, measured 1.73x the plain harness against 1.58x.) */
-void kg_run_ahead_start(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
+void kg_trial_ahead_start(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 {
 	if (!r->shadow_next[0] || r->ahead.active || r->ahead.ready)
 		return;
 	/* its call overwrites the device's copy of this trial's reference outputs: a check that has
 	 * not had them on the device gets them on the host first */
-	if (r->dev_check && !r->refout_host && !r->judged && kg_run_refout_host(r))
+	if (r->dev_check && !r->refout_host && !r->judged && kg_trial_refout_host(r))
 		return;
-	kg_run_gen_into(r, 1, cls, seed);
+	kg_trial_gen_into(r, 1, cls, seed);
 	r->ref_src = r->shadow_next; /* written by the call, on the thread */
 	uint64_t t = kg_now_ns();
 	ref_prepare(r);
@@ -402,32 +390,16 @@ void kg_run_ahead_start(struct kg_run *r, enum kg_input_class cls, uint64_t seed
 		r->ahead.active = 1;
 }
 
-static void ahead_join(struct kg_run *r)
-{
-	if (r->ahead.active)
-		pthread_join(r->ahead.th, NULL);
-	r->ahead.active = 0;
-}
-
-/* Waits for a call in flight and forgets it: the reference session is needed for something else
- * (a term-magnitude call, a timed call, a new shape), and the trial it was for starts over. */
-void kg_run_ahead_drop(struct kg_run *r)
-{
-	ahead_join(r);
-	r->ahead.ready = 0;
-}
-
 /* The reference's result for (cls, seed) when the look-ahead has it: 0 taken (refout, tolerances
  * and this trial's inputs in shadow), 1 not there (the caller generates and calls), -1 failed
  * (recorded). */
-int kg_run_ahead_take(struct kg_run *r, enum kg_input_class cls, uint64_t seed, uint64_t *ns)
+int kg_trial_ahead_take(struct kg_run *r, enum kg_input_class cls, uint64_t seed, uint64_t *ns)
 {
 	if (!r->ahead.ready || r->ahead.cls != cls || r->ahead.seed != seed) {
 		kg_run_ahead_drop(r);
 		return 1;
 	}
-	ahead_join(r);
-	r->ahead.ready = 0;
+	kg_run_ahead_drop(r); /* the call is over: its result is taken below */
 	for (int i = 0; i < r->plan->task.n_inputs; i++) {
 		void *t = r->shadow[i];
 		r->shadow[i] = r->shadow_next[i];
@@ -448,7 +420,7 @@ int kg_run_ahead_take(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
  * sign is the top bit of each little-endian element). */
 static void abs_inputs(struct kg_run *r, struct kg_arena *a)
 {
-	kg_run_host_inputs(r, r->shadow);
+	kg_trial_host_inputs(r, r->shadow);
 	for (int i = 0; i < r->plan->task.n_inputs; i++) {
 		const struct kg_arena_slot *sl = &a->slot[i];
 		unsigned char *d = kg_arena_ptr(a, i);
@@ -487,7 +459,7 @@ static int term_bounds_by(struct kg_run *r, const struct kg_findings *f, enum kg
 	if (!by_ref)
 		abs_inputs(r, a); /* from the host's copy, drawn there if need be */
 	struct kg_call_result res;
-	if (kg_run_ref_call(r, 0, by_ref ? KG_ENTRY_TERMS : KG_ENTRY_FORWARD,
+	if (kg_trial_ref_call(r, 0, by_ref ? KG_ENTRY_TERMS : KG_ENTRY_FORWARD,
 		     by_ref ? "'s kg_error_terms (the task says terms: reference)" : " on |inputs|", dst, &res))
 		return -1;
 	const struct kg_tol_model m = {.growth = p->growth, .cap = p->growth_cap};
@@ -513,7 +485,7 @@ static int term_bounds(struct kg_run *r, const struct kg_findings *f)
 	return a < 0 || b < 0 ? -1 : a || b;
 }
 
-int kg_run_check_outputs(struct kg_run *r, struct kg_view *v, enum kg_reason_code code, struct kg_findings *f)
+int kg_trial_check_outputs(struct kg_run *r, struct kg_view *v, enum kg_reason_code code, struct kg_findings *f)
 {
 	struct kg_findings mine = {0};
 	if (!kg_check_outputs(v, code, &mine))
@@ -528,4 +500,61 @@ int kg_run_check_outputs(struct kg_run *r, struct kg_view *v, enum kg_reason_cod
 	for (int i = 0; i < mine.n && f->n < KG_MAX_FINDINGS; i++)
 		f->f[f->n++] = mine.f[i];
 	return mine.n;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts))
+		;
+}
+
+static int ref_measure(struct kg_run *r, uint32_t sets, uint64_t *ns)
+{
+	return sets > 1 ? kg_trial_ref_batch(r, sets, r->batch_stride, ns) : kg_trial_reference(r, 1, ns);
+}
+
+int kg_trial_ref_quiet(struct kg_run *r, uint32_t sets, uint64_t *ns)
+{
+	if (ref_measure(r, sets, ns))
+		return -1;
+	uint64_t first = r->ref_flush_ns;
+	for (int tries = 0; kg_timing_busy(r->ref_flush_ns, r->quiet_flush_ns); tries++) {
+		if (tries < KG_QUIET_RETAKES) {
+			/* the candidate's process is stopped: what its host code would start cannot start */
+			sleep_ms(5);
+			if (ref_measure(r, sets, ns))
+				return -1;
+			continue;
+		}
+		/* busy through every retake: the device asked again once nothing of the candidate's can
+		 * run on it (its process ended, its context with it) */
+		uint64_t last = r->ref_flush_ns;
+		kg_session_kill_held(&r->cs);
+		r->cand_dead = 1;
+		sleep_ms(100);
+		int quiet = 0;
+		for (int k = 0; k < 2; k++) {
+			if (ref_measure(r, sets, ns))
+				return -1;
+			quiet += !kg_timing_busy(r->ref_flush_ns, r->quiet_flush_ns);
+		}
+		if (quiet == 2) {
+			kg_verdict_add_reason(r->v, KG_R_TIMING_TAMPERED,
+					      "the device was busy beside the reference's measurements while the candidate's "
+					      "process was stopped (kgate-device's flush inside them took %.1f us, then %.1f us "
+					      "%d times over, %.1f us on the quiet device), and quiet again once that process was "
+					      "ended (%.1f us): work the candidate left running on the device slowed the "
+					      "reference it is compared with",
+					      (double)first / 1e3, (double)last / 1e3, KG_QUIET_RETAKES,
+					      (double)r->quiet_flush_ns / 1e3, (double)r->ref_flush_ns / 1e3);
+			return -1;
+		}
+		kg_run_internal(r, "the device is busy with work from outside this run: kgate-device's flush inside the "
+				   "reference's measurements took %.1f us (%.1f us on the quiet device), also with the "
+				   "candidate's process ended: no timing is taken on a shared device",
+				(double)r->ref_flush_ns / 1e3, (double)r->quiet_flush_ns / 1e3);
+		return -1;
+	}
+	return 0;
 }

@@ -24,12 +24,15 @@
 #include <sys/stat.h>
 
 #include "verifier/plan/resolve.h"
+#include "verifier/phases/phases.h"
+#include "verifier/phases/trial.h"
+#include "verifier/phases/warmup.h"
 #include "verifier/run.h"
 
 /* A module that compiles kernels at run time: Triton, or torch.compile inside it. Only a way to
  * spare other modules the warm-up's process (a few seconds); one that compiles without either word
  * finds no process to start and fails its own run. */
-int kg_torch_needs_warmup(const char *src, size_t len)
+int kg_warmup_needed(const char *src, size_t len)
 {
 	static const char *const words[] = {"triton", "torch.compile", "torch._inductor"};
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
@@ -38,7 +41,7 @@ int kg_torch_needs_warmup(const char *src, size_t len)
 	return 0;
 }
 
-int kg_torch_warmup(const struct kg_session_opts *o, const char *shapes, const char *jit_dir, double wall_s,
+int kg_warmup_torch(const struct kg_session_opts *o, const char *shapes, const char *jit_dir, double wall_s,
 		    char *log, size_t logsz, kg_error *e)
 {
 	char py[PATH_MAX], why[160], script[PATH_MAX], helper[PATH_MAX], prefix[PATH_MAX], cvd[160];
@@ -116,7 +119,7 @@ int kg_torch_warmup(const struct kg_session_opts *o, const char *shapes, const c
 	return rc;
 }
 
-int kg_run_warmup(struct kg_run *r, const struct kg_session_opts *o, char *jit, size_t jitsz)
+int kg_warmup_run(struct kg_run *r, const struct kg_session_opts *o, char *jit, size_t jitsz)
 {
 	const struct kg_plan *p = r->plan;
 	kg_error e = {0};
@@ -135,7 +138,7 @@ int kg_run_warmup(struct kg_run *r, const struct kg_session_opts *o, char *jit, 
 	kg_run_progress(r, "compiling the candidate's JIT kernels at %d shapes", p->n_shapes);
 	uint64_t t0 = kg_now_ns();
 	double wall = p->pol.wall_s > 600 ? p->pol.wall_s : 600;
-	rc = kg_torch_warmup(o, shapes, jit, wall, log, sizeof(log), &e);
+	rc = kg_warmup_torch(o, shapes, jit, wall, log, sizeof(log), &e);
 	if (rc < 0) {
 		kg_run_internal(r, "starting the JIT warm-up: %s", e.msg);
 		return -1;
@@ -151,7 +154,7 @@ int kg_run_warmup(struct kg_run *r, const struct kg_session_opts *o, char *jit, 
 		r->cand_dead = 1;
 		return -1;
 	}
-	kg_verdict_add_check(r->v, "jit-warmup", KG_CHECK_PASS, kg_secs_since(t0),
+	kg_verdict_add_check(r->v, "jit-warmup", KG_CHECK_PASS, kg_run_secs_since(t0),
 			     "the candidate's JIT kernels compiled ahead of the run at %d shapes, into the run's cache",
 			     p->n_shapes);
 	return 0;

@@ -5,7 +5,7 @@
  * policy has to list. */
 #include "verifier/plan/backend.h"
 
-#include "verifier/plan/resolve.h"
+#include "verifier/plan/paths.h"
 
 #include <errno.h>
 #include <fnmatch.h>

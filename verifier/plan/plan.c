@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "verifier/arena/inputs.h"
+#include "verifier/plan/inputs.h"
 #include "verifier/plan/prng.h"
 #include "verifier/plan/resolve.h"
 

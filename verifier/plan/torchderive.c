@@ -19,7 +19,7 @@
 #include "kg_ufile.h"
 #include "sandbox/sandbox.h"
 #include "verifier/plan/backend.h"
-#include "verifier/plan/resolve.h"
+#include "verifier/plan/paths.h"
 
 #define KG_DERIVE_SCRIPT "torch_derive.py"
 #define MAX_WORKERS 4

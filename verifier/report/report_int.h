@@ -1,4 +1,4 @@
-/* Pieces shared by the report renderers (report.c: JSON; summary.c: the text summary; junit.c:
+/* Pieces shared by the report renderers (json.c: JSON; summary.c: the text summary; junit.c:
  * JUnit; sarif.c: SARIF). Every string that a candidate can influence goes through kg_text
  * (common/kg_text.h) on its way out; rc counts the bytes that had to be escaped, for the note the
  * reports carry. */
@@ -8,7 +8,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
-#include "verifier/judge/verdict.h"
+#include "verifier/report/report.h"
 
 struct kg_rctx {
 	int escaped; /* bytes written as \xNN (invalid UTF-8, control characters) or \uNNNN (invisible) */

@@ -1,7 +1,7 @@
 /* compute-sanitizer as kgate drives it: the command line of one tool's run (the runner follows it)
  * and the reading of the tool's report. */
-#ifndef KG_SANITIZER_H
-#define KG_SANITIZER_H
+#ifndef KG_COMPUTE_SANITIZER_H
+#define KG_COMPUTE_SANITIZER_H
 
 #include <stddef.h>
 

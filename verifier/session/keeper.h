@@ -1,10 +1,10 @@
 /* kgate's side of kgate-device (device/keeper.c), the trusted process that owns the GPU's memory
  * for a run: started once per run, it mirrors each runner's host arena on the device, and the
- * session (verifier/session/session.c) asks it for every call's start (inputs on the device, L2 flushed,
+ * session (session.c) asks it for every call's start (inputs on the device, L2 flushed,
  * the clock started) and end (the outputs' snapshot, the clock stopped, the host arena refreshed).
  * Calls from several threads are serialised here. */
-#ifndef KG_DEVICE_KEEPER_H
-#define KG_DEVICE_KEEPER_H
+#ifndef KG_SESSION_KEEPER_H
+#define KG_SESSION_KEEPER_H
 
 #include <pthread.h>
 #include <stddef.h>

@@ -436,3 +436,15 @@ void kg_session_free(struct kg_session *s)
 	free(s->proc);
 	s->proc = NULL;
 }
+
+uint64_t kg_sess_in_hi(const struct kg_session *s)
+{
+	uint64_t lo, hi, end = 0;
+	if (!s->keeper || !s->loaded || !(s->keeper->caps & KG_DEV_CAP_CMP))
+		return 0;
+	kg_arena_out_span(s->arena, &lo, &hi);
+	for (int i = 0; i < s->arena->n_in; i++)
+		if (s->arena->slot[i].off + s->arena->slot[i].bytes > end)
+			end = s->arena->slot[i].off + s->arena->slot[i].bytes;
+	return hi > lo && end <= lo ? lo : 0;
+}

@@ -134,18 +134,6 @@ static int host_call(struct kg_session *s, const struct kg_call *c, struct kg_ca
 	return KG_SESSION_OK;
 }
 
-uint64_t kg_sess_in_hi(const struct kg_session *s)
-{
-	uint64_t lo, hi, end = 0;
-	if (!s->keeper || !s->loaded || !(s->keeper->caps & KG_DEV_CAP_CMP))
-		return 0;
-	kg_arena_out_span(s->arena, &lo, &hi);
-	for (int i = 0; i < s->arena->n_in; i++)
-		if (s->arena->slot[i].off + s->arena->slot[i].bytes > end)
-			end = s->arena->slot[i].off + s->arena->slot[i].bytes;
-	return hi > lo && end <= lo ? lo : 0;
-}
-
 int kg_session_dev_stages(const struct kg_session *s)
 {
 	return s->keeper && s->arena->n_in + s->arena->n_out <= KG_DEV_MAX_RANGES;

@@ -2,7 +2,7 @@
  * per-element core (common/kg_gen.h), and its elements filled on a few threads, eight ChaCha blocks
  * at a time. kgate-device runs the same core on the GPU from the same parameters: element i is the
  * same bits there, whatever splits the work. */
-#include "verifier/arena/inputs.h"
+#include "verifier/plan/inputs.h"
 
 #include <errno.h>
 #include <math.h>
