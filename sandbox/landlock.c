@@ -1,7 +1,7 @@
 /* Landlock, best effort by ABI: inside the new root it is a second wall behind the mounts; where the
  * mount namespace is refused it is the only one (rules on the host paths, no private /tmp). The
  * constants are spelled out because distribution headers lag the kernel (Debian 12: ABI 2). The
- * seal (seal.c) stacks one more domain that grants only what a sealed program may still open. */
+ * seal (inside_seal.c) stacks one more domain that grants only what a sealed program may still open. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>

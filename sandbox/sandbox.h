@@ -303,13 +303,13 @@ struct kg_sb_filter_opts {
 	const int *msg_fds;
 	int n_msg_fds;
 };
-/* Applies the profile's allowlist to every thread of the calling process (TSYNC) and passes the
- * notification fd to the supervising parent, so that a denied call is reported by name. Call it
- * after initialisation and before loading untrusted code; on an error, load nothing. Outside a
+/* Inside the program (inside_seccomp.c): applies the profile's allowlist to every thread of the
+ * calling process (TSYNC) and passes the notification fd to the supervising parent, so that a
+ * denied call is reported by name. Call it after initialisation and before loading untrusted code; on an error, load nothing. Outside a
  * sandbox (no KG_SB_ENV_NOTIFY_FD) the filter kills instead of notifying. */
 int kg_sb_seccomp_apply(const struct kg_sb_filter_opts *o, kg_error *e);
 
-/* Seals: call them before loading untrusted code (memory, image), and right after (calls).
+/* Seals, inside the program (inside_seal.c): call them before loading untrusted code (memory, image), and right after (calls).
  * kg_sb_seal_memory makes [addr, addr+len) (page-rounded: give it whole pages of its own) prot,
  * then seals it with mseal(2) where the layer is active; kg_sb_seal_image seals every loaded
  * object's code, read-only data and RELRO (the GOT under -z now). */

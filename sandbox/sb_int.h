@@ -303,7 +303,7 @@ void sb_reap(struct kg_sb_child *c);
 /* spawn.c */
 void sb_unmap_exec_gate(struct sb_plan *p);
 
-/* seal.c and landlock.c: the mseal layer and what a sealed program may still open */
+/* spawn.c, inside_seal.c and landlock.c: the mseal layer and what a sealed program may still open */
 #define SB_SEAL_MAX_PATHS 16
 struct sb_seal_path {
 	const char *path;

@@ -14,10 +14,15 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "sb_int.h"
+
+#ifndef SYS_mseal
+#define SYS_mseal 462 /* the same number on every architecture that has it */
+#endif
 
 #define GiB (1024ull * 1024 * 1024)
 #define MiB (1024ull * 1024)
@@ -587,3 +592,31 @@ fail:
 	return rc;
 }
 
+/* Whether the mseal layer can be given (the spawner's probe, before the program runs). */
+int sb_mseal_probe(void)
+{
+	/* an empty range is accepted and seals nothing where the call exists: ENOSYS (or EINVAL from
+	 * a kernel that knows the number for something else) where it does not */
+	if (syscall(SYS_mseal, 0UL, 0UL, 0UL))
+		return -errno;
+	return 0;
+}
+
+/* What a sealed program may still open, as the environment tells it (inside_seal.c parses it). */
+int sb_seal_env_format(const char *const *paths, char *out, size_t n)
+{
+	size_t len = 0;
+	out[0] = '\0';
+	for (size_t i = 0; paths && paths[i]; i++) {
+		const char *p = paths[i];
+		const char *path = !strncmp(p, "r:/", 3) ? p + 2 : !strncmp(p, "rw:/", 4) ? p + 3 : NULL;
+		if (!path || strpbrk(p, ",="))
+			return -EINVAL;
+		int k = snprintf(out + len, n - len, "%s%s", len ? "," : "", p);
+		if (k < 0 || (size_t)k >= n - len)
+			return -ENAMETOOLONG;
+		len += (size_t)k;
+		(void)path;
+	}
+	return (int)len;
+}

@@ -1,7 +1,11 @@
-/* The mseal layer and the program's own seals: a program that hosts untrusted code makes its code,
+/* Inside the sandboxed program, after exec (the runner calls it, in the process that will host the
+ * candidate): the program's own seals. A program that hosts untrusted code makes its code,
  * read-only data, RELRO (GOT) and the state its measurements rest on read-only and seals them
  * (mseal(2), Linux >= 6.10), then, once the untrusted code is loaded, shuts the doors to new code:
- * no file opens (Landlock, and a killing seccomp rule) and no new executable mappings. */
+ * no file opens (Landlock, and a killing seccomp rule) and no new executable mappings. Nothing here
+ * is a guarantee to the parent: once the candidate runs, it may undo whatever this file did that
+ * the kernel lets it undo; the parent's verdicts rest on what it observes from outside. The
+ * spawner's half (the mseal probe, the paths it hands over) is spawn.c's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -20,15 +24,6 @@
 
 #define PAGE_DOWN(x) ((uintptr_t)(x) & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1))
 #define PAGE_UP(x) PAGE_DOWN((uintptr_t)(x) + (uintptr_t)sysconf(_SC_PAGESIZE) - 1)
-
-int sb_mseal_probe(void)
-{
-	/* an empty range is accepted and seals nothing where the call exists: ENOSYS (or EINVAL from
-	 * a kernel that knows the number for something else) where it does not */
-	if (syscall(SYS_mseal, 0UL, 0UL, 0UL))
-		return -errno;
-	return 0;
-}
 
 /* The spawner asked for mseal (the layer is active): then a seal that fails is an error. */
 static int mseal_wanted(void)
@@ -102,24 +97,6 @@ int kg_sb_seal_image(kg_error *e)
 	struct image_walk w = {.e = e};
 	dl_iterate_phdr(seal_object, &w);
 	return w.rc;
-}
-
-int sb_seal_env_format(const char *const *paths, char *out, size_t n)
-{
-	size_t len = 0;
-	out[0] = '\0';
-	for (size_t i = 0; paths && paths[i]; i++) {
-		const char *p = paths[i];
-		const char *path = !strncmp(p, "r:/", 3) ? p + 2 : !strncmp(p, "rw:/", 4) ? p + 3 : NULL;
-		if (!path || strpbrk(p, ",="))
-			return -EINVAL;
-		int k = snprintf(out + len, n - len, "%s%s", len ? "," : "", p);
-		if (k < 0 || (size_t)k >= n - len)
-			return -ENAMETOOLONG;
-		len += (size_t)k;
-		(void)path;
-	}
-	return (int)len;
 }
 
 /* Parses KG_SB_ENV_SEAL into at most max paths; -EINVAL on anything the formatter does not write. */
