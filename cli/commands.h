@@ -1,5 +1,5 @@
 /* Commands that rooms other than the verifier add to the kgate binary (the search loop). Each
- * room defines its entries; cli/extra.c lists them. */
+ * room defines its entries; cli/commands.c lists them. */
 #ifndef KG_COMMANDS_H
 #define KG_COMMANDS_H
 

@@ -1,5 +1,5 @@
 # cli: the kgate binary.
-CLI_SRCS := cli/main.c cli/extra.c cli/doctor.c cli/tasks.c cli/taskimport.c cli/supervise.c
+CLI_SRCS := cli/main.c cli/commands.c cli/doctor.c cli/tasks.c cli/taskimport.c cli/supervise.c
 KGATE_BIN := $(BUILD)/kgate
 $(KGATE_BIN): $(CLI_SRCS:%.c=$(BUILD)/%.o) $(CLI_EXTRA_LIBS) $(KG_CORE_LIBS)
 	$(CC) $(KG_LDFLAGS) -o $@ $(CLI_SRCS:%.c=$(BUILD)/%.o) $(CLI_EXTRA_LIBS) $(KG_CORE_LIBS) \

@@ -166,7 +166,7 @@ int kg_verify(const struct kg_verify_opts *o, struct kg_verdict *v, kg_error *e)
 	kg_phase_sanitizers(r);
 done:
 	finish(r, t_start);
-	kg_prof_print();
+	kg_steps_print();
 out:
 	if (r) {
 		kg_run_free(r);

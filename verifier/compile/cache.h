@@ -75,7 +75,7 @@ int kg_cache_stats(struct kg_cache *c, struct kg_cache_stats *st, kg_error *e);
 /* Removes every entry; returns how many, or -errno. */
 int kg_cache_clear(struct kg_cache *c, kg_error *e);
 
-/* `kgate cache stats|clear|path` (cache_cmd.c, listed in cli/extra.c). */
+/* `kgate cache stats|clear|path` (cache_cmd.c, listed in cli/commands.c). */
 int kg_cmd_cache(int argc, char **argv);
 
 #endif

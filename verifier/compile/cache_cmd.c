@@ -1,5 +1,5 @@
 /* `kgate cache stats|clear|path`: the compile cache (cache.h) seen and emptied from the command
- * line. The verifier owns the cache, so it owns the command; cli/extra.c lists it. */
+ * line. The verifier owns the cache, so it owns the command; cli/commands.c lists it. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -82,7 +82,7 @@ static int ref_warm_up(struct kg_run *r)
 		if (terms && kg_trial_ref_call(r, 0, KG_ENTRY_TERMS, "'s kg_error_terms (its first call)", r->terms, &res))
 			return -1;
 	}
-	kg_prof_add(KG_PROF_REF_UP, t0);
+	kg_steps_add(KG_STEP_REF_UP, t0);
 	r->shape = -1;
 	r->ref_staged_draw = 0;
 	r->ref_dev_grown = 0;
@@ -106,7 +106,7 @@ void kg_phase_start(struct kg_run *r)
 		int krc = kg_path_device(dev, sizeof(dev));
 		uint64_t t0 = kg_now_ns();
 		krc = krc ? krc : kg_keeper_start(&r->keeper, dev, &e);
-		kg_prof_add(KG_PROF_KEEPER_UP, t0);
+		kg_steps_add(KG_STEP_KEEPER_UP, t0);
 		if (krc) {
 			kg_run_internal(r, "starting kgate-device (the keeper of the device's memory): %s",
 					krc ? "not found beside kgate-run (install kgate, or set KGATE_DEVICE)" : e.msg);
@@ -137,7 +137,7 @@ void kg_phase_start(struct kg_run *r)
 	so.threads = 1;
 	uint64_t t0 = kg_now_ns();
 	int rc = kg_session_start(&r->rs, &so, &r->ra, &e);
-	t0 = kg_prof_add(KG_PROF_REF_UP, t0);
+	t0 = kg_steps_add(KG_STEP_REF_UP, t0);
 	r->rs_up = 1;
 	if (rc == -EPERM) {
 		/* a layer the policy requires that this host refuses: the sandbox's finding, named as such
@@ -179,7 +179,7 @@ void kg_phase_start(struct kg_run *r)
 		so.jit_dir = jit;
 	}
 	rc = kg_session_start(&r->cs, &so, &r->ca, &e);
-	kg_prof_add(KG_PROF_CAND_UP, t0);
+	kg_steps_add(KG_STEP_CAND_UP, t0);
 	r->cs_up = 1;
 	/* both sides' inputs drawn and checked by kgate-device's kernels where it has them (a build
 	 * with nvcc), and the outputs judged there (the reference's never leave the device then) */

@@ -221,7 +221,7 @@ static int checked_call(struct kg_run *r, enum kg_input_class cls, uint64_t seed
 	if (c->ok)
 		kg_trial_check_outputs(r, &v, wrong, &f);
 	kg_check_tail(c->r.tail_ns, c->r.child_ns, &f);
-	kg_prof_add(KG_PROF_CHECKS, t0);
+	kg_steps_add(KG_STEP_CHECKS, t0);
 	kg_run_record(r, &f, cls, seed, when);
 	return f.n || !c->ok ? -1 : 0;
 }

@@ -187,7 +187,7 @@ int kg_timing_batched(struct kg_run *r, uint32_t sets, enum kg_input_class cls, 
 	if (rc)
 		return -1;
 	kg_check_tail(c->r.tail_ns, c->r.child_ns, &f);
-	kg_prof_add(KG_PROF_CHECKS, t0);
+	kg_steps_add(KG_STEP_CHECKS, t0);
 	kg_run_record(r, &f, cls, seed, "during timing");
 	return f.n ? -1 : 0;
 }

@@ -42,7 +42,7 @@ void kg_trial_cand_arena(struct kg_run *r, uint64_t seed)
 		kg_arena_poison_pick(&r->ca, seed); /* the keeper writes it on the device */
 	else
 		kg_arena_poison(&r->ca, seed);
-	kg_prof_add(KG_PROF_CAND_PREP, t0);
+	kg_steps_add(KG_STEP_CAND_PREP, t0);
 }
 
 static void cand_expose(void *arg)
@@ -222,7 +222,7 @@ static int async_check(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 	if (r->cs.keeper && (r->keeper.caps & KG_DEV_CAP_CMP)) {
 		looked = kg_session_look(&r->cs, delay, &diff_off, &e);
 		if (looked == 0) {
-			kg_prof_add(KG_PROF_SETTLE, t0);
+			kg_steps_add(KG_STEP_SETTLE, t0);
 			return 0; /* as END left it: inputs, bands and outputs */
 		}
 		if (looked != 1)
@@ -270,7 +270,7 @@ static int async_check(struct kg_run *r, enum kg_input_class cls, uint64_t seed)
 	kg_run_record(r, &f, cls, seed, NULL);
 	for (int j = 0; j < a->n_out; j++)
 		kg_parallel_copy(kg_arena_ptr(a, a->n_in + j), r->snap[j], a->slot[a->n_in + j].bytes);
-	kg_prof_add(KG_PROF_SETTLE, t0);
+	kg_steps_add(KG_STEP_SETTLE, t0);
 	return escaped;
 }
 
@@ -385,7 +385,7 @@ static void run_trial(struct kg_run *r, enum kg_input_class cls, uint64_t seed, 
 			return;
 	}
 	kg_check_shortcuts(&v, mismatch, &r->shortcuts, &f);
-	kg_prof_add(KG_PROF_CHECKS, t0);
+	kg_steps_add(KG_STEP_CHECKS, t0);
 	kg_run_record(r, &f, cls, seed, "after the call");
 }
 

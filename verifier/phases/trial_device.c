@@ -49,7 +49,7 @@ void kg_trial_gen_into(struct kg_run *r, int next, enum kg_input_class cls, uint
 	memset(&tk, 0, sizeof(tk));
 	if (!r->dev_gen)
 		kg_trial_host_inputs(r, next ? r->shadow_next : r->shadow);
-	kg_prof_add(KG_PROF_GEN, t0);
+	kg_steps_add(KG_STEP_GEN, t0);
 }
 
 void *const *kg_trial_host_inputs(struct kg_run *r, void *const *src)
@@ -64,7 +64,7 @@ void *const *kg_trial_host_inputs(struct kg_run *r, void *const *src)
 		kg_inputs_fill_tensor(src[i], &g->d.t[i], &tk);
 	memset(&tk, 0, sizeof(tk));
 	g->host = 1;
-	kg_prof_add(KG_PROF_GEN, t0);
+	kg_steps_add(KG_STEP_GEN, t0);
 	return src;
 }
 
@@ -204,7 +204,7 @@ int kg_trial_device_judge(struct kg_run *r)
 		kg_run_internal(r, "judging the candidate's outputs on the device (%s): %s", kg_run_shape_str(r), e.msg);
 		return -1;
 	}
-	kg_prof_add(KG_PROF_JUDGE, t0);
+	kg_steps_add(KG_STEP_JUDGE, t0);
 	for (int j = 0; j < a->n_out; j++)
 		r->out_hash[j] = out[j].hash;
 	r->out_hash_ok = 1;

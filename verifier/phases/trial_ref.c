@@ -204,11 +204,11 @@ int kg_trial_ref_call(struct kg_run *r, int flush, uint32_t entry, const char *w
 	int keep = r->dev_check && entry == KG_ENTRY_FORWARD && dst == r->refout;
 	uint64_t t = kg_now_ns();
 	ref_prepare(r);
-	t = kg_prof_add(KG_PROF_REF_PREP, t);
+	t = kg_steps_add(KG_STEP_REF_PREP, t);
 	int rc = ref_exec(r, flush, entry, keep, res, &e);
-	t = kg_prof_add(KG_PROF_REF_CALL, t);
+	t = kg_steps_add(KG_STEP_REF_CALL, t);
 	rc = ref_finish(r, rc, res, &e, what, dst, keep);
-	kg_prof_add(KG_PROF_REF_READ, t);
+	kg_steps_add(KG_STEP_REF_READ, t);
 	return rc;
 }
 
@@ -293,7 +293,7 @@ int kg_trial_ref_batch(struct kg_run *r, uint32_t sets, uint64_t stride, uint64_
 			       .expose_arg = r, .draw = d, .keep = 1, .sets = sets, .stride = stride};
 	uint64_t t = kg_now_ns();
 	int rc = kg_session_run_call(&r->rs, &call, &res, &e);
-	t = kg_prof_add(KG_PROF_REF_CALL, t);
+	t = kg_steps_add(KG_STEP_REF_CALL, t);
 	r->refout_host = 0; /* what the arena holds is no set's outputs */
 	if ((rc || res.ret) && kg_run_ref_starved(r))
 		return -1;
@@ -349,7 +349,7 @@ int kg_trial_ref_batch(struct kg_run *r, uint32_t sets, uint64_t stride, uint64_
 		sum[j].first_poison = -1;
 		r->ref_stats[j] = sum[j];
 	}
-	kg_prof_add(KG_PROF_JUDGE, t);
+	kg_steps_add(KG_STEP_JUDGE, t);
 	return ref_tolerances(r, &res, ns);
 }
 
@@ -358,7 +358,7 @@ static void *ahead_main(void *arg)
 	struct kg_run *r = arg;
 	uint64_t t = kg_now_ns();
 	r->ahead.rc = ref_exec(r, 0, KG_ENTRY_FORWARD, r->ahead.kept, &r->ahead.res, &r->ahead.e);
-	kg_prof_add(KG_PROF_REF_AHEAD, t);
+	kg_steps_add(KG_STEP_REF_AHEAD, t);
 	return NULL;
 }
 
@@ -378,7 +378,7 @@ void kg_trial_ahead_start(struct kg_run *r, enum kg_input_class cls, uint64_t se
 	r->ref_src = r->shadow_next; /* written by the call, on the thread */
 	uint64_t t = kg_now_ns();
 	ref_prepare(r);
-	kg_prof_add(KG_PROF_REF_PREP, t);
+	kg_steps_add(KG_STEP_REF_PREP, t);
 	r->ahead.cls = cls;
 	r->ahead.seed = seed;
 	r->ahead.kept = r->dev_check;
@@ -412,7 +412,7 @@ int kg_trial_ahead_take(struct kg_run *r, enum kg_input_class cls, uint64_t seed
 	uint64_t t = kg_now_ns();
 	int rc = ref_finish(r, r->ahead.rc, &r->ahead.res, &r->ahead.e, "", r->refout, r->ahead.kept) ? -1
 												: ref_tolerances(r, &r->ahead.res, ns);
-	kg_prof_add(KG_PROF_REF_READ, t);
+	kg_steps_add(KG_STEP_REF_READ, t);
 	return rc;
 }
 

@@ -265,7 +265,7 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	if (rc)
 		return rc;
 	if (s->watched)
-		tp = kg_prof_add(KG_PROF_CAND_START, tp);
+		tp = kg_steps_add(KG_STEP_CAND_START, tp);
 	double keep = s->call_timeout_s;
 	r->step = "run";
 	if (c->run_timeout_s > 0)
@@ -290,7 +290,7 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	 * the snapshot's time (charged) or after it (SETTLE's check.async_escape); none is credited. */
 	int krc = 0;
 	if (s->watched)
-		tp = kg_prof_add(KG_PROF_CAND_RUN, tp);
+		tp = kg_steps_add(KG_STEP_CAND_RUN, tp);
 	if (rc == KG_SESSION_OK) {
 		r->step = "download";
 		krc = kg_keeper_end(s->keeper, s->dev_slot, bytes, lo, hi, kg_sess_in_hi(s), c->keep, &ed, e);
@@ -306,7 +306,7 @@ static int keeper_call(struct kg_session *s, const struct kg_call *c, struct kg_
 	}
 	rc = held_after_run(s, rc);
 	if (s->watched)
-		kg_prof_add(KG_PROF_CAND_END, tp);
+		kg_steps_add(KG_STEP_CAND_END, tp);
 	if (rc)
 		return rc;
 	uint64_t cpu1 = kg_sess_cpu_ns(s);
