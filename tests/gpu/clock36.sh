@@ -90,7 +90,7 @@ if [ "$BEFORE" != 1 ]; then
 		timeout -k 5 120 "$KGATE_BUILD/tests/bin/gpu-kernels" --require --gate "$KGATE_BUILD/kgate-device"
 fi
 
-# the quiet-device rule (timing.c's kg_timing_busy) against work of another context: a trusted
+# the quiet-device rule (judge/clock.c's kg_timing_busy) against work of another context: a trusted
 # program's own kernel hog, then copy-engine hog, beside kgate-device's timed flushes (busy), then
 # after them (quiet); every flush and span printed. A candidate cannot make that context here (below)
 if [ "$BEFORE" != 1 ]; then

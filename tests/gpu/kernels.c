@@ -460,7 +460,7 @@ static uint64_t timed_flush(struct kg_keeper *k, int slot, uint64_t *span)
 }
 
 /* Five flushed calls of the keeper's beside the hog (a call the hog's end overtook tells nothing:
- * taken again, beside more of it), then five once it is done: timing.c's rule (kg_timing_busy)
+ * taken again, beside more of it), then five once it is done: judge/clock.c's rule (kg_timing_busy)
  * must read the first busy and the others quiet. */
 static void hog_one(struct hog *h, struct kg_keeper *k, int slot, const char *what)
 {
@@ -507,7 +507,7 @@ static void hog_one(struct hog *h, struct kg_keeper *k, int slot, const char *wh
 		fail("hog: %s: only %s%lld of 5 flushes on the quiet device after it read quiet", what, "", (long long)n_quiet);
 }
 
-/* timing.c's quiet-device rule (kg_timing_busy), by which kgate judges the reference's
+/* judge/clock.c's quiet-device rule (kg_timing_busy), by which kgate judges the reference's
  * measurements: the flush inside them, a kernel of kgate-device's, against its time on the quiet
  * device. Beside work of another context (this program's own, a process apart from the keeper's
  * as a candidate's runner is), a kernel's and then a copy engine's, the flush must read busy;

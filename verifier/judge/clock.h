@@ -99,9 +99,10 @@ void kg_timing_tamper(const struct kg_timed_call *calls, int n, const struct kg_
  * (timing.c): each may cost a reference call on the host */
 #define KG_BATCH_TERMS_SETS 8
 
-/* The quiet device (timing.c): the flush inside a reference's measurement, a kernel on the
- * compute engine of the keeper's, takes what it takes on the quiet device unless another context's
- * work ran beside it (time-sliced, or taking the memory's bandwidth). Busy: more than
+/* The quiet device (kg_trial_ref_quiet, phases/trial_ref.c): the flush inside a reference's
+ * measurement, a kernel on the compute engine of the keeper's, takes what it takes on the quiet
+ * device unless another context's work ran beside it (time-sliced, or taking the memory's
+ * bandwidth). Busy: more than
  * KG_QUIET_RATIO times the quiet flush plus KG_QUIET_SLACK_NS. A busy measurement of the reference
  * is taken again, up to KG_QUIET_RETAKES times with the candidate's process stopped; busy still, the
  * candidate's process is ended and the reference measured twice more: quiet then, the candidate's

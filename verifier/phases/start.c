@@ -21,7 +21,7 @@
 #define SEED_WARM 0x7761726d000ull
 
 /* The least flush time a calibration before LOAD measured, or the keeper's at its start: the
- * quiet device's (timing.c's probe of it). */
+ * quiet device's (kg_trial_ref_quiet's probe of it). */
 static void quiet_from(struct kg_run *r, const struct kg_session *s)
 {
 	if (s->cal_flush_ns && (!r->quiet_flush_ns || s->cal_flush_ns < r->quiet_flush_ns))

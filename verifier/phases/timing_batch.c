@@ -170,7 +170,7 @@ int kg_timing_batched(struct kg_run *r, uint32_t sets, enum kg_input_class cls, 
 {
 	uint64_t stride = r->batch_stride;
 	kg_trial_gen_inputs(r, cls, seed);
-	if (kg_trial_ref_quiet(r, sets, ref_ns)) /* on a quiet device (timing.c) */
+	if (kg_trial_ref_quiet(r, sets, ref_ns)) /* on a quiet device (trial_ref.c) */
 		return -1;
 	r->batch_sets = sets;
 	kg_trial_candidate(r, 1, cls, seed, c);

@@ -70,7 +70,7 @@ static int ref_stats_on_device(struct kg_run *r, const char *what, int near, con
 	const struct kg_arena *a = &r->ra;
 	struct kg_dev_check chk[KG_DEV_MAX_CHECKS];
 	kg_error e = {0};
-	if (p->task.n_outputs > KG_DEV_MAX_CHECKS) { /* dev_check is off for such tasks (run.c) */
+	if (p->task.n_outputs > KG_DEV_MAX_CHECKS) { /* dev_check is off for such tasks (start.c) */
 		kg_run_internal(r, "%d outputs for the device's checks (at most %d)", p->task.n_outputs, KG_DEV_MAX_CHECKS);
 		return -1;
 	}
@@ -262,7 +262,7 @@ static int ref_tolerances(struct kg_run *r, const struct kg_call_result *res, ui
 	*ns = res->child_ns;
 	if (r->rs.keeper) {
 		/* on a device both sides are timed alike: by the keeper's span, as the candidate's
-		 * bound is (timing.c), never below the runner's own events */
+		 * bound is (judge/clock.c), never below the runner's own events */
 		uint64_t idle = r->rs.cal_span_ns + res->snap_ns + (res->sets > 1 ? (res->sets - 1) * r->rs.cal_set_ns : 0);
 		uint64_t bound = res->span_ns > idle ? res->span_ns - idle : 0;
 		if (bound > *ns)

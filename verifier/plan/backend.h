@@ -62,7 +62,7 @@ struct kg_backend {
 	 * ("rw:/dev", "r:/sys"; NULL: nothing, and any open ends the run as sandbox.dlopen). */
 	const char *const *sealed_opens;
 	/* The candidate's work runs on the host's CPU: the CPU time the kernel charges the runner's
-	 * process bounds every timed call from below (timing.c), whatever the runner claims. */
+	 * process bounds every timed call from below (judge/clock.c), whatever the runner claims. */
 	int cpu_clock;
 	int address_space_unbounded; /* the driver reserves terabytes it never backs: no RLIMIT_AS,
 	                              * the per-mmap bound and the cgroup still hold */

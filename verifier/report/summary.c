@@ -1,6 +1,6 @@
 /* The terminal summary (`kgate verify` without -q, and `--report text:PATH`): the verdict, its
  * reasons, the checks and the measurements, for a person to read. Every string a candidate can
- * influence goes through kg_text on one line; the full record is the JSON report (report.c). */
+ * influence goes through kg_text on one line; the full record is the JSON report (json.c). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
