@@ -305,14 +305,16 @@ struct kg_sb_filter_opts {
 };
 /* Inside the program (inside_seccomp.c): applies the profile's allowlist to every thread of the
  * calling process (TSYNC) and passes the notification fd to the supervising parent, so that a
- * denied call is reported by name. Call it after initialisation and before loading untrusted code; on an error, load nothing. Outside a
- * sandbox (no KG_SB_ENV_NOTIFY_FD) the filter kills instead of notifying. */
+ * denied call is reported by name. Call it after initialisation and before loading untrusted
+ * code; on an error, load nothing. Outside a sandbox (no KG_SB_ENV_NOTIFY_FD) the filter kills
+ * instead of notifying. */
 int kg_sb_seccomp_apply(const struct kg_sb_filter_opts *o, kg_error *e);
 
-/* Seals, inside the program (inside_seal.c): call them before loading untrusted code (memory, image), and right after (calls).
- * kg_sb_seal_memory makes [addr, addr+len) (page-rounded: give it whole pages of its own) prot,
- * then seals it with mseal(2) where the layer is active; kg_sb_seal_image seals every loaded
- * object's code, read-only data and RELRO (the GOT under -z now). */
+/* Seals, inside the program (inside_seal.c): call them before loading untrusted code (memory,
+ * image), and right after (calls). kg_sb_seal_memory makes [addr, addr+len) (page-rounded: give
+ * it whole pages of its own) prot, then seals it with mseal(2) where the layer is active;
+ * kg_sb_seal_image seals every loaded object's code, read-only data and RELRO (the GOT under
+ * -z now). */
 int kg_sb_seal_memory(void *addr, size_t len, int prot, kg_error *e);
 int kg_sb_seal_image(kg_error *e);
 /* Seals [addr, addr+len) as it is mapped now (its protections unchanged), where the layer is

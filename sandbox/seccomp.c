@@ -1,7 +1,8 @@
 /* The seccomp layer: per-profile allowlists (libseccomp) plus the extras a spec names, the baseline
  * deny list for programs that apply their own filter later (which they load with
- * inside_seccomp.c's kg_sb_seccomp_apply). Denials go to the supervising parent as user notifications so that they can be reported
- * by name; where that is not available the filter kills instead. What one program needs beyond its
+ * inside_seccomp.c's kg_sb_seccomp_apply). Denials go to the supervising parent as user
+ * notifications so that they can be reported by name; where that is not available the filter
+ * kills instead. What one program needs beyond its
  * profile comes from its spec (syscalls); calls that need argument checks have their own rule. */
 #include <errno.h>
 #include <fcntl.h>

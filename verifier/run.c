@@ -289,8 +289,8 @@ int kg_run_already_reported(struct kg_run *r, enum kg_reason_code code, enum kg_
 	return 0;
 }
 
-struct kg_reason *kg_run_trial_reason(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls, uint64_t seed,
-				      const char *fmt, ...)
+struct kg_reason *kg_run_trial_reason(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls,
+				      uint64_t seed, const char *fmt, ...)
 {
 	char msg[sizeof(((struct kg_reason *)0)->message)];
 	va_list ap;

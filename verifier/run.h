@@ -157,8 +157,8 @@ void kg_run_ahead_drop(struct kg_run *r);
  * and cls listed (what a reader needs: "fails only for large inputs"); 0 when it has none. */
 int kg_run_already_reported(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls);
 /* A reason of a trial: its class, seed and the current shape filled in, counted once. */
-struct kg_reason *kg_run_trial_reason(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls, uint64_t seed,
-				      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+struct kg_reason *kg_run_trial_reason(struct kg_run *r, enum kg_reason_code code, enum kg_input_class cls,
+				      uint64_t seed, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Findings become reasons with the trial's class, seed and shape: one reason per code and shape
  * (repeats are counted, their classes listed); at a variant shape a wrong value is the finding
  * check.shape_variant. when ("after the call") starts each message. Returns the count recorded. */
