@@ -14,7 +14,6 @@
 #include "verifier/plan/resolve.h"
 #include "verifier/judge/ends.h"
 #include "verifier/phases/phases.h"
-#include "verifier/phases/trial.h"
 #include "verifier/run.h"
 #include "verifier/plan/torchtask.h"
 

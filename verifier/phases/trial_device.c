@@ -12,7 +12,6 @@
 #include "verifier/plan/parallel.h"
 #include "verifier/plan/prng.h"
 #include "verifier/steps.h"
-#include "verifier/phases/phases.h"
 #include "verifier/phases/trial.h"
 #include "verifier/run.h"
 

@@ -15,7 +15,6 @@
 #include "verifier/plan/dtype.h"
 #include "verifier/plan/parallel.h"
 #include "verifier/steps.h"
-#include "verifier/phases/phases.h"
 #include "verifier/phases/trial.h"
 #include "verifier/run.h"
 

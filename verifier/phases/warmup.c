@@ -24,8 +24,6 @@
 #include <sys/stat.h>
 
 #include "verifier/plan/resolve.h"
-#include "verifier/phases/phases.h"
-#include "verifier/phases/trial.h"
 #include "verifier/phases/warmup.h"
 #include "verifier/run.h"
 
